@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ibcoll.h - public API of libibcoll, a collective-communication runtime for
+ * distributed deep learning over InfiniBand verbs, TCP sockets and shared
+ * memory. This is the only installed header (plus ibcoll_cuda.h for
+ * stream-ordered CUDA entry points when built with CUDA).
+ *
+ * Conventions used in every docstring below:
+ *   count   number of ELEMENTS of the given dtype (never bytes);
+ *   nbytes  number of bytes;
+ *   times   in milliseconds (_ms) or microseconds (_us) as named;
+ *   memory  host memory, or CUDA device memory where the library was built
+ *           with CUDA (see ibc_info); buffers need no pre-registration.
+ *
+ * Guarantees that hold for every collective:
+ *   - count == 0 is legal and returns IBC_OK (buffers may then be NULL);
+ *   - every rank receives bitwise-identical results;
+ *   - with the same inputs, communicator size and algorithm, the same bits
+ *     come out on every run (the reduction order is fixed by the algorithm,
+ *     never by arrival order). Different algorithms (ring, tree, ...) may
+ *     differ in the last bits of floating-point results;
+ *   - every wait is bounded (IBC_TIMEOUT_MS); a dead or stuck peer gives
+ *     IBC_ERR_REMOTE or IBC_ERR_TIMEOUT, never a hang; the library never
+ *     calls exit() or abort().
+ * See docs/design.md for the architecture and docs/env.md for every
+ * environment variable.
+ */
+#ifndef IBCOLL_H
+#define IBCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IBC_VERSION_MAJOR 0
+#define IBC_VERSION_MINOR 1
+#define IBC_VERSION_PATCH 0
+/* IBC_VERSION_CODE: major * 10000 + minor * 100 + patch */
+#define IBC_VERSION_CODE \
+	(IBC_VERSION_MAJOR * 10000 + IBC_VERSION_MINOR * 100 + IBC_VERSION_PATCH)
+
+#if defined(__GNUC__)
+#define IBC_API __attribute__((visibility("default")))
+#else
+#define IBC_API
+#endif
+
+/**
+ * enum ibc_status - result of every ibcoll call, grouped by who must act.
+ * @IBC_OK:                success.
+ * @IBC_INPROGRESS:        a nonblocking operation is not finished; not an error.
+ * @IBC_ERR_INVALID_ARG:   the caller passed a bad value (NULL buffer, bad dtype).
+ * @IBC_ERR_INVALID_USAGE: API misuse: wrong state or call order, or ranks that
+ *                         called mismatched collectives (count, dtype, root).
+ * @IBC_ERR_NO_MEMORY:     an allocation failed.
+ * @IBC_ERR_SYSTEM:        a libc or system call failed; errno text is logged.
+ * @IBC_ERR_VERBS:         an ibv_* call failed, incl. a bad work completion.
+ * @IBC_ERR_CUDA:          a CUDA call failed.
+ * @IBC_ERR_REMOTE:        a peer died, a connection was lost, or a peer
+ *                         reported an error; the log names the peer.
+ * @IBC_ERR_TIMEOUT:       a bounded wait expired; the log names who is missing.
+ * @IBC_ERR_UNSUPPORTED:   not built in, or the hardware lacks it.
+ * @IBC_ERR_INTERNAL:      a bug in ibcoll; please report it with the log.
+ * @IBC_STATUS_COUNT:      not a status; number of distinct codes.
+ */
+typedef enum ibc_status {
+	IBC_OK = 0,
+	IBC_INPROGRESS = 1,
+	IBC_ERR_INVALID_ARG = -1,
+	IBC_ERR_INVALID_USAGE = -2,
+	IBC_ERR_NO_MEMORY = -3,
+	IBC_ERR_SYSTEM = -4,
+	IBC_ERR_VERBS = -5,
+	IBC_ERR_CUDA = -6,
+	IBC_ERR_REMOTE = -7,
+	IBC_ERR_TIMEOUT = -8,
+	IBC_ERR_UNSUPPORTED = -9,
+	IBC_ERR_INTERNAL = -10,
+	IBC_STATUS_COUNT = 12
+} ibc_status_t;
+
+/**
+ * enum ibc_dtype - element types. Values cross the wire and the ABI: fixed.
+ * IBC_FLOAT16 is IEEE binary16, IBC_BFLOAT16 is bfloat16 (8-bit exponent);
+ * both are reduced in fp32 and rounded to nearest-even.
+ */
+typedef enum ibc_dtype {
+	IBC_INT8 = 0,
+	IBC_UINT8 = 1,
+	IBC_INT32 = 2,
+	IBC_UINT32 = 3,
+	IBC_INT64 = 4,
+	IBC_UINT64 = 5,
+	IBC_FLOAT16 = 6,
+	IBC_BFLOAT16 = 7,
+	IBC_FLOAT32 = 8,
+	IBC_FLOAT64 = 9,
+	IBC_DTYPE_COUNT = 10
+} ibc_dtype_t;
+
+/**
+ * enum ibc_redop - reduction operations. Values cross the wire: fixed.
+ * @IBC_SUM:  sum; integer sums wrap (two's complement, like unsigned C
+ *            arithmetic); floating point sums follow the algorithm's order.
+ * @IBC_PROD: product; integers wrap.
+ * @IBC_MIN:  minimum; a NaN on any rank gives NaN.
+ * @IBC_MAX:  maximum; a NaN on any rank gives NaN.
+ * @IBC_AVG:  SUM, then one division by the number of ranks at the end
+ *            (integers: C division, truncating toward zero).
+ */
+typedef enum ibc_redop {
+	IBC_SUM = 0,
+	IBC_PROD = 1,
+	IBC_MIN = 2,
+	IBC_MAX = 3,
+	IBC_AVG = 4,
+	IBC_REDOP_COUNT = 5
+} ibc_redop_t;
+
+/** typedef ibc_comm_h - opaque communicator handle. */
+typedef struct ibc_comm *ibc_comm_h;
+
+/** typedef ibc_request_h - opaque handle of a nonblocking operation. */
+typedef struct ibc_request *ibc_request_h;
+
+#define IBC_UNIQUE_ID_BYTES 128
+
+/**
+ * struct ibc_unique_id - the rendezvous token of a communicator: the
+ * bootstrap root's address and a 128-bit secret from the OS RNG. Copy it to
+ * every rank by any means (MPI_Bcast, a file, ...); anyone holding it can
+ * join the job, so treat it as a password.
+ */
+typedef struct ibc_unique_id {
+	char internal[IBC_UNIQUE_ID_BYTES];
+} ibc_unique_id_t;
+
+/* ---------------------------------------------------------------------- */
+/* Errors, version and types                                               */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * ibc_status_str() - Short English name of a status code.
+ * @st: [in] any value; unknown values give "unknown status".
+ *
+ * Blocking:  no. Threading: safe from any thread.
+ * Return:    a static string, never NULL.
+ */
+IBC_API const char *ibc_status_str(ibc_status_t st);
+
+/**
+ * ibc_last_error() - Text of the last ERROR or WARN line logged by the
+ * calling thread (or by the library's threads acting for it), e.g. "rank 2:
+ * allreduce #17 on tcp: peer rank 3 (host b07) closed the connection after
+ * 1048576 of 4194304 bytes".
+ *
+ * Threading: thread-local; the progress thread's errors are also copied to
+ *            the thread that waits on the failed request.
+ * Return:    a thread-local string, "" when nothing failed; valid until the
+ *            calling thread's next ibcoll call.
+ */
+IBC_API const char *ibc_last_error(void);
+
+/**
+ * ibc_get_version() - Version of the library actually loaded.
+ * @version_p: [out] IBC_VERSION_CODE of the library (major*10000+minor*100+patch).
+ *
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG if @version_p is NULL.
+ */
+IBC_API ibc_status_t ibc_get_version(int *version_p);
+
+/**
+ * ibc_dtype_size() - Size in bytes of one element of a dtype.
+ * @dtype:    [in]  an ibc_dtype_t.
+ * @nbytes_p: [out] bytes per element (1, 2, 4 or 8).
+ *
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG for an unknown dtype or NULL @nbytes_p.
+ */
+IBC_API ibc_status_t ibc_dtype_size(ibc_dtype_t dtype, size_t *nbytes_p);
+
+/* ---------------------------------------------------------------------- */
+/* Communicators                                                           */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * ibc_get_unique_id() - Create the rendezvous token for a new communicator.
+ * @id: [out] the unique id; broadcast it to every rank of the job.
+ *
+ * Starts a bootstrap root in the calling process (a background thread that
+ * listens on the interface chosen by IBC_SOCKET_IFNAME, accepts only
+ * connections that prove knowledge of the id's secret by HMAC-SHA256 over a
+ * fresh nonce, and exits when all ranks have joined or after
+ * IBC_BOOTSTRAP_TIMEOUT_MS). Call once per communicator, usually on rank 0.
+ * Source: NCCL's ncclGetUniqueId (root thread), with authentication added.
+ *
+ * Blocking:  no (returns once the root listens).
+ * Threading: safe from any thread.
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (@id NULL); IBC_ERR_SYSTEM (no
+ *            usable interface, socket/bind/thread failure, no OS randomness);
+ *            IBC_ERR_NO_MEMORY.
+ */
+IBC_API ibc_status_t ibc_get_unique_id(ibc_unique_id_t *id);
+
+/**
+ * ibc_comm_init_rank() - Join a communicator of @nranks ranks as @rank.
+ * @comm_p: [out] the new communicator, written only on success.
+ * @nranks: [in]  number of ranks, >= 1; the same on every rank.
+ * @id:     [in]  the unique id from ibc_get_unique_id(), the same on every rank.
+ * @rank:   [in]  this process's rank, 0 <= @rank < @nranks, distinct per process.
+ *
+ * Collective over the @nranks ranks: returns when all have joined (or on
+ * timeout). Exchanges addresses, host names and boot ids through the root,
+ * chooses the transport (shm between ranks of one host, verbs between hosts
+ * where a device is usable, TCP otherwise; IBC_TRANSPORT forces one) and
+ * starts the communicator's service thread (liveness and progress).
+ * Connections to peers are made lazily, on first use.
+ *
+ * Blocking:  yes, bounded by IBC_BOOTSTRAP_TIMEOUT_MS (default 60000 ms).
+ * Threading: each process may create several communicators, from any thread.
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (bad @nranks/@rank, NULL pointer,
+ *            malformed @id); IBC_ERR_TIMEOUT (names the ranks that did not
+ *            arrive); IBC_ERR_REMOTE (the root refused us: wrong secret,
+ *            duplicate rank, size mismatch); IBC_ERR_SYSTEM; IBC_ERR_NO_MEMORY.
+ */
+IBC_API ibc_status_t ibc_comm_init_rank(ibc_comm_h *comm_p, int nranks, const ibc_unique_id_t *id,
+					int rank);
+
+/**
+ * ibc_comm_init_env() - Join a communicator described by the environment.
+ * @comm_p: [out] the new communicator, written only on success.
+ *
+ * Rank and size come from IBC_RANK/IBC_NRANKS, else Open MPI's
+ * OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, else PMI_RANK/PMI_SIZE, else
+ * PMIX_RANK (with PMI_SIZE or IBC_NRANKS), else SLURM_PROCID/SLURM_NTASKS.
+ * The rendezvous address is IBC_ROOT=host:port: rank 0 runs the bootstrap
+ * root on that port (its own host), the others connect to it, so
+ * `mpirun -x IBC_ROOT=node0:29500 ./app` works with no MPI linked in. The
+ * shared secret is IBC_SECRET (32 hex digits); without it, one is derived
+ * from IBC_ROOT and the launcher's job id and an INFO line says that the
+ * job is then protected against mistakes, not against local attackers.
+ *
+ * Blocking:  yes, bounded by IBC_BOOTSTRAP_TIMEOUT_MS.
+ * Threading: as ibc_comm_init_rank().
+ * Return:    as ibc_comm_init_rank(), plus IBC_ERR_INVALID_ARG when the
+ *            variables are missing or malformed (the log says which).
+ */
+IBC_API ibc_status_t ibc_comm_init_env(ibc_comm_h *comm_p);
+
+/**
+ * ibc_comm_split() - Partition a communicator by color, ordering by key.
+ * @comm:   [in]  parent communicator.
+ * @color:  [in]  ranks with equal color form one new communicator; a negative
+ *                color means "no new communicator" (*@newcomm_p = NULL).
+ * @key:    [in]  orders ranks inside the new communicator (ties: parent rank).
+ * @newcomm_p: [out] the new communicator or NULL, written only on success.
+ *
+ * Collective over every rank of @comm (source: MPI_Comm_split semantics).
+ * Blocking:  yes, bounded by IBC_BOOTSTRAP_TIMEOUT_MS.
+ * Threading: no other call on @comm may run concurrently.
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG; IBC_ERR_INVALID_USAGE (poisoned
+ *            @comm); IBC_ERR_REMOTE; IBC_ERR_TIMEOUT; IBC_ERR_SYSTEM;
+ *            IBC_ERR_NO_MEMORY.
+ */
+IBC_API ibc_status_t ibc_comm_split(ibc_comm_h comm, int color, int key, ibc_comm_h *newcomm_p);
+
+/**
+ * ibc_comm_destroy() - Finish outstanding operations and free a communicator.
+ * @comm: [in] communicator; NULL is accepted and ignored.
+ *
+ * Waits (bounded by IBC_TIMEOUT_MS) for queued operations, then closes
+ * connections, stops the service thread, frees memory and unlinks any
+ * shared-memory segment. Not collective: peers that still talk to this rank
+ * get IBC_ERR_REMOTE.
+ * Blocking:  yes, bounded. Threading: no other call on @comm may run concurrently.
+ * Return:    IBC_OK, or the first error of an operation that was still queued.
+ */
+IBC_API ibc_status_t ibc_comm_destroy(ibc_comm_h comm);
+
+/**
+ * ibc_comm_abort() - Tear a communicator down now, whatever the peers do.
+ * @comm: [in] communicator; NULL is accepted and ignored.
+ *
+ * Wakes every thread blocked in an operation on @comm (they return
+ * IBC_ERR_REMOTE), tells the peers it aborted (best effort, so that they
+ * fail fast instead of timing out), and frees everything.
+ * Blocking:  returns within 1 s. Threading: may be called while another
+ *            thread is blocked in a collective on @comm; @comm must not be
+ *            used after it returns.
+ * Return:    IBC_OK.
+ */
+IBC_API ibc_status_t ibc_comm_abort(ibc_comm_h comm);
+
+/**
+ * ibc_comm_rank() - This process's rank in @comm.
+ * @comm:   [in]  communicator.
+ * @rank_p: [out] rank, 0 <= rank < size.
+ * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument).
+ */
+IBC_API ibc_status_t ibc_comm_rank(ibc_comm_h comm, int *rank_p);
+
+/**
+ * ibc_comm_size() - Number of ranks in @comm.
+ * @comm:   [in]  communicator.
+ * @size_p: [out] number of ranks.
+ * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument).
+ */
+IBC_API ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p);
+
+/**
+ * ibc_comm_transport() - Name of the transport @comm uses between hosts and
+ * inside a host, e.g. "shm", "tcp", "ib" or "shm+ib".
+ * @comm:   [in]  communicator.
+ * @name_p: [out] static string owned by the library.
+ * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument).
+ */
+IBC_API ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p);
+
+/**
+ * ibc_comm_get_async_error() - Error raised outside any call: a peer that
+ * died, a failed nonblocking operation, an async verbs event.
+ * @comm: [in]  communicator.
+ * @st_p: [out] IBC_OK while healthy, else the error that poisoned @comm
+ *              (ibc_last_error() then holds its text).
+ * Blocking:  no. Threading: safe from any thread.
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL argument).
+ */
+IBC_API ibc_status_t ibc_comm_get_async_error(ibc_comm_h comm, ibc_status_t *st_p);
+
+/* ---------------------------------------------------------------------- */
+/* Blocking collectives                                                    */
+/*                                                                         */
+/* Common rules: every rank of @comm calls the same collectives in the     */
+/* same order with the same count, dtype, op and root (a mismatch is       */
+/* detected and gives IBC_ERR_INVALID_USAGE). One call at a time per       */
+/* communicator from the application's threads; different communicators    */
+/* may be used concurrently. A blocking call first waits for nonblocking   */
+/* operations issued earlier on @comm. Buffers: host or CUDA device        */
+/* memory, must stay valid until return, no ownership transferred.         */
+/* Errors common to all: IBC_ERR_INVALID_ARG (NULL buffer with count > 0,  */
+/* bad dtype/op/root, NULL comm); IBC_ERR_INVALID_USAGE (destroyed or      */
+/* poisoned communicator, mismatched calls); IBC_ERR_REMOTE (peer died or  */
+/* reported an error: the log names it); IBC_ERR_TIMEOUT (a peer made no   */
+/* progress for IBC_TIMEOUT_MS, default 600000 ms); IBC_ERR_SYSTEM;        */
+/* IBC_ERR_VERBS; IBC_ERR_CUDA; IBC_ERR_NO_MEMORY.                          */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * ibc_allreduce() - Reduce @count elements across all ranks; all get the result.
+ * @sendbuf: [in]  @count elements of @dtype.
+ * @recvbuf: [out] @count elements of @dtype; may equal @sendbuf (in place).
+ * @count:   number of ELEMENTS; 0 is legal.
+ * @dtype:   element type.
+ * @op:      reduction (IBC_AVG = SUM then one division by nranks).
+ * @comm:    communicator.
+ *
+ * Algorithm: ring reduce-scatter + ring all-gather, chunked and pipelined
+ *            (Patarasuk & Yuan 2009; NCCL's ring), 2(n-1) steps; other
+ *            algorithms by IBC_ALGO (docs/algorithms.md).
+ *            busbw = algbw * 2(n-1)/n.
+ * bf16/fp16: partial sums are rounded to the dtype at each hop, unless
+ *            IBC_ACCUM_FP32=1 keeps them in fp32 on the wire (rounded once).
+ * Blocking:  returns when @recvbuf holds the final result on this rank.
+ * Return:    IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+				   ibc_dtype_t dtype, ibc_redop_t op, ibc_comm_h comm);
+
+/**
+ * ibc_broadcast() - Copy @count elements from @root's @sendbuf to every rank's @recvbuf.
+ * @sendbuf: [in]  @count elements, read on @root only (may be NULL elsewhere).
+ * @recvbuf: [out] @count elements on every rank; on @root may equal @sendbuf.
+ * @count:   number of ELEMENTS.
+ * @dtype:   element type.
+ * @root:    rank that holds the data, 0 <= @root < nranks.
+ * @comm:    communicator.
+ *
+ * Algorithm: pipelined chain along the ring starting at @root (NCCL's ring
+ *            broadcast); busbw = algbw.
+ * Return:    IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+				   ibc_dtype_t dtype, int root, ibc_comm_h comm);
+
+/**
+ * ibc_reduce() - Reduce @count elements across all ranks into @root's @recvbuf.
+ * @sendbuf: [in]  @count elements on every rank.
+ * @recvbuf: [out] @count elements, written on @root only (may be NULL elsewhere);
+ *                 may equal @sendbuf.
+ * @count:   number of ELEMENTS.
+ * @dtype:   element type.
+ * @op:      reduction.
+ * @root:    rank receiving the result.
+ * @comm:    communicator.
+ *
+ * Algorithm: pipelined chain along the ring ending at @root (NCCL's ring
+ *            reduce); the reduction order is fixed: rank root+1 first, then
+ *            around the ring; busbw = algbw.
+ * Return:    IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_reduce(const void *sendbuf, void *recvbuf, size_t count,
+				ibc_dtype_t dtype, ibc_redop_t op, int root, ibc_comm_h comm);
+
+/**
+ * ibc_allgather() - Gather @sendcount elements from every rank, in rank order, on every rank.
+ * @sendbuf:   [in]  @sendcount elements; in place when it equals
+ *                   @recvbuf + rank * @sendcount * elemsize (NCCL's convention).
+ * @recvbuf:   [out] nranks * @sendcount elements; block r comes from rank r.
+ * @sendcount: number of ELEMENTS each rank contributes.
+ * @dtype:     element type.
+ * @comm:      communicator.
+ *
+ * Algorithm: ring, n-1 steps; busbw = algbw * (n-1)/n where algbw uses the
+ *            total output size nranks * @sendcount * elemsize (nccl-tests).
+ * Return:    IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+				   ibc_dtype_t dtype, ibc_comm_h comm);
+
+/**
+ * ibc_reduce_scatter() - Reduce nranks * @recvcount elements across ranks;
+ * rank r receives block r of the result.
+ * @sendbuf:   [in]  nranks * @recvcount elements; in place when @recvbuf
+ *                   equals @sendbuf + rank * @recvcount * elemsize.
+ * @recvbuf:   [out] @recvcount elements.
+ * @recvcount: number of ELEMENTS each rank receives.
+ * @dtype:     element type.
+ * @op:        reduction.
+ * @comm:      communicator.
+ *
+ * Algorithm: ring, n-1 steps; busbw = algbw * (n-1)/n where algbw uses the
+ *            total input size nranks * @recvcount * elemsize (nccl-tests).
+ * Return:    IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+					ibc_dtype_t dtype, ibc_redop_t op, ibc_comm_h comm);
+
+/**
+ * ibc_alltoall() - Rank r sends block p of @sendbuf to rank p, which stores it as block r.
+ * @sendbuf: [in]  nranks * @count elements.
+ * @recvbuf: [out] nranks * @count elements; must not overlap @sendbuf.
+ * @count:   number of ELEMENTS per block (per peer).
+ * @dtype:   element type.
+ * @comm:    communicator.
+ *
+ * Algorithm: pairwise exchange, n-1 steps (step s: send to r+s, receive
+ *            from r-s); busbw = algbw * (n-1)/n.
+ * Return:    IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+				  ibc_dtype_t dtype, ibc_comm_h comm);
+
+/**
+ * ibc_send() - Send @count elements to @peer (matched in order with @peer's ibc_recv()).
+ * @buf:   [in] @count elements.
+ * @count: number of ELEMENTS; must equal the receiver's count.
+ * @dtype: element type; must equal the receiver's dtype.
+ * @peer:  destination rank, != this rank.
+ * @comm:  communicator.
+ *
+ * Blocking:  returns when @buf may be reused (the data may still be in flight).
+ * Return:    IBC_OK or one of the common errors above; IBC_ERR_INVALID_ARG
+ *            for @peer out of range or equal to this rank.
+ */
+IBC_API ibc_status_t ibc_send(const void *buf, size_t count, ibc_dtype_t dtype, int peer,
+			      ibc_comm_h comm);
+
+/**
+ * ibc_recv() - Receive @count elements from @peer (matched in order with @peer's ibc_send()).
+ * @buf:   [out] @count elements.
+ * @count: number of ELEMENTS; must equal the sender's count.
+ * @dtype: element type.
+ * @peer:  source rank, != this rank.
+ * @comm:  communicator.
+ *
+ * Return: IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_recv(void *buf, size_t count, ibc_dtype_t dtype, int peer,
+			      ibc_comm_h comm);
+
+/**
+ * ibc_barrier() - Return only after every rank of @comm has entered the barrier.
+ * @comm: communicator.
+ *
+ * Algorithm: dissemination barrier (Hensgen, Finkel & Manber 1988),
+ *            ceil(log2 n) rounds.
+ * Return:    IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_barrier(ibc_comm_h comm);
+
+/* ---------------------------------------------------------------------- */
+/* Nonblocking collectives                                                 */
+/*                                                                         */
+/* Each ibc_i<name>() takes the arguments of ibc_<name>() and returns a    */
+/* request in *@req_p (written only on success). Operations on one         */
+/* communicator run one after another in issue order, driven by the        */
+/* communicator's progress thread (IBC_PROGRESS_THREAD=1, default) so      */
+/* that they overlap the caller's computation; with IBC_PROGRESS_THREAD=0  */
+/* they run inside ibc_test()/ibc_wait(). Buffers must stay untouched      */
+/* until the request completes. Up to IBC_MAX_REQUESTS (default 1024) may  */
+/* be outstanding per communicator (IBC_ERR_INVALID_USAGE beyond).         */
+/* Errors at issue time: the argument errors above; errors during the      */
+/* operation are returned by ibc_test()/ibc_wait().                        */
+/* ---------------------------------------------------------------------- */
+
+/** ibc_iallreduce() - Nonblocking ibc_allreduce(); see the block comment above. */
+IBC_API ibc_status_t ibc_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+				    ibc_dtype_t dtype, ibc_redop_t op, ibc_comm_h comm,
+				    ibc_request_h *req_p);
+/** ibc_ibroadcast() - Nonblocking ibc_broadcast(). */
+IBC_API ibc_status_t ibc_ibroadcast(const void *sendbuf, void *recvbuf, size_t count,
+				    ibc_dtype_t dtype, int root, ibc_comm_h comm,
+				    ibc_request_h *req_p);
+/** ibc_ireduce() - Nonblocking ibc_reduce(). */
+IBC_API ibc_status_t ibc_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+				 ibc_dtype_t dtype, ibc_redop_t op, int root, ibc_comm_h comm,
+				 ibc_request_h *req_p);
+/** ibc_iallgather() - Nonblocking ibc_allgather(). */
+IBC_API ibc_status_t ibc_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+				    ibc_dtype_t dtype, ibc_comm_h comm, ibc_request_h *req_p);
+/** ibc_ireduce_scatter() - Nonblocking ibc_reduce_scatter(). */
+IBC_API ibc_status_t ibc_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+					 ibc_dtype_t dtype, ibc_redop_t op, ibc_comm_h comm,
+					 ibc_request_h *req_p);
+/** ibc_ialltoall() - Nonblocking ibc_alltoall(). */
+IBC_API ibc_status_t ibc_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+				   ibc_dtype_t dtype, ibc_comm_h comm, ibc_request_h *req_p);
+/** ibc_isend() - Nonblocking ibc_send(). */
+IBC_API ibc_status_t ibc_isend(const void *buf, size_t count, ibc_dtype_t dtype, int peer,
+			       ibc_comm_h comm, ibc_request_h *req_p);
+/** ibc_irecv() - Nonblocking ibc_recv(). */
+IBC_API ibc_status_t ibc_irecv(void *buf, size_t count, ibc_dtype_t dtype, int peer,
+			       ibc_comm_h comm, ibc_request_h *req_p);
+/** ibc_ibarrier() - Nonblocking ibc_barrier(). */
+IBC_API ibc_status_t ibc_ibarrier(ibc_comm_h comm, ibc_request_h *req_p);
+
+/**
+ * ibc_test() - Ask whether a nonblocking operation has finished.
+ * @req:    [in]  request from an ibc_i*() call, not yet passed to ibc_wait().
+ * @done_p: [out] 1 when finished (successfully or not), else 0.
+ *
+ * Does not free @req: call ibc_wait() afterwards to collect its status and
+ * release it (it then returns at once).
+ * Blocking:  no, with the progress thread (default); with
+ *            IBC_PROGRESS_THREAD=0 it runs queued operations up to and
+ *            including @req to completion in the calling thread.
+ * Threading: one thread per request.
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL argument).
+ */
+IBC_API ibc_status_t ibc_test(ibc_request_h req, int *done_p);
+
+/**
+ * ibc_wait() - Wait for a nonblocking operation, return its status, free @req.
+ * @req: [in] request from an ibc_i*() call; invalid after this call.
+ *
+ * Blocking:  yes, bounded by IBC_TIMEOUT_MS.
+ * Threading: one thread per request.
+ * Return:    the operation's status: IBC_OK or one of the common errors
+ *            above (the text is in ibc_last_error() of the waiting thread);
+ *            IBC_ERR_INVALID_ARG for a NULL request.
+ */
+IBC_API ibc_status_t ibc_wait(ibc_request_h req);
+
+/**
+ * ibc_waitall() - ibc_wait() on @n requests; frees all of them.
+ * @n:    number of requests.
+ * @reqs: [in] @n requests; NULL entries are skipped.
+ * Return: IBC_OK, or the first error in array order.
+ */
+IBC_API ibc_status_t ibc_waitall(int n, ibc_request_h *reqs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IBCOLL_H */

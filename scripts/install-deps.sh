@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# install-deps.sh - install the Debian 12 packages ibcoll needs to build, test
+# and run its demo. Idempotent and quiet when everything is present; needs
+# root (or sudo) only when something is missing.
+#
+# usage: scripts/install-deps.sh [--vm]
+#   --vm   also the Soft-RoCE VM test packages (qemu, Debian kernel, busybox)
+set -eu
+
+pkgs="autoconf automake libtool pkg-config make gcc libc6-dev libssl-dev
+      rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest
+      libhwloc-dev hwloc openmpi-bin libopenmpi-dev
+      fortunes jargon-text gnuplot-nox xz-utils file procps iproute2 kmod"
+[ "${1:-}" = "--vm" ] && pkgs="$pkgs qemu-system-x86 linux-image-amd64 busybox-static cpio"
+
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+# Node.js for the tokenizer (trainer/prepro): images that ship their own node
+# must not get Debian's npm (it conflicts), so only add it where node is missing.
+if ! command -v node >/dev/null 2>&1; then
+	missing="$missing nodejs npm"
+fi
+[ -z "$missing" ] && exit 0
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_param.c - parameter parsing: valid values, suffixes, invalid and
+ * out-of-range values (warning + default), caching and the registry.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "core/param.h"
+#include "core/util.h"
+#include "tap.h"
+
+int main(void)
+{
+	int64_t v = 0;
+	int i;
+	int nhelp = 0;
+
+	setenv("IBC_DEBUG", "WARN", 1);
+	tap_is_int(ibc_param_parse_int("42", &v), 0, "decimal");
+	tap_is_int(v, 42, "42");
+	tap_is_int(ibc_param_parse_int("0x10", &v), 0, "hex");
+	tap_is_int(v, 16, "0x10");
+	tap_is_int(ibc_param_parse_int("-1", &v), 0, "negative");
+	tap_is_int(v, -1, "-1");
+	tap_is_int(ibc_param_parse_int("4k", &v), 0, "k suffix");
+	tap_is_int(v, 4096, "4k");
+	tap_is_int(ibc_param_parse_int("2M", &v), 0, "M suffix");
+	tap_is_int(v, 2097152, "2M");
+	tap_is_int(ibc_param_parse_int(" 1g ", &v), 0, "spaces and g");
+	tap_is_int(v, 1073741824, "1g");
+	v = 7;
+	tap_is_int(ibc_param_parse_int("12x", &v), -1, "trailing garbage");
+	tap_is_int(ibc_param_parse_int("", &v), -1, "empty");
+	tap_is_int(ibc_param_parse_int("k", &v), -1, "suffix alone");
+	tap_is_int(ibc_param_parse_int("99999999999999999999", &v), -1, "overflow");
+	tap_is_int(ibc_param_parse_int("9000000000000g", &v), -1, "overflow by suffix");
+	tap_is_int(v, 7, "failed parses leave the output alone");
+
+	/* defaults */
+	unsetenv("IBC_TIMEOUT_MS");
+	ibc_param_reset_all();
+	tap_is_int(ibc_param_timeout_ms(), 600000, "default collective timeout is 600000 ms");
+	tap_is_int(ibc_param_from_env(IBC_PARAM_IDX_TIMEOUT_MS), 0, "default not from env");
+	tap_is_str(ibc_param_transport(), "auto", "default transport");
+
+	/* valid value from the environment */
+	setenv("IBC_TIMEOUT_MS", "1500", 1);
+	setenv("IBC_RING_CHUNK_BYTES", "64k", 1);
+	setenv("IBC_TRANSPORT", "tcp", 1);
+	ibc_param_reset_all();
+	tap_is_int(ibc_param_timeout_ms(), 1500, "IBC_TIMEOUT_MS=1500");
+	tap_is_int(ibc_param_from_env(IBC_PARAM_IDX_TIMEOUT_MS), 1, "value from env");
+	tap_is_int(ibc_param_ring_chunk_bytes(), 65536, "IBC_RING_CHUNK_BYTES=64k");
+	tap_is_str(ibc_param_transport(), "tcp", "IBC_TRANSPORT=tcp");
+
+	/* cached: a later change of the environment is not seen */
+	setenv("IBC_TIMEOUT_MS", "2500", 1);
+	tap_is_int(ibc_param_timeout_ms(), 1500, "getter is cached");
+
+	/* invalid -> WARN naming the variable, and the default */
+	setenv("IBC_TIMEOUT_MS", "soon", 1);
+	ibc_param_reset_all();
+	ibc_log_set_last_error("");
+	tap_is_int(ibc_param_timeout_ms(), 600000, "invalid value falls back to the default");
+	tap_ok(strstr(ibc_last_error(), "IBC_TIMEOUT_MS=soon is not an integer") != NULL,
+	       "warning names the variable: '%s'", ibc_last_error());
+
+	/* out of range -> WARN and default */
+	setenv("IBC_SOCKET_NSOCKS", "99", 1);
+	ibc_log_set_last_error("");
+	tap_is_int(ibc_param_socket_nsocks(), 2, "out-of-range value falls back to the default");
+	tap_ok(strstr(ibc_last_error(), "IBC_SOCKET_NSOCKS=99 is outside [1, 16]") != NULL,
+	       "warning gives the range: '%s'", ibc_last_error());
+	tap_is_int(ibc_param_from_env(IBC_PARAM_IDX_SOCKET_NSOCKS), 0, "rejected value not from env");
+
+	/* registry: every row has a name and help text, defaults inside range */
+	for (i = 0; i < IBC_PARAM_COUNT; i++) {
+		const struct ibc_param_info *pi = ibc_param_info(i);
+
+		if (pi->name && pi->help && strlen(pi->help) > 10)
+			nhelp++;
+		if (pi->type == IBC_PARAM_TYPE_INT && (pi->def_int < pi->min || pi->def_int > pi->max))
+			tap_ok(0, "IBC_%s default %lld outside its range", pi->name,
+			       (long long)pi->def_int);
+	}
+	tap_is_int(nhelp, IBC_PARAM_COUNT, "all %d parameters have help text", IBC_PARAM_COUNT);
+	tap_ok(ibc_param_info(IBC_PARAM_COUNT) == NULL, "registry bound");
+	return tap_done();
+}
