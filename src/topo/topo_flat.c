@@ -2,7 +2,8 @@
 /*
  * topo_flat.c - the topology backend built when hwloc is not available:
  * one NUMA node holding every CPU this process may use, NICs and GPUs in
- * listed order (/sys/class/infiniband, /proc/driver/nvidia/gpus), no PCI
+ * listed order (/sys/class/infiniband, /proc/driver/nvidia/gpus, natural
+ * name order; a rank without GPU takes NIC r mod n in that order), no PCI
  * information (every GPU-NIC pair is PHB, and reasons say so) and no
  * thread binding. Same API as topo_hwloc.c (topo.h, topo_internal.h).
  */
@@ -98,7 +99,7 @@ const char *ibc_topo_source(struct ibc_topo *t)
 
 const char *ibc_topo_dist_note(struct ibc_topo *t)
 {
-	return "; flat topology (built without hwloc): no PCI information, PHB assumed, devices in listed order";
+	return "; flat topology (built without hwloc): no PCI information, PHB assumed, NICs in name order";
 }
 
 int ibc_topo_nic_count(struct ibc_topo *t)
