@@ -317,6 +317,17 @@ ibc_status_t ibc_topo_create(struct ibc_topo **topo_p)
 	}
 	/* PCI bridges and devices, and OS devices, that lead to something useful */
 	hwloc_topology_set_io_types_filter(t->hw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+#if HWLOC_API_VERSION >= 0x00020100
+	/*
+	 * PCI from sysfs (hwloc's linux backend) rather than its libpciaccess
+	 * component: same devices and bridges, ~15% faster here, and
+	 * libpciaccess leaks its pci.ids cache (~600 KB per process, reported by
+	 * LeakSanitizer in every program that loads a topology). Only the
+	 * vendor/device names from pci.ids are lost.
+	 */
+	if (hwloc_topology_set_components(t->hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci"))
+		IBC_LOG_DEBUG(TOPO, "cannot blacklist hwloc's pci component: %s", strerror(errno));
+#endif
 	if (*file) {
 		if (access(file, R_OK) != 0) {
 			IBC_LOG_ERROR(TOPO, "IBC_TOPO_FILE=%s: %s", file, strerror(errno));
