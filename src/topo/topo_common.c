@@ -584,6 +584,9 @@ ibc_status_t ibc_topo_gdr_allowed(struct ibc_topo *t, int gpu, const char *nic, 
 		snprintf(line, sizeof(line), "GPU %d - %s: %s %s %s: GPUDirect RDMA %s by distance",
 			 gpu, nic, ibc_topo_dist_name(d), ok ? "<=" : ">",
 			 ibc_topo_dist_name((enum ibc_topo_dist)level), ok ? "allowed" : "refused");
+	if (ibc_param_from_env(IBC_PARAM_IDX_NET_GDR_LEVEL))
+		ibc_topo_appendf(line, sizeof(line), " (IBC_NET_GDR_LEVEL=%s)",
+				 ibc_param_net_gdr_level());
 	ibc_topo_appendf(line, sizeof(line), "%s", ibc_topo_dist_note(t));
 	IBC_LOG_INFO(TOPO, "%s", line);
 	*allowed_p = ok;
