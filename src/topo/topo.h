@@ -75,6 +75,20 @@ struct ibc_topo;
 ibc_status_t ibc_topo_create(struct ibc_topo **topo_p);
 
 /**
+ * ibc_topo_shared() - The process-wide topology, created by the first call
+ * (ibc_topo_create()) and kept until the process exits, so that every
+ * communicator, the verbs transport, the progress threads and the CUDA code
+ * share one discovery (20-50 ms on a small machine, more on large ones).
+ * @topo_p: [out] the shared topology, written only on success; never
+ *          destroy it.
+ *
+ * Threading: safe; concurrent first calls create it once.
+ * Return:    IBC_OK, or the error of ibc_topo_create(); a failed creation
+ *            is tried again by the next call.
+ */
+ibc_status_t ibc_topo_shared(struct ibc_topo **topo_p);
+
+/**
  * ibc_topo_destroy() - Free a topology from ibc_topo_create().
  * @topo: [in] the topology; NULL is accepted and ignored.
  */

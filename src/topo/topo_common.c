@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +253,26 @@ ibc_status_t ibc_topo_gpu_nic_dist(struct ibc_topo *t, int gpu, const char *nic,
 		return IBC_ERR_INVALID_ARG;
 	*d_p = ibc_topo_dist_of(t, gpu, ibc_topo_nic_find(t, nic));
 	return IBC_OK;
+}
+
+/* ---- the process-wide topology ------------------------------------------------ */
+
+static pthread_mutex_t topo_shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibc_topo *topo_shared;    /* created once, never freed */
+
+ibc_status_t ibc_topo_shared(struct ibc_topo **topo_p)
+{
+	ibc_status_t st = IBC_OK;
+
+	if (!topo_p)
+		return IBC_ERR_INVALID_ARG;
+	pthread_mutex_lock(&topo_shared_lock);
+	if (!topo_shared)
+		st = ibc_topo_create(&topo_shared);
+	if (st == IBC_OK)
+		*topo_p = topo_shared;
+	pthread_mutex_unlock(&topo_shared_lock);
+	return st;
 }
 
 /* ---- spread order -------------------------------------------------------- */

@@ -35,6 +35,17 @@ static int count_entries(const char *dir, const char *prefix)
 	return n;
 }
 
+static void test_shared(int nnics)
+{
+	struct ibc_topo *s1 = NULL;
+	struct ibc_topo *s2 = NULL;
+
+	tap_is_int(ibc_topo_shared(&s1), IBC_OK, "shared topology");
+	tap_is_int(ibc_topo_shared(&s2), IBC_OK, "shared topology again");
+	tap_ok(s1 && s1 == s2, "one shared topology per process");
+	tap_is_int(ibc_topo_nic_count(s1), nnics, "same NICs as a private one");
+}
+
 int main(void)
 {
 	struct ibc_topo *t = NULL;
@@ -124,5 +135,6 @@ int main(void)
 	}
 	ibc_free(cands);
 	ibc_topo_destroy(t);
+	test_shared(nnics);
 	return tap_done();
 }
