@@ -222,9 +222,12 @@ static ibc_status_t topo_collect_nics(struct ibc_topo *t)
 		nic->local = net ? hwloc_get_non_io_ancestor_obj(t->hw, net) :
 				   hwloc_get_root_obj(t->hw);
 		nic->netdev = nic->via;
-		IBC_LOG_DEBUG(TOPO, "verbs device %s is not in hwloc's tree: %s%s%s", nic->name,
-			      nic->pci ? "located through netdev " : "virtual, locality unknown",
-			      nic->pci ? nic->via : "", "");
+		if (nic->pci)
+			IBC_LOG_DEBUG(TOPO, "verbs device %s is not in hwloc's tree: located through netdev %s",
+				      nic->name, nic->via);
+		else
+			IBC_LOG_DEBUG(TOPO, "verbs device %s is not in hwloc's tree: virtual, locality unknown",
+				      nic->name);
 	}
 	if (t->nnics > 1)
 		qsort(t->nics, (size_t)t->nnics, sizeof(*t->nics), topo_nic_cmp);
