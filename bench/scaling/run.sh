@@ -56,14 +56,33 @@ docs=$top/docs/scaling.md
 model_only=0
 write_docs=1
 
+# median of the per-step times printed on lines containing "step N" and
+# "<T> ms" (llm.c prints "step 3: train loss 4.1 (took 812.5 ms)" or
+# "step    3/10 | loss ... | (812.50 ms | ...)"), skipping the first two
+# steps (warm-up); prints seconds, nothing when no step line was found
+step_seconds() {
+	sed -n 's/.*step *[0-9][0-9]*[^0-9].*[( ]\([0-9][0-9]*\.*[0-9]*\) ms.*/\1/p' "$1" |
+		tail -n +3 | sort -n |
+		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+}
+
+parse_steps=
 for a in "$@"; do
+	if [ "$parse_steps" = next ]; then parse_steps=$a; continue; fi
 	case $a in
+	--parse-steps) parse_steps=next ;;
 	--model-only) model_only=1 ;;
 	--no-docs) write_docs=0 ;;
-	-h|--help) sed -n '3,37p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,39p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
+
+# --parse-steps FILE: print the median step time (s) of a trainer log (tests)
+if [ -n "$parse_steps" ]; then
+	step_seconds "$parse_steps"
+	exit 0
+fi
 
 [ -x "$bin" ] || { echo "run.sh: $bin not built (run make)" >&2; exit 1; }
 mkdir -p "$out"
@@ -116,6 +135,7 @@ echo "# measured by bench/scaling/run.sh on $(uname -n)" > "$tmp_meas"
 launch() {
 	n=$1; tr=$2; log=$3; shift 3
 	port_base=$((port_base + 1))
+	# shellcheck disable=SC2086 # $mpirun is a command line on purpose
 	timeout -k 10 "$tmo" $mpirun -np "$n" -x IBC_TRANSPORT="$tr" \
 		-x IBC_ROOT="127.0.0.1:$port_base" -x OMP_NUM_THREADS=1 "$@" > "$log" 2>&1
 }
@@ -151,14 +171,6 @@ else
 		done
 	done
 fi
-
-# median of the per-step times (ms) printed as "step N/M: ... (X ms" after
-# the first two steps; prints seconds
-step_seconds() {
-	sed -n 's/.*step *[0-9][0-9]*\/[0-9][0-9]*.*(\([0-9.][0-9.]*\) ms.*/\1/p' "$1" |
-		tail -n +3 | sort -n |
-		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
-}
 
 measured_trainer=0
 if [ ! -x "$gpt2" ]; then

@@ -4,6 +4,7 @@
 # exactly what `ibc_scaling mlperf -f md` and `ibc_scaling robust -f md`
 # print from bench/scaling/*.conf and mlperf.csv (run `make scaling-docs`
 # after changing the model or its data).
+: "${top_srcdir:?set by make check}" "${top_builddir:?set by make check}"
 bin=$top_builddir/bench/scaling/ibc_scaling
 doc=$top_srcdir/docs/scaling.md
 echo "1..4"
