@@ -71,7 +71,7 @@ static const char *const op_names[IBC_REDOP_COUNT] = { "sum", "prod", "min", "ma
 #define GUARD_BYTE 0x5c
 #define SENTINEL_BYTE 0xa5
 #define LARGE_COUNT 262144           /* counts from here on run a subset (see case_enabled) */
-#define NB_MEM_CAP (64u << 20)       /* bytes of buffers per rank in nonblocking mode */
+#define NB_MEM_CAP (16u << 20)       /* nonblocking: fewer requests above this many bytes */
 
 static struct cfg {
 	int colls[C_COUNT];          /* selected */
@@ -336,6 +336,26 @@ static void fmt_elem(char *s, size_t len, uint64_t b, ibc_dtype_t dt)
 
 /* ---------------------------------------------------------------------- */
 /* inputs and their closed-form reductions                                  */
+/*                                                                          */
+/* Every input is a function of (seed, rank r, index i) and every reduced   */
+/* value a closed form in (seed, i, n), O(1) per element, so each rank      */
+/* checks its output without knowing the other ranks' buffers. Per element  */
+/* i, a, b, c, d below come from a hash of (seed, i):                       */
+/*   SUM, AVG   v = a + r*b              sum = n*a + b*n(n-1)/2             */
+/*   PROD int   v = +-a (a odd), - where (r + c) % 3 == 0                   */
+/*                                       prod = a^n * (-1)^#neg             */
+/*   PROD float v = +-1 or +-2: 2 where (i + r) % 4 == 0, - as above       */
+/*                                       prod = (-1)^#neg * 2^#two          */
+/*   MIN, MAX   v = a + ((r + c) % n)*d  min = a, max = a + (n-1)*d         */
+/*   float MIN/MAX also: at i % 97 == 13 rank (i/97) % n gives NaN (result  */
+/*   NaN); at i % 89 == 7 odd ranks give -0, even ranks +0 (min -0 when     */
+/*   n > 1, max +0).                                                        */
+/* Float ranges keep every partial sum an exactly representable integer     */
+/* whatever the order (bfloat16 <= 256, float16 <= 2048), so results are    */
+/* exact; integers wrap modulo 2^bits as the library defines. AVG divides   */
+/* the closed-form sum once, the way the library documents it.              */
+/* Data movement (broadcast, allgather, alltoall, sendrecv): any bit        */
+/* pattern, v = hash(seed, r, i).                                           */
 /* ---------------------------------------------------------------------- */
 
 static uint64_t mix(uint64_t x)
@@ -351,19 +371,12 @@ static inline uint64_t hash3(uint64_t seed, uint64_t r, uint64_t i)
 	return mix(seed + r * 0x9e3779b97f4a7c15ull + i * 0xd1b54a32d192ed03ull);
 }
 
-/* exact-integer range of a float dtype's SUM inputs, so that every partial sum is exact */
-static int64_t sum_bound(ibc_dtype_t dt)
+/* number of r in [0, n) with r % m == r0 */
+static int count_mod(int n, int m, int r0)
 {
-	int64_t lim = dt == IBC_BFLOAT16 ? 256 : dt == IBC_FLOAT16 ? 2048 :
-		      dt == IBC_FLOAT32 ? (1 << 24) : (1ll << 53);
-	int64_t m = lim / nranks;
-
-	if (m > 1000000)
-		m = 1000000;
-	return m;
+	return r0 < n ? (n - 1 - r0) / m + 1 : 0;
 }
 
-/* float MIN/MAX specials: one rank gives NaN at some indices; +-0 at others */
 static int nan_index(size_t i)
 {
 	return i % 97 == 13;
@@ -374,125 +387,202 @@ static int zero_index(size_t i)
 	return i % 89 == 7;
 }
 
-/*
- * The value of float input element @i of rank @r for reduction @op:
- *   SUM, AVG: integers in [-m, m], m = (exact-integer limit of the dtype) / n,
- *             so that every partial sum in any order is exact;
- *   PROD:     +-1, and 2 where (i + r) % 4 == 0 (at most ceil(n/4) twos);
- *   MIN, MAX: integers in [-100, 100]; at i % 97 == 13 rank (i / 97) % n
- *             gives NaN; at i % 89 == 7 odd ranks give -0 and even ranks +0.
- */
-static double gen_fval(int op, ibc_dtype_t dt, uint64_t seed, int r, size_t i)
+/* per-case constants of the generators (computed once, not per element) */
+struct genctx {
+	int op;                 /* -1: data movement */
+	ibc_dtype_t dt;
+	uint64_t seed;
+	int64_t amax;           /* float SUM: a in [-amax, amax], b in [-bmax, bmax] */
+	int64_t bmax;
+	uint64_t lo;            /* integer MIN/MAX: bits of the dtype's minimum */
+	uint64_t span;          /* its range is [lo, lo + span] */
+	uint64_t dmax;          /* d in [1, dmax] */
+};
+
+/* per-element parameters */
+struct elem_par {
+	uint64_t a;             /* integers: any bits, or the MIN/MAX offset */
+	uint64_t b;
+	int c;                  /* 0..2 (PROD) or 0..n-1 (MIN/MAX) */
+	uint64_t d;
+	double fa;
+	double fb;
+};
+
+/* h mapped onto [0, m) without a division (m >= 1) */
+static inline uint64_t below(uint64_t h, uint64_t m)
 {
-	uint64_t h = hash3(seed, (uint64_t)r, i);
+	return (uint64_t)(((unsigned __int128)h * m) >> 64);
+}
 
-	switch (op) {
-	case IBC_SUM:
-	case IBC_AVG: {
-		int64_t m = sum_bound(dt);
+static void genctx_init(struct genctx *g, int op, ibc_dtype_t dt, uint64_t seed)
+{
+	int n1 = nranks > 1 ? nranks - 1 : 1;
 
-		return (double)((int64_t)(h % (uint64_t)(2 * m + 1)) - m);
+	memset(g, 0, sizeof(*g));
+	g->op = op;
+	g->dt = dt;
+	g->seed = seed;
+	if (op < 0)
+		return;
+	if (is_float(dt)) {
+		/* largest |input| so that n of them add exactly, in any order */
+		int64_t lim = dt == IBC_BFLOAT16 ? 256 : dt == IBC_FLOAT16 ? 2048 :
+			      dt == IBC_FLOAT32 ? (1 << 24) : (1ll << 53);
+		int64_t per = lim / nranks;
+
+		if (per > 1000000)
+			per = 1000000;
+		g->bmax = per / (2 * n1);
+		g->amax = per - (int64_t)(nranks - 1) * g->bmax;
+	} else {
+		size_t w = esize(dt) * 8;
+
+		g->span = w == 64 ? ~0ull : (1ull << w) - 1;
+		g->lo = is_signed_int(dt) ? (uint64_t)1 << (w - 1) : 0;
+		g->dmax = g->span / 4 / (uint64_t)n1;
 	}
-	case IBC_PROD: {
-		double v = ((i + (size_t)r) % 4 == 0) ? 2.0 : 1.0;
+}
 
-		return (h >> 7) % 5 == 0 ? -v : v;
+static inline void params(const struct genctx *g, size_t i, struct elem_par *p)
+{
+	uint64_t h1 = hash3(g->seed, 0x51ed, i);
+	uint64_t h2 = (h1 ^ (h1 >> 29)) * 0xbf58476d1ce4e5b9ull;   /* cheap second draw */
+
+	switch (g->op) {
+	case IBC_SUM:
+	case IBC_AVG:
+		if (is_float(g->dt)) {
+			p->fa = (double)((int64_t)below(h1, (uint64_t)(2 * g->amax + 1)) - g->amax);
+			p->fb = (double)((int64_t)below(h2, (uint64_t)(2 * g->bmax + 1)) - g->bmax);
+		} else {
+			p->a = h1;
+			p->b = h2;
+		}
+		break;
+	case IBC_PROD:
+		p->a = h1 | 1;
+		p->c = (int)below(h2, 3);
+		break;
+	default:
+		p->c = (int)below(h2, (uint64_t)nranks);
+		if (is_float(g->dt)) {
+			p->fa = (double)((int64_t)below(h1, 201) - 100);
+			p->fb = (double)(1 + below(h2 << 8, 5));
+		} else {
+			/* offset a in [0, span - (n-1) d]: a + (n-1) d stays in range */
+			uint64_t room;
+
+			p->d = 1 + (g->dmax ? below(h2 << 8, g->dmax) : 0);
+			room = g->span - (uint64_t)(nranks - 1) * p->d;
+			p->a = room == ~0ull ? h1 : below(h1, room + 1);
+		}
+		break;
+	}
+}
+
+/* float value of input element i of rank r */
+static inline double gen_fval(const struct genctx *g, const struct elem_par *p, int r, size_t i)
+{
+	switch (g->op) {
+	case IBC_SUM:
+	case IBC_AVG:
+		return p->fa + r * p->fb;
+	case IBC_PROD: {
+		double v = (i + (size_t)r) % 4 == 0 ? 2.0 : 1.0;
+
+		return (r + p->c) % 3 == 0 ? -v : v;
 	}
 	default:
 		if (nan_index(i) && (int)((i / 97) % (size_t)nranks) == r)
 			return NAN;
 		if (zero_index(i))
 			return (r & 1) ? -0.0 : 0.0;
-		return (double)((int64_t)(h % 201) - 100);
+		return p->fa + ((r + p->c) % nranks) * p->fb;
 	}
 }
 
-/*
- * Input element @i of rank @r (bits in @dt). op < 0: data movement, any bit
- * pattern. Integer reductions: any bit pattern (odd for PROD, so that
- * products do not collapse to 0). Float reductions: gen_fval().
- */
-static uint64_t gen(int op, ibc_dtype_t dt, uint64_t seed, int r, size_t i)
+/* input element @i of rank @r, as bits of the dtype */
+static uint64_t gen(const struct genctx *g, int r, size_t i)
 {
-	uint64_t h;
+	struct elem_par p;
+	ibc_dtype_t dt = g->dt;
 
-	if (op >= 0 && is_float(dt))
-		return enc_float(gen_fval(op, dt, seed, r, i), dt);
-	h = hash3(seed, (uint64_t)r, i);
-	if (op == IBC_PROD)
-		h |= 1;
-	return trunc_bits(h, dt);
+	if (g->op < 0)
+		return trunc_bits(hash3(g->seed, (uint64_t)r, i), dt);
+	params(g, i, &p);
+	if (is_float(dt))
+		return enc_float(gen_fval(g, &p, r, i), dt);
+	switch (g->op) {
+	case IBC_SUM:
+	case IBC_AVG:
+		return trunc_bits(p.a + (uint64_t)r * p.b, dt);
+	case IBC_PROD:
+		return trunc_bits((r + p.c) % 3 == 0 ? 0 - p.a : p.a, dt);
+	default:
+		return trunc_bits(g->lo + p.a + (uint64_t)((r + p.c) % nranks) * p.d, dt);
+	}
 }
 
 /* the closed-form result of reducing element @i over all ranks */
-static uint64_t want_red(int op, ibc_dtype_t dt, uint64_t seed, size_t i)
+static uint64_t want_red(const struct genctx *g, size_t i)
 {
-	int r;
+	struct elem_par p;
+	ibc_dtype_t dt = g->dt;
+	int op = g->op;
+	uint64_t n = (uint64_t)nranks;
+	int neg;
 
-	if (!is_float(dt)) {
-		uint64_t acc = gen(op, dt, seed, 0, i);
-		int sg = is_signed_int(dt);
+	params(g, i, &p);
+	neg = count_mod(nranks, 3, (3 - p.c) % 3);
+	if (is_float(dt)) {
+		double v;
 
-		for (r = 1; r < nranks; r++) {
-			uint64_t v = gen(op, dt, seed, r, i);
-
-			switch (op) {
-			case IBC_SUM:
-			case IBC_AVG:
-				acc += v;
-				break;
-			case IBC_PROD:
-				acc *= v;
-				break;
-			case IBC_MIN:
-				if (sg ? sext(v, dt) < sext(acc, dt) : trunc_bits(v, dt) < trunc_bits(acc, dt))
-					acc = v;
-				break;
-			default:
-				if (sg ? sext(v, dt) > sext(acc, dt) : trunc_bits(v, dt) > trunc_bits(acc, dt))
-					acc = v;
-				break;
-			}
+		switch (op) {
+		case IBC_SUM:
+		case IBC_AVG:
+			v = n * p.fa + p.fb * (double)(n * (n - 1) / 2);   /* exact */
+			if (op == IBC_AVG)
+				v = dt == IBC_FLOAT64 ? v / nranks
+						      : (double)((float)v / (float)nranks);
+			break;
+		case IBC_PROD:
+			v = ldexp(neg % 2 ? -1.0 : 1.0, count_mod(nranks, 4, (int)((4 - i % 4) % 4)));
+			break;
+		default:
+			if (nan_index(i))
+				v = NAN;
+			else if (zero_index(i))
+				v = op == IBC_MIN && nranks > 1 ? -0.0 : 0.0;
+			else
+				v = op == IBC_MIN ? p.fa : p.fa + (nranks - 1) * p.fb;
+			break;
 		}
-		acc = trunc_bits(acc, dt);
-		if (op == IBC_AVG)   /* C division of the wrapped sum, toward zero */
-			acc = sg ? (uint64_t)(sext(acc, dt) / nranks) : acc / (uint64_t)nranks;
-		return trunc_bits(acc, dt);
-	} else {
-		double acc = gen_fval(op, dt, seed, 0, i);
+		return enc_float(v, dt);
+	}
+	switch (op) {
+	case IBC_SUM:
+	case IBC_AVG: {
+		uint64_t sum = trunc_bits(n * p.a + p.b * (n * (n - 1) / 2), dt);
 
-		for (r = 1; r < nranks; r++) {
-			double v = gen_fval(op, dt, seed, r, i);
+		if (op == IBC_SUM)
+			return sum;
+		/* C division of the wrapped sum, truncating toward zero */
+		return trunc_bits(is_signed_int(dt) ? (uint64_t)(sext(sum, dt) / nranks) : sum / n,
+				  dt);
+	}
+	case IBC_PROD: {
+		uint64_t pw = 1;
+		uint64_t base = p.a;
+		uint64_t e = n;
 
-			switch (op) {
-			case IBC_SUM:
-			case IBC_AVG:
-				acc += v;   /* exact: small integers */
-				break;
-			case IBC_PROD:
-				acc *= v;   /* exact: powers of two */
-				break;
-			case IBC_MIN:
-				if (isnan(acc))
-					break;
-				if (isnan(v) || v < acc || (v == acc && signbit(v)))
-					acc = v;
-				break;
-			default:
-				if (isnan(acc))
-					break;
-				if (isnan(v) || v > acc || (v == acc && !signbit(v)))
-					acc = v;
-				break;
-			}
-		}
-		if (op == IBC_AVG) {
-			if (dt == IBC_FLOAT64)
-				acc = acc / nranks;
-			else   /* float32 division; float16/bfloat16: then rounded once */
-				acc = (double)((float)acc / (float)nranks);
-		}
-		return enc_float(acc, dt);
+		for (; e; e >>= 1, base *= base)
+			if (e & 1)
+				pw *= base;
+		return trunc_bits(neg % 2 ? 0 - pw : pw, dt);
+	}
+	default:
+		return trunc_bits(g->lo + p.a + (op == IBC_MIN ? 0 : (n - 1) * p.d), dt);
 	}
 }
 
@@ -503,20 +593,33 @@ static uint64_t want_red(int op, ibc_dtype_t dt, uint64_t seed, size_t i)
 struct gbuf {
 	unsigned char *base;
 	unsigned char *data;        /* base + GUARD_BYTES */
-	size_t nbytes;
+	size_t nbytes;              /* in use by the current case */
+	size_t cap;                 /* allocated (buffers are reused across cases) */
+	int active;                 /* part of the current case */
 };
 
+/*
+ * (Re)use @b for @nbytes: allocations are kept and reused, so that page
+ * faults of fresh memory are paid once, not per case.
+ */
 static int gbuf_alloc(struct gbuf *b, size_t nbytes)
 {
-	void *p = NULL;
+	if (!b->base || b->cap < nbytes) {
+		void *p = NULL;
 
-	if (posix_memalign(&p, 64, nbytes + 2 * GUARD_BYTES)) {
-		printf("FAIL rank %d/%d: cannot allocate %zu bytes\n", rank, nranks, nbytes);
-		return -1;
+		free(b->base);
+		b->base = NULL;
+		if (posix_memalign(&p, 64, nbytes + 2 * GUARD_BYTES)) {
+			printf("FAIL rank %d/%d: cannot allocate %zu bytes\n", rank, nranks, nbytes);
+			b->cap = 0;
+			return -1;
+		}
+		b->base = p;
+		b->cap = nbytes;
 	}
-	b->base = p;
 	b->data = b->base + GUARD_BYTES;
 	b->nbytes = nbytes;
+	b->active = 1;
 	memset(b->base, GUARD_BYTE, GUARD_BYTES);
 	memset(b->data + nbytes, GUARD_BYTE, GUARD_BYTES);
 	return 0;
@@ -533,7 +636,7 @@ static long gbuf_guard_damage(const struct gbuf *b)
 {
 	long k;
 
-	if (!b->base)
+	if (!b->active)
 		return 0;
 	for (k = 0; k < GUARD_BYTES; k++)
 		if (b->base[k] != GUARD_BYTE)
@@ -578,8 +681,12 @@ struct rbufs {
 	const void *sendptr;
 	void *recvptr;
 	uint64_t seed;
+	struct genctx g;        /* the generators of this request's inputs */
 	unsigned char *orig;    /* copy of sb.data after setup: fast "unchanged" checks */
+	size_t orig_cap;
 };
+
+static struct rbufs pool[NB_DEPTH];   /* request slots, reused across cases */
 
 static int left_of(int r)
 {
@@ -621,12 +728,13 @@ static void fill_sentinel(void *p, size_t nbytes)
 	memset(p, SENTINEL_BYTE, nbytes);
 }
 
-static void fill_input(void *p, const struct ccase *c, uint64_t seed, size_t n, size_t from)
+static void fill_input(void *p, const struct ccase *c, const struct genctx *g, size_t n,
+		       size_t from)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		put_elem(p, i, c->dt, gen(c->op, c->dt, seed, rank, from + i));
+		put_elem(p, i, c->dt, gen(g, rank, from + i));
 }
 
 /* set up buffers and the pointers passed to the library */
@@ -638,12 +746,12 @@ static int setup(const struct ccase *c, struct rbufs *b)
 	int is_root = c->root == rank;
 
 	case_sizes(c, &ns, &nr);
-	memset(&b->sb, 0, sizeof(b->sb));
-	memset(&b->rb, 0, sizeof(b->rb));
+	b->sb.active = 0;
+	b->rb.active = 0;
 	if (!c->inplace) {
 		if (gbuf_alloc(&b->sb, ns * es) || gbuf_alloc(&b->rb, nr * es))
 			return -1;
-		fill_input(b->sb.data, c, b->seed, ns, 0);
+		fill_input(b->sb.data, c, &b->g, ns, 0);
 		fill_sentinel(b->rb.data, nr * es);
 		b->sendptr = b->sb.data;
 		b->recvptr = b->rb.data;
@@ -662,14 +770,14 @@ static int setup(const struct ccase *c, struct rbufs *b)
 	case C_REDUCE:
 		if (gbuf_alloc(&b->sb, ns * es))
 			return -1;
-		fill_input(b->sb.data, c, b->seed, ns, 0);
+		fill_input(b->sb.data, c, &b->g, ns, 0);
 		b->sendptr = b->recvptr = b->sb.data;
 		break;
 	case C_BROADCAST:
 		if (gbuf_alloc(&b->sb, ns * es))
 			return -1;
 		if (is_root)
-			fill_input(b->sb.data, c, b->seed, ns, 0);
+			fill_input(b->sb.data, c, &b->g, ns, 0);
 		else
 			fill_sentinel(b->sb.data, ns * es);
 		b->sendptr = b->recvptr = b->sb.data;
@@ -678,14 +786,14 @@ static int setup(const struct ccase *c, struct rbufs *b)
 		if (gbuf_alloc(&b->sb, nr * es))
 			return -1;
 		fill_sentinel(b->sb.data, nr * es);
-		fill_input(b->sb.data + (size_t)rank * c->count * es, c, b->seed, c->count, 0);
+		fill_input(b->sb.data + (size_t)rank * c->count * es, c, &b->g, c->count, 0);
 		b->recvptr = b->sb.data;
 		b->sendptr = b->sb.data + (size_t)rank * c->count * es;
 		break;
 	case C_REDUCE_SCATTER:
 		if (gbuf_alloc(&b->sb, ns * es))
 			return -1;
-		fill_input(b->sb.data, c, b->seed, ns, 0);
+		fill_input(b->sb.data, c, &b->g, ns, 0);
 		b->sendptr = b->sb.data;
 		b->recvptr = b->sb.data + (size_t)rank * c->count * es;
 		break;
@@ -695,20 +803,29 @@ static int setup(const struct ccase *c, struct rbufs *b)
 	return 0;
 }
 
-static void teardown(struct rbufs *b)
+static void pool_free(void)
 {
-	gbuf_free(&b->sb);
-	gbuf_free(&b->rb);
-	free(b->orig);
-	b->orig = NULL;
+	int k;
+
+	for (k = 0; k < NB_DEPTH; k++) {
+		gbuf_free(&pool[k].sb);
+		gbuf_free(&pool[k].rb);
+		free(pool[k].orig);
+		pool[k].orig = NULL;
+		pool[k].orig_cap = 0;
+	}
 }
 
 /* keep a copy of the send side as set up */
 static int save_orig(struct rbufs *b)
 {
-	b->orig = malloc(b->sb.nbytes ? b->sb.nbytes : 1);
-	if (!b->orig)
-		return -1;
+	if (!b->orig || b->orig_cap < b->sb.nbytes) {
+		free(b->orig);
+		b->orig = malloc(b->sb.nbytes ? b->sb.nbytes : 1);
+		b->orig_cap = b->orig ? b->sb.nbytes : 0;
+		if (!b->orig)
+			return -1;
+	}
 	memcpy(b->orig, b->sb.data, b->sb.nbytes);
 	return 0;
 }
@@ -773,37 +890,41 @@ static ibc_status_t issue(const struct ccase *c, struct rbufs *b, ibc_request_h 
 }
 
 /* expected element @j of this rank's output region (flat index in the recv layout) */
-static uint64_t want_out(const struct ccase *c, uint64_t seed, size_t j)
+static uint64_t want_out(const struct ccase *c, const struct genctx *g, size_t j)
 {
 	size_t n = c->count;
 
 	switch (c->coll) {
 	case C_ALLREDUCE:
 	case C_REDUCE:
-		return want_red(c->op, c->dt, seed, j);
+		return want_red(g, j);
 	case C_BROADCAST:
-		return gen(c->op, c->dt, seed, c->root, j);
+		return gen(g, c->root, j);
 	case C_ALLGATHER:
-		return gen(c->op, c->dt, seed, (int)(j / n), j % n);
+		return gen(g, (int)(j / n), j % n);
 	case C_REDUCE_SCATTER:
-		return want_red(c->op, c->dt, seed, (size_t)rank * n + j);
+		return want_red(g, (size_t)rank * n + j);
 	case C_ALLTOALL:
-		return gen(c->op, c->dt, seed, (int)(j / n), (size_t)rank * n + j % n);
+		return gen(g, (int)(j / n), (size_t)rank * n + j % n);
 	case C_SENDRECV:
-		return gen(c->op, c->dt, seed, left_of(rank), j);
+		return gen(g, left_of(rank), j);
 	default:
 		return 0;
 	}
 }
 
-/* compare @nelem elements of @p at flat offset @from with @wantf; report the first bad one */
+/*
+ * Compare @nelem elements of @p (flat offset @from in the case's layout)
+ * with: kind 0 the expected result, 1 this rank's input, 2 the untouched
+ * sentinel. Report the first bad element.
+ */
 static int verify_region(const struct ccase *c, int k, const char *what, const void *p,
-			 size_t nelem, size_t from, int kind, uint64_t seed)
+			 size_t nelem, size_t from, int kind, const struct genctx *g)
 {
 	size_t j;
 	char desc[200];
-	char g[64];
-	char w[64];
+	char gs[64];
+	char ws[64];
 
 	if (kind == 2) {
 		const unsigned char *q = p;
@@ -821,10 +942,10 @@ static int verify_region(const struct ccase *c, int k, const char *what, const v
 
 		switch (kind) {
 		case 0:   /* the result */
-			want = want_out(c, seed, from + j);
+			want = want_out(c, g, from + j);
 			break;
 		case 1:   /* this rank's input, unchanged */
-			want = gen(c->op, c->dt, seed, rank, from + j);
+			want = gen(g, rank, from + j);
 			break;
 		default:  /* never written: sentinel */
 			want = 0;
@@ -835,12 +956,12 @@ static int verify_region(const struct ccase *c, int k, const char *what, const v
 		if (got == want || (kind == 0 && is_nan_bits(want, c->dt) && is_nan_bits(got, c->dt)))
 			continue;
 		case_desc(desc, sizeof(desc), c);
-		fmt_elem(g, sizeof(g), got, c->dt);
-		fmt_elem(w, sizeof(w), want, c->dt);
+		fmt_elem(gs, sizeof(gs), got, c->dt);
+		fmt_elem(ws, sizeof(ws), want, c->dt);
 		if (c->nonblocking)
 			snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), " request %d", k);
 		return check(0, "%s: %s: first bad index %zu got %s want %s", desc, what, from + j,
-			     g, w);
+			     gs, ws);
 	}
 	return 1;
 }
@@ -853,7 +974,7 @@ static int unchanged(const struct ccase *c, int k, const char *what, const struc
 
 	if (!memcmp(b->sb.data + off * es, b->orig + off * es, nelem * es))
 		return 1;
-	return verify_region(c, k, what, b->sb.data + off * es, nelem, off, 1, b->seed);
+	return verify_region(c, k, what, b->sb.data + off * es, nelem, off, 1, &b->g);
 }
 
 /* verify everything of one request after it completed */
@@ -872,13 +993,13 @@ static void verify(const struct ccase *c, int k, struct rbufs *b)
 		if (c->coll == C_REDUCE && !is_root) {
 			if (b->recvptr)
 				ok &= verify_region(c, k, "recvbuf written off the root", b->rb.data,
-						    nr, 0, 2, b->seed);
+						    nr, 0, 2, &b->g);
 		} else {
-			ok &= verify_region(c, k, "result", b->rb.data, nr, 0, 0, b->seed);
+			ok &= verify_region(c, k, "result", b->rb.data, nr, 0, 0, &b->g);
 		}
 		if (c->coll == C_BROADCAST && !is_root)
 			ok &= verify_region(c, k, "sendbuf written off the root", b->sb.data, ns, 0, 2,
-					    b->seed);
+					    &b->g);
 		else
 			ok &= unchanged(c, k, "sendbuf modified", b, 0, ns);
 	} else {
@@ -886,11 +1007,11 @@ static void verify(const struct ccase *c, int k, struct rbufs *b)
 		case C_ALLREDUCE:
 		case C_BROADCAST:
 		case C_ALLGATHER:
-			ok &= verify_region(c, k, "result", b->sb.data, nr, 0, 0, b->seed);
+			ok &= verify_region(c, k, "result", b->sb.data, nr, 0, 0, &b->g);
 			break;
 		case C_REDUCE:
 			if (is_root)
-				ok &= verify_region(c, k, "result", b->sb.data, nr, 0, 0, b->seed);
+				ok &= verify_region(c, k, "result", b->sb.data, nr, 0, 0, &b->g);
 			else
 				ok &= unchanged(c, k, "buffer modified off the root", b, 0, ns);
 			break;
@@ -898,7 +1019,7 @@ static void verify(const struct ccase *c, int k, struct rbufs *b)
 			size_t off = (size_t)rank * c->count;
 
 			ok &= verify_region(c, k, "result", b->sb.data + off * es, c->count, 0, 0,
-					    b->seed);
+					    &b->g);
 			ok &= unchanged(c, k, "sendbuf modified before this rank's block", b, 0, off);
 			ok &= unchanged(c, k, "sendbuf modified after this rank's block", b,
 					off + c->count, ns - off - c->count);
@@ -923,7 +1044,7 @@ static void verify(const struct ccase *c, int k, struct rbufs *b)
 /* Run one case: blocking, or NB_DEPTH (or fewer, memory-capped) requests in flight. */
 static void run_case(const struct ccase *c)
 {
-	struct rbufs b[NB_DEPTH];
+	struct rbufs *b = pool;
 	ibc_request_h req[NB_DEPTH];
 	ibc_request_h req2[NB_DEPTH];       /* sendrecv: the receives */
 	ibc_status_t st;
@@ -945,10 +1066,10 @@ static void run_case(const struct ccase *c)
 		while (depth > 2 && depth * per > NB_MEM_CAP)
 			depth /= 2;
 	}
-	memset(b, 0, sizeof(b));
 	t = now_s();
 	for (k = 0; k < depth; k++) {
 		b[k].seed = c->seed + 0x1000193ull * (uint64_t)k;
+		genctx_init(&b[k].g, c->op, c->dt, b[k].seed);
 		if (setup(c, &b[k]) || save_orig(&b[k])) {
 			check(0, "%s: buffer setup failed", desc);
 			goto out;
@@ -1048,7 +1169,7 @@ static void run_case(const struct ccase *c)
 	t_coll += now_s() - t;
 out:
 	for (k = 0; k < NB_DEPTH; k++)
-		teardown(&b[k]);
+		b[k].sb.active = b[k].rb.active = 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1705,6 +1826,7 @@ int main(int argc, char **argv)
 	if (cfg.bf16_case)
 		run_bf16_case();
 	run_sweep();
+	pool_free();
 
 	st = ibc_comm_destroy(comm);
 	check(st == IBC_OK, "comm_destroy returned %s: %s", ibc_status_str(st), ibc_last_error());
