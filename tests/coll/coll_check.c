@@ -68,7 +68,6 @@ static const char *const op_names[IBC_REDOP_COUNT] = { "sum", "prod", "min", "ma
 #define MAX_COUNTS 32
 #define NB_DEPTH 16                  /* nonblocking requests in flight */
 #define GUARD_BYTES 64               /* guard before and after every buffer */
-#define GUARD_BYTE 0x5c
 #define SENTINEL_BYTE 0xa5
 #define LARGE_COUNT 262144           /* counts from here on run a subset (see case_enabled) */
 #define NB_MEM_CAP (16u << 20)       /* nonblocking: fewer requests above this many bytes */
@@ -341,7 +340,8 @@ static void fmt_elem(char *s, size_t len, uint64_t b, ibc_dtype_t dt)
 /* value a closed form in (seed, i, n), O(1) per element, so each rank      */
 /* checks its output without knowing the other ranks' buffers. Per element  */
 /* i, a, b, c, d below come from a hash of (seed, i):                       */
-/*   SUM, AVG   v = a + r*b              sum = n*a + b*n(n-1)/2             */
+/*   SUM, AVG   v = a + r*b (+ e on rank c)  sum = n*a + b*n(n-1)/2 + e    */
+/*              (e makes the sum no multiple of n, so AVG has to round)     */
 /*   PROD int   v = +-a (a odd), - where (r + c) % 3 == 0                   */
 /*                                       prod = a^n * (-1)^#neg             */
 /*   PROD float v = +-1 or +-2: 2 where (i + r) % 4 == 0, - as above       */
@@ -392,8 +392,9 @@ struct genctx {
 	int op;                 /* -1: data movement */
 	ibc_dtype_t dt;
 	uint64_t seed;
-	int64_t amax;           /* float SUM: a in [-amax, amax], b in [-bmax, bmax] */
-	int64_t bmax;
+	int64_t amax;           /* float SUM: a in [-amax, amax], b in [-bmax, bmax], */
+	int64_t bmax;           /* e in [1, emax] */
+	int64_t emax;
 	uint64_t lo;            /* integer MIN/MAX: bits of the dtype's minimum */
 	uint64_t span;          /* its range is [lo, lo + span] */
 	uint64_t dmax;          /* d in [1, dmax] */
@@ -403,8 +404,8 @@ struct genctx {
 struct elem_par {
 	uint64_t a;             /* integers: any bits, or the MIN/MAX offset */
 	uint64_t b;
-	int c;                  /* 0..2 (PROD) or 0..n-1 (MIN/MAX) */
-	uint64_t d;
+	int c;                  /* 0..2 (PROD) or 0..n-1 (SUM, MIN/MAX) */
+	uint64_t d;             /* MIN/MAX step; SUM: the extra e of rank c */
 	double fa;
 	double fb;
 };
@@ -433,8 +434,9 @@ static void genctx_init(struct genctx *g, int op, ibc_dtype_t dt, uint64_t seed)
 
 		if (per > 1000000)
 			per = 1000000;
-		g->bmax = per / (2 * n1);
-		g->amax = per - (int64_t)(nranks - 1) * g->bmax;
+		g->emax = per / 8 > 3 ? 3 : 1;
+		g->bmax = (per - g->emax) / (2 * n1);
+		g->amax = per - g->emax - (int64_t)(nranks - 1) * g->bmax;
 	} else {
 		size_t w = esize(dt) * 8;
 
@@ -452,12 +454,15 @@ static inline void params(const struct genctx *g, size_t i, struct elem_par *p)
 	switch (g->op) {
 	case IBC_SUM:
 	case IBC_AVG:
+		p->c = (int)below(h2 << 16, (uint64_t)nranks);
 		if (is_float(g->dt)) {
 			p->fa = (double)((int64_t)below(h1, (uint64_t)(2 * g->amax + 1)) - g->amax);
 			p->fb = (double)((int64_t)below(h2, (uint64_t)(2 * g->bmax + 1)) - g->bmax);
+			p->d = 1 + below(h2 << 32, (uint64_t)g->emax);
 		} else {
 			p->a = h1;
 			p->b = h2;
+			p->d = 1 + ((h1 >> 3) & 7);
 		}
 		break;
 	case IBC_PROD:
@@ -487,7 +492,7 @@ static inline double gen_fval(const struct genctx *g, const struct elem_par *p, 
 	switch (g->op) {
 	case IBC_SUM:
 	case IBC_AVG:
-		return p->fa + r * p->fb;
+		return p->fa + r * p->fb + (r == p->c ? (double)p->d : 0.0);
 	case IBC_PROD: {
 		double v = (i + (size_t)r) % 4 == 0 ? 2.0 : 1.0;
 
@@ -516,7 +521,7 @@ static uint64_t gen(const struct genctx *g, int r, size_t i)
 	switch (g->op) {
 	case IBC_SUM:
 	case IBC_AVG:
-		return trunc_bits(p.a + (uint64_t)r * p.b, dt);
+		return trunc_bits(p.a + (uint64_t)r * p.b + (r == p.c ? p.d : 0), dt);
 	case IBC_PROD:
 		return trunc_bits((r + p.c) % 3 == 0 ? 0 - p.a : p.a, dt);
 	default:
@@ -541,7 +546,7 @@ static uint64_t want_red(const struct genctx *g, size_t i)
 		switch (op) {
 		case IBC_SUM:
 		case IBC_AVG:
-			v = n * p.fa + p.fb * (double)(n * (n - 1) / 2);   /* exact */
+			v = n * p.fa + p.fb * (double)(n * (n - 1) / 2) + (double)p.d;   /* exact */
 			if (op == IBC_AVG)
 				v = dt == IBC_FLOAT64 ? v / nranks
 						      : (double)((float)v / (float)nranks);
@@ -563,7 +568,7 @@ static uint64_t want_red(const struct genctx *g, size_t i)
 	switch (op) {
 	case IBC_SUM:
 	case IBC_AVG: {
-		uint64_t sum = trunc_bits(n * p.a + p.b * (n * (n - 1) / 2), dt);
+		uint64_t sum = trunc_bits(n * p.a + p.b * (n * (n - 1) / 2) + p.d, dt);
 
 		if (op == IBC_SUM)
 			return sum;
@@ -596,13 +601,29 @@ struct gbuf {
 	size_t nbytes;              /* in use by the current case */
 	size_t cap;                 /* allocated (buffers are reused across cases) */
 	int active;                 /* part of the current case */
+	unsigned char tag;          /* guard byte k is tag + 37 k: differs per buffer */
 };
+
+static inline unsigned char guard_byte(const struct gbuf *b, long k)
+{
+	return (unsigned char)(b->tag + 37 * k);
+}
+
+static void guard_fill(struct gbuf *b)
+{
+	long k;
+
+	for (k = 0; k < GUARD_BYTES; k++) {
+		b->base[k] = guard_byte(b, k);
+		b->data[b->nbytes + k] = guard_byte(b, GUARD_BYTES + k);
+	}
+}
 
 /*
  * (Re)use @b for @nbytes: allocations are kept and reused, so that page
  * faults of fresh memory are paid once, not per case.
  */
-static int gbuf_alloc(struct gbuf *b, size_t nbytes)
+static int gbuf_alloc(struct gbuf *b, size_t nbytes, unsigned char tag)
 {
 	if (!b->base || b->cap < nbytes) {
 		void *p = NULL;
@@ -620,8 +641,8 @@ static int gbuf_alloc(struct gbuf *b, size_t nbytes)
 	b->data = b->base + GUARD_BYTES;
 	b->nbytes = nbytes;
 	b->active = 1;
-	memset(b->base, GUARD_BYTE, GUARD_BYTES);
-	memset(b->data + nbytes, GUARD_BYTE, GUARD_BYTES);
+	b->tag = tag;
+	guard_fill(b);
 	return 0;
 }
 
@@ -639,10 +660,10 @@ static long gbuf_guard_damage(const struct gbuf *b)
 	if (!b->active)
 		return 0;
 	for (k = 0; k < GUARD_BYTES; k++)
-		if (b->base[k] != GUARD_BYTE)
+		if (b->base[k] != guard_byte(b, k))
 			return k - GUARD_BYTES;   /* negative offset from data */
 	for (k = 0; k < GUARD_BYTES; k++)
-		if (b->data[b->nbytes + k] != GUARD_BYTE)
+		if (b->data[b->nbytes + k] != guard_byte(b, GUARD_BYTES + k))
 			return (long)b->nbytes + k + 1;   /* 1-based past the end */
 	return 0;
 }
@@ -749,7 +770,7 @@ static int setup(const struct ccase *c, struct rbufs *b)
 	b->sb.active = 0;
 	b->rb.active = 0;
 	if (!c->inplace) {
-		if (gbuf_alloc(&b->sb, ns * es) || gbuf_alloc(&b->rb, nr * es))
+		if (gbuf_alloc(&b->sb, ns * es, 0x11) || gbuf_alloc(&b->rb, nr * es, 0x77))
 			return -1;
 		fill_input(b->sb.data, c, &b->g, ns, 0);
 		fill_sentinel(b->rb.data, nr * es);
@@ -768,13 +789,13 @@ static int setup(const struct ccase *c, struct rbufs *b)
 	switch (c->coll) {
 	case C_ALLREDUCE:
 	case C_REDUCE:
-		if (gbuf_alloc(&b->sb, ns * es))
+		if (gbuf_alloc(&b->sb, ns * es, 0x11))
 			return -1;
 		fill_input(b->sb.data, c, &b->g, ns, 0);
 		b->sendptr = b->recvptr = b->sb.data;
 		break;
 	case C_BROADCAST:
-		if (gbuf_alloc(&b->sb, ns * es))
+		if (gbuf_alloc(&b->sb, ns * es, 0x11))
 			return -1;
 		if (is_root)
 			fill_input(b->sb.data, c, &b->g, ns, 0);
@@ -783,7 +804,7 @@ static int setup(const struct ccase *c, struct rbufs *b)
 		b->sendptr = b->recvptr = b->sb.data;
 		break;
 	case C_ALLGATHER:
-		if (gbuf_alloc(&b->sb, nr * es))
+		if (gbuf_alloc(&b->sb, nr * es, 0x11))
 			return -1;
 		fill_sentinel(b->sb.data, nr * es);
 		fill_input(b->sb.data + (size_t)rank * c->count * es, c, &b->g, c->count, 0);
@@ -791,7 +812,7 @@ static int setup(const struct ccase *c, struct rbufs *b)
 		b->sendptr = b->sb.data + (size_t)rank * c->count * es;
 		break;
 	case C_REDUCE_SCATTER:
-		if (gbuf_alloc(&b->sb, ns * es))
+		if (gbuf_alloc(&b->sb, ns * es, 0x11))
 			return -1;
 		fill_input(b->sb.data, c, &b->g, ns, 0);
 		b->sendptr = b->sb.data;
