@@ -69,7 +69,7 @@ static const char *const op_names[IBC_REDOP_COUNT] = { "sum", "prod", "min", "ma
 #define NB_DEPTH 16                  /* nonblocking requests in flight */
 #define GUARD_BYTES 64               /* guard before and after every buffer */
 #define SENTINEL_BYTE 0xa5
-#define LARGE_COUNT 262144           /* counts from here on run a subset (see case_enabled) */
+#define LARGE_COUNT 262144           /* default --large-from (see case_enabled) */
 #define NB_MEM_CAP (16u << 20)       /* nonblocking: fewer requests above this many bytes */
 
 static struct cfg {
@@ -81,6 +81,7 @@ static struct cfg {
 	int modes[2];                /* [0] blocking, [1] nonblocking */
 	int places[2];               /* [0] out of place, [1] in place */
 	int full;                    /* no subsetting at large counts */
+	size_t large_from;           /* counts from here on run a subset (case_enabled) */
 	int errors;                  /* run the bad-input checks */
 	int bf16_case;               /* run the bf16 rounding case */
 	int verbose;
@@ -1526,24 +1527,28 @@ static int has_inplace(int coll)
 }
 
 /*
- * Without --full, counts >= LARGE_COUNT run a subset: data movement with
- * int8 and float64 (1 and 8 byte elements); reductions with SUM for every
- * selected dtype, AVG for float32 and bfloat16, MIN/MAX/PROD for float32;
- * nonblocking only out of place. Smaller counts run everything selected.
+ * Without --full, counts >= --large-from (default LARGE_COUNT) run a
+ * subset: data movement with int8, float16, float32 and float64 (1, 2, 4
+ * and 8 byte elements); reductions with SUM for every selected dtype, AVG
+ * for int32, float32 and bfloat16, MIN/MAX/PROD for float32 and bfloat16;
+ * nonblocking only out of place. Smaller counts run everything selected
+ * (the per-dtype arithmetic is covered there and by tests/unit/test_reduce;
+ * large counts exercise chunking, pipelining and block partitioning).
  */
 static int case_enabled(const struct ccase *c)
 {
-	if (cfg.full || c->count < LARGE_COUNT)
+	if (cfg.full || c->count < cfg.large_from)
 		return 1;
 	if (c->nonblocking && c->inplace)
 		return 0;
 	if (c->op < 0)
-		return c->dt == IBC_INT8 || c->dt == IBC_FLOAT64;
+		return c->dt == IBC_INT8 || c->dt == IBC_FLOAT16 || c->dt == IBC_FLOAT32 ||
+		       c->dt == IBC_FLOAT64;
 	if (c->op == IBC_SUM)
 		return 1;
 	if (c->op == IBC_AVG)
-		return c->dt == IBC_FLOAT32 || c->dt == IBC_BFLOAT16;
-	return c->dt == IBC_FLOAT32;
+		return c->dt == IBC_INT32 || c->dt == IBC_FLOAT32 || c->dt == IBC_BFLOAT16;
+	return c->dt == IBC_FLOAT32 || c->dt == IBC_BFLOAT16;
 }
 
 static void run_sweep(void)
@@ -1643,7 +1648,8 @@ static void usage(FILE *f)
 		"  -m, --modes LIST    blocking,nonblocking (default both)\n"
 		"  -p, --places LIST   out,in (default both)\n"
 		"      --quick         counts 0,1,7,1000,65537\n"
-		"      --full          no subsetting at counts >= %d (see case_enabled)\n"
+		"      --large-from N  counts >= N run a subset of dtype x op (default %d)\n"
+		"      --full          no subsetting at large counts (see case_enabled)\n"
 		"      --no-errors     skip the bad-input checks\n"
 		"      --no-bf16-case  skip the bf16 rounding case\n"
 		"      --max-report N  failures printed per rank (default 20)\n"
@@ -1720,6 +1726,7 @@ static int parse_args(int argc, char **argv)
 		{ "places", required_argument, NULL, 'p' },
 		{ "quick", no_argument, NULL, 'Q' },
 		{ "full", no_argument, NULL, 'F' },
+		{ "large-from", required_argument, NULL, 'L' },
 		{ "no-errors", no_argument, NULL, 'E' },
 		{ "no-bf16-case", no_argument, NULL, 'B' },
 		{ "max-report", required_argument, NULL, 'R' },
@@ -1745,6 +1752,7 @@ static int parse_args(int argc, char **argv)
 	cfg.max_report = 20;
 	cfg.timeout_s = 120;
 	cfg.seed = 1;
+	cfg.large_from = LARGE_COUNT;
 	parse_counts("0,1,2,7,1000,65537,1048579");
 
 	while ((ch = getopt_long(argc, argv, "c:n:d:o:m:p:vh", longopts, NULL)) != -1) {
@@ -1778,6 +1786,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'F':
 			cfg.full = 1;
+			break;
+		case 'L':
+			cfg.large_from = (size_t)strtoull(optarg, NULL, 0);
 			break;
 		case 'E':
 			cfg.errors = 0;
