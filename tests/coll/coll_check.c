@@ -10,7 +10,11 @@
  * types, wrap-around for integers, AVG as SUM then one division), checks
  * guard bytes around every output, that inputs are not modified, and
  * prints each mismatch (rank, collective, count, dtype, op, root, place,
- * mode, first bad index, got vs want). It also checks the bf16 rounding case
+ * mode, first bad index, got vs want). Nonblocking mode issues 16 requests
+ * on distinct buffers with distinct data (4, or fewer to stay under 16 MiB,
+ * for counts above 1000), polls them with ibc_test() in reverse order,
+ * checks that they complete in issue order, and waits for them in reverse
+ * order. It also checks the bf16 rounding case
  * of the issue, the documented error codes for bad input, and barrier
  * semantics (through a counter in a shared file, ranks on one host).
  * Each rank prints a one-line summary; exit status 0 only if every check of
@@ -70,7 +74,9 @@ static const char *const op_names[IBC_REDOP_COUNT] = { "sum", "prod", "min", "ma
 #define GUARD_BYTES 64               /* guard before and after every buffer */
 #define SENTINEL_BYTE 0xa5
 #define LARGE_COUNT 262144           /* default --large-from (see case_enabled) */
-#define NB_MEM_CAP (16u << 20)       /* nonblocking: fewer requests above this many bytes */
+#define NB_FULL_DEPTH_MAX_COUNT 1000 /* larger counts run NB_LARGE_DEPTH requests */
+#define NB_LARGE_DEPTH 4
+#define NB_MEM_CAP (16u << 20)       /* and fewer still above this many bytes */
 
 static struct cfg {
 	int colls[C_COUNT];          /* selected */
@@ -1084,7 +1090,8 @@ static void run_case(const struct ccase *c)
 	if (c->nonblocking) {
 		size_t per = (ns + nr) * esize(c->dt) + 1;
 
-		depth = NB_DEPTH;
+		/* 16 in flight; fewer for large cases (memory, and checking time) */
+		depth = c->count <= NB_FULL_DEPTH_MAX_COUNT ? NB_DEPTH : NB_LARGE_DEPTH;
 		while (depth > 2 && depth * per > NB_MEM_CAP)
 			depth /= 2;
 	}
