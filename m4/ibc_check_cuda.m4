@@ -79,9 +79,11 @@ AS_IF([test "x$with_cuda" != xno], [
 	done
 	dnl host-compiler flags for .cu files (as --compiler-options=..., one word:
 	dnl libtool would take -Xcompiler for itself): PIC, hidden symbols, the warnings
-	dnl that apply to C++ (-Wmissing-prototypes is C-only), and -Werror with
+	dnl that apply to C++ (-Wmissing-prototypes is C-only), no C++ runtime
+	dnl (exceptions, RTTI, guarded statics: the library links with the C
+	dnl compiler, without libstdc++), and -Werror with
 	dnl --enable-werror for nvcc's own warnings too (parsed before any macro runs)
-	NVCC_CFLAGS="-std=c++17 --compiler-options=-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Wshadow,-Wno-unused-parameter"
+	NVCC_CFLAGS="-std=c++17 --compiler-options=-fPIC,-fvisibility=hidden,-fno-exceptions,-fno-rtti,-fno-threadsafe-statics,-Wall,-Wextra,-Wshadow,-Wno-unused-parameter"
 	AS_IF([test "x$enable_debug" = xyes],
 		[NVCC_CFLAGS="$NVCC_CFLAGS -O0 -g -lineinfo"],
 		[NVCC_CFLAGS="$NVCC_CFLAGS -O3 -lineinfo"])

@@ -623,6 +623,10 @@ ibc_status_t ibc_cuda_coll_run(struct ibc_comm *comm, struct ibc_request *req)
 		__atomic_add_fetch(&stage_nops, 1, __ATOMIC_RELAXED);
 		st = stage_pipeline(&sr);
 	}
+	/* a staging failure (the algorithm's own failures have poisoned comm already) */
+	if (st != IBC_OK && ibc_comm_poison_status(comm) == IBC_OK)
+		st = ibc_comm_fail(comm, st, -1, "staging device buffers through %s host memory: %s",
+				   emulated ? "emulated" : "pinned", ibc_last_error());
 	if (!emulated && saved_dev != req->cuda_dev && saved_dev >= 0)
 		IBC_CHECK_IGNORE(ibc_cuda_set_device(saved_dev), st);
 	return st;

@@ -164,7 +164,9 @@ static ibc_status_t stream_op(ibc_comm_h comm, int coll, const void *sendbuf, vo
 	pthread_cond_init(&g->cond, NULL);
 	st = launch((void *)stream, g);
 	if (st != IBC_OK) {
-		IBC_LOG_ERROR(CUDA, "%s: cannot enqueue on the CUDA stream: %s", fn, ibc_last_error());
+		/* cuda_mem.c logged the CUDA error */
+		IBC_LOG_DEBUG(CUDA, "%s: cannot enqueue on the CUDA stream: %s", fn,
+			      ibc_status_str(st));
 		gate_free(g);
 		return st;
 	}
