@@ -289,8 +289,10 @@ ibc_status_t ibc_cuda_event_record(void *event, void *stream);
 ibc_status_t ibc_cuda_event_query(void *event);
 
 /*
- * ibc_cuda_memcpy2d_async() - cudaMemcpy2DAsync(cudaMemcpyDefault): @height
- * rows of @width bytes, rows @dpitch/@spitch bytes apart, on @stream.
+ * ibc_cuda_memcpy2d_async() - copy @height rows of @width bytes, rows
+ * @dpitch/@spitch bytes apart, on @stream, any direction (cudaMemcpyDefault):
+ * one cudaMemcpyAsync for one row, else cudaMemcpy2DAsync, else (pitches
+ * above 2 GiB) one cudaMemcpyAsync per row.
  */
 ibc_status_t ibc_cuda_memcpy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
 				     size_t width, size_t height, void *stream);

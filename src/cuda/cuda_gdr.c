@@ -36,7 +36,8 @@ const char *ibc_gdr_mode_name(enum ibc_gdr_mode mode)
 	}
 }
 
-static void why_set(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void why_set(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static void why_set(char *why, size_t len, const char *fmt, ...)
 {

@@ -355,14 +355,32 @@ ibc_status_t ibc_cuda_event_query(void *event)
 	return IBC_ERR_CUDA;
 }
 
+/* the largest row pitch cudaMemcpy2DAsync takes (cudaDevAttrMaxPitch is 2^31 - 1 today) */
+#define MAX_PITCH ((size_t)INT32_MAX)
+
 ibc_status_t ibc_cuda_memcpy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch,
 				     size_t width, size_t height, void *stream)
 {
+	cudaStream_t s = (cudaStream_t)stream;
 	ibc_status_t st = IBC_OK;
+	size_t i;
 
-	IBC_CUDA_CHECK_GOTO(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height,
-					      cudaMemcpyDefault, (cudaStream_t)stream),
-			    st, out);
+	if (height == 1) {
+		/* contiguous: no pitch limit */
+		IBC_CUDA_CHECK_GOTO(cudaMemcpyAsync(dst, src, width, cudaMemcpyDefault, s), st,
+				    out);
+	} else if (dpitch <= MAX_PITCH && spitch <= MAX_PITCH) {
+		IBC_CUDA_CHECK_GOTO(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height,
+						      cudaMemcpyDefault, s),
+				    st, out);
+	} else {
+		/* blocks of more than 2 GiB: one copy per row */
+		for (i = 0; i < height; i++)
+			IBC_CUDA_CHECK_GOTO(cudaMemcpyAsync((char *)dst + i * dpitch,
+							    (const char *)src + i * spitch, width,
+							    cudaMemcpyDefault, s),
+					    st, out);
+	}
 out:
 	return st;
 }

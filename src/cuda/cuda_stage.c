@@ -212,6 +212,14 @@ struct stage_slot {
 	int pending[2];         /* copies issued and not yet waited for */
 };
 
+/*
+ * Pinned memory is never freed while the communicator lives: cudaFreeHost()
+ * synchronizes the device, and a stream-ordered operation's own stream is
+ * blocked in its host function until the operation ends, so a free inside
+ * an operation would wait for itself. A state replaced by a larger one
+ * keeps its buffers in @retired until ibc_cuda_comm_destroy() (as PyTorch's
+ * pinned-memory cache does); stream and event destruction do not block.
+ */
 struct ibc_cuda_comm {
 	int emulated;
 	int dev;                /* device of streams and events (CUDA mode) */
@@ -220,40 +228,79 @@ struct ibc_cuda_comm {
 	int nslots;
 	size_t slot_bytes;
 	struct stage_slot slot[STAGE_MAX_SLOTS];
+	void **retired;         /* pinned buffers of replaced states */
+	int nretired;
 };
 
-static void stage_state_free(struct ibc_cuda_comm *cc)
+static void stage_buf_free(int emulated, void *p)
 {
+	if (emulated)
+		ibc_free(p);
+	else
+		ibc_cuda_host_free(p);
+}
+
+/*
+ * free @cc; its staging buffers go to @heir's retired list when @heir is
+ * given and of the same kind (emulated states follow the same path, so that
+ * the tests exercise it)
+ */
+static ibc_status_t stage_state_free(struct ibc_cuda_comm *cc, struct ibc_cuda_comm *heir)
+{
+	ibc_status_t st = IBC_OK;
 	int i;
 	int d;
 
 	if (!cc)
-		return;
+		return IBC_OK;
+	if (heir && heir->emulated == cc->emulated) {
+		void **nr = ibc_malloc((size_t)(heir->nretired + cc->nretired + 2 * cc->nslots) *
+					       sizeof(*nr),
+				       "retired staging buffers");
+
+		if (!nr)
+			return IBC_ERR_NO_MEMORY;
+		if (heir->nretired)
+			memcpy(nr, heir->retired, (size_t)heir->nretired * sizeof(*nr));
+		if (cc->nretired)
+			memcpy(nr + heir->nretired, cc->retired,
+			       (size_t)cc->nretired * sizeof(*nr));
+		heir->nretired += cc->nretired;
+		for (i = 0; i < cc->nslots; i++) {
+			nr[heir->nretired++] = cc->slot[i].send;
+			nr[heir->nretired++] = cc->slot[i].recv;
+			cc->slot[i].send = cc->slot[i].recv = NULL;
+		}
+		ibc_free(heir->retired);
+		heir->retired = nr;
+		ibc_free(cc->retired);
+		cc->retired = NULL;
+		cc->nretired = 0;
+	}
 	for (i = 0; i < cc->nslots; i++) {
 		struct stage_slot *sl = &cc->slot[i];
 
-		if (cc->emulated) {
-			ibc_free(sl->send);
-			ibc_free(sl->recv);
-			continue;
-		}
 		for (d = 0; d < 2; d++)
 			if (sl->ev[d])
 				ibc_cuda_event_destroy(sl->ev[d]);
-		ibc_cuda_host_free(sl->send);
-		ibc_cuda_host_free(sl->recv);
+		stage_buf_free(cc->emulated, sl->send);
+		stage_buf_free(cc->emulated, sl->recv);
 	}
+	for (i = 0; i < cc->nretired; i++)
+		stage_buf_free(cc->emulated, cc->retired[i]);
+	ibc_free(cc->retired);
 	for (d = 0; d < 2; d++) {
 		if (cc->stream[d])
 			ibc_cuda_stream_destroy(cc->stream[d]);
 		ibc_free(cc->emu[d].q);
 	}
 	ibc_free(cc);
+	return st;
 }
 
 void ibc_cuda_comm_destroy(struct ibc_comm *comm)
 {
-	stage_state_free(comm->cuda);
+	stage_state_free(comm->cuda, NULL);
 	comm->cuda = NULL;
 }
 
@@ -297,7 +344,8 @@ static ibc_status_t stage_state_create(int emulated, int dev, int nslots, size_t
 	*cc_p = cc;
 	return IBC_OK;
 err_free:
-	stage_state_free(cc);
+	/* nothing of this state was used yet: freeing its buffers cannot wait for anything */
+	stage_state_free(cc, NULL);
 	return st;
 }
 
@@ -306,21 +354,28 @@ static ibc_status_t stage_state_get(struct ibc_comm *comm, int emulated, int dev
 				    size_t slot_bytes, struct ibc_cuda_comm **cc_p)
 {
 	struct ibc_cuda_comm *cc = comm->cuda;
+	struct ibc_cuda_comm *ncc;
 	int nslots = (int)ibc_param_cuda_stage_nslots();
 
-	if (cc && (cc->emulated != emulated || (!emulated && cc->dev != dev) ||
-		   cc->nslots != nslots || cc->slot_bytes < slot_bytes)) {
-		stage_state_free(cc);
-		comm->cuda = NULL;
-		cc = NULL;
+	if (cc && cc->emulated == emulated && (emulated || cc->dev == dev) &&
+	    cc->nslots == nslots && cc->slot_bytes >= slot_bytes) {
+		*cc_p = cc;
+		return IBC_OK;
 	}
-	if (!cc) {
-		/* round up so that similar sizes reuse the memory */
-		slot_bytes = IBC_ALIGN_UP(IBC_MAX(slot_bytes, (size_t)65536), 65536);
-		IBC_CHECK(stage_state_create(emulated, dev, nslots, slot_bytes, &cc));
-		comm->cuda = cc;
+	/* at least double, so that growing sizes replace the state O(log) times */
+	slot_bytes = IBC_MAX(slot_bytes, cc && cc->emulated == emulated ? 2 * cc->slot_bytes : 0);
+	slot_bytes = IBC_ALIGN_UP(IBC_MAX(slot_bytes, (size_t)65536), 65536);
+	IBC_CHECK(stage_state_create(emulated, dev, nslots, slot_bytes, &ncc));
+	if (cc) {
+		ibc_status_t st = stage_state_free(cc, ncc);
+
+		if (st != IBC_OK) {
+			stage_state_free(ncc, NULL);
+			return st;
+		}
 	}
-	*cc_p = cc;
+	comm->cuda = ncc;
+	*cc_p = ncc;
 	return IBC_OK;
 }
 

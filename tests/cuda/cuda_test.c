@@ -143,7 +143,8 @@ int ct_run_ranks_codes(int nranks, ct_rank_fn fn, void *arg, int timeout_s, int 
 				codes[r] = WIFEXITED(status[r]) ? WEXITSTATUS(status[r]) : -1;
 				if (codes[r] != 0) {
 					printf("# rank %d: %s %d\n", r,
-					       WIFEXITED(status[r]) ? "exit status" : "killed by signal",
+					       WIFEXITED(status[r]) ? "exit status"
+								    : "killed by signal",
 					       WIFEXITED(status[r]) ? WEXITSTATUS(status[r])
 								    : WTERMSIG(status[r]));
 				}
@@ -174,7 +175,8 @@ void *ct_dev_alloc(size_t nbytes, int emulated)
 	if (!nbytes)
 		nbytes = 1;
 	if (emulated) {
-		p = calloc(1, nbytes);   /* calloc: the const pointer argument reads as "used" to GCC */
+		/* calloc: GCC takes the const pointer argument below for a read */
+		p = calloc(1, nbytes);
 		if (p && ibc_cuda_fake_device_add(p, nbytes) != IBC_OK) {
 			free(p);
 			p = NULL;

@@ -68,6 +68,7 @@ struct group {
 	int nranks;
 	size_t stage_bytes;
 	int large;
+	int grow;               /* also rerun with larger segments (the state is replaced) */
 };
 
 #define MAX_CASES 512
@@ -264,7 +265,8 @@ static void expected(const struct tcase *c, int r, int n, void *exp, size_t esz)
 	case K_A2A:
 		for (q = 0; q < n; q++) {
 			fill(tmp, c, q, send);
-			memcpy((char *)exp + (size_t)q * b * esz, tmp + (size_t)r * b * esz, b * esz);
+			memcpy((char *)exp + (size_t)q * b * esz, tmp + (size_t)r * b * esz,
+			       b * esz);
 		}
 		break;
 	case K_P2P:
@@ -280,7 +282,8 @@ static void expected(const struct tcase *c, int r, int n, void *exp, size_t esz)
 static uint64_t expected_segments(const struct tcase *c, int r, int n, size_t esz,
 				  size_t stage_bytes, uint64_t *ops_p)
 {
-	size_t blocks = (c->kind == K_ALLGATHER || c->kind == K_RS || c->kind == K_A2A) ? (size_t)n : 1;
+	int blocked = c->kind == K_ALLGATHER || c->kind == K_RS || c->kind == K_A2A;
+	size_t blocks = blocked ? (size_t)n : 1;
 	size_t seg = stage_bytes / (esz * blocks);
 	int nops = 1;
 
@@ -303,6 +306,7 @@ static uint64_t expected_segments(const struct tcase *c, int r, int n, size_t es
 struct rank_ctx {
 	const struct group *g;
 	int emu;
+	size_t stage_bytes;     /* IBC_CUDA_STAGE_BYTES in force */
 	char msg[512];
 };
 
@@ -395,7 +399,8 @@ static int run_case(ibc_comm_h comm, int r, int n, const struct tcase *c, struct
 	}
 	/* a pattern in every output byte, so that untouched output is noticed */
 	memset(hout, 0x5a, nbytes);
-	if (ct_to_dev(dbuf, hout, nbytes, emu) || (drecv && ct_to_dev(drecv, hout, recv * esz, emu)))
+	if (ct_to_dev(dbuf, hout, nbytes, emu) ||
+	    (drecv && ct_to_dev(drecv, hout, recv * esz, emu)))
 		goto out_copy;
 	sp = dbuf;
 	rp = c->inplace ? dbuf : drecv;
@@ -419,7 +424,7 @@ static int run_case(ibc_comm_h comm, int r, int n, const struct tcase *c, struct
 			 ibc_last_error());
 		goto out;
 	}
-	want_seg = expected_segments(c, r, n, esz, ctx->g->stage_bytes, &want_ops);
+	want_seg = expected_segments(c, r, n, esz, ctx->stage_bytes, &want_ops);
 	if (ops1 - ops0 != want_ops || seg1 - seg0 != want_seg) {
 		snprintf(ctx->msg, sizeof(ctx->msg),
 			 "staged %llu operations in %llu segments, expected %llu in %llu",
@@ -460,11 +465,15 @@ static int rank_main(int r, int n, const ibc_unique_id_t *id, void *arg)
 {
 	struct rank_ctx ctx = { .g = arg, .emu = CT_EMULATE };
 	struct tcase *cases = calloc(MAX_CASES, sizeof(*cases));
+	static const size_t grow[] = { 262144, 65536, 1048576 };
 	ibc_comm_h comm;
 	ibc_status_t st;
 	int ncases;
 	int nfail = 0;
+	unsigned k;
 	int i;
+
+	ctx.stage_bytes = ctx.g->stage_bytes;
 
 	if (!cases)
 		return 1;
@@ -489,6 +498,23 @@ static int rank_main(int r, int n, const ibc_unique_id_t *id, void *arg)
 				       c->host_send ? " host sendbuf" : "", c->root, ctx.msg);
 			if (ibc_comm_get_async_error(comm, &st) == IBC_OK && st != IBC_OK)
 				break;  /* poisoned: the rest would fail the same way */
+		}
+	}
+	/* larger segments on the same communicator: its staging state is replaced */
+	for (k = 0; ctx.g->grow && k < IBC_ARRAY_SIZE(grow) && !nfail; k++) {
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%zu", grow[k]);
+		setenv("IBC_CUDA_STAGE_BYTES", buf, 1);
+		ibc_param_reset_all();
+		ctx.stage_bytes = grow[k];
+		for (i = 0; i < ncases && i < 60; i++) {
+			if (run_case(comm, r, n, &cases[i], &ctx)) {
+				printf("# rank %d: %zu-byte segments, case %d: %s\n", r, grow[k], i,
+				       ctx.msg);
+				nfail++;
+				break;
+			}
 		}
 	}
 	ibc_comm_destroy(comm);
@@ -552,16 +578,16 @@ static void set_env(const struct group *g)
 int main(int argc, char **argv)
 {
 	static const struct group small[] = {
-		{ "shm", 1, 1024, 0 }, { "shm", 2, 1024, 0 }, { "shm", 3, 1024, 0 },
-		{ "shm", 4, 1024, 0 }, { "tcp", 2, 1024, 0 }, { "tcp", 3, 1024, 0 },
-		{ "tcp", 4, 1024, 0 },
+		{ "shm", 1, 1024, 0, 0 }, { "shm", 2, 1024, 0, 1 }, { "shm", 3, 1024, 0, 0 },
+		{ "shm", 4, 1024, 0, 0 }, { "tcp", 2, 1024, 0, 0 }, { "tcp", 3, 1024, 0, 1 },
+		{ "tcp", 4, 1024, 0, 0 },
 	};
 	static const struct group large[] = {
-		{ "shm", 4, 4194304, 1 }, { "tcp", 2, 4194304, 1 },
+		{ "shm", 4, 4194304, 1, 0 }, { "tcp", 2, 4194304, 1, 0 },
 	};
 	struct tcase *cases = calloc(MAX_CASES, sizeof(*cases));
 	int do_large = argc > 1 && !strcmp(argv[1], "--large");
-	struct group fg = { "shm", 2, 4096, 0 };
+	struct group fg = { "shm", 2, 4096, 0, 0 };
 	int codes[2];
 	size_t i;
 
@@ -582,9 +608,10 @@ int main(int argc, char **argv)
 
 		set_env(g);
 		nfail = ct_run_ranks(g->nranks, rank_main, (void *)g, 240);
-		tap_ok(nfail == 0, "%s, %d rank(s), %zu-byte segments: %d cases on %s buffers",
+		tap_ok(nfail == 0, "%s, %d rank(s), %zu-byte segments: %d cases on %s buffers%s",
 		       g->transport, g->nranks, g->stage_bytes, ncases,
-		       CT_EMULATE ? "emulated device" : "device");
+		       CT_EMULATE ? "emulated device" : "device",
+		       g->grow ? ", then 60 with 64 KiB to 1 MiB segments" : "");
 	}
 	for (i = 0; do_large && i < IBC_ARRAY_SIZE(large); i++) {
 		const struct group *g = &large[i];
