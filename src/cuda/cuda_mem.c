@@ -74,7 +74,13 @@ static void drv_load(void)
 
 static int drv_ready(void)
 {
+	static int state;       /* atomic: 0 not loaded yet, 1 usable, -1 no driver */
+	int v = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+
+	if (IBC_LIKELY(v != 0))
+		return v > 0;
 	pthread_once(&drv.once, drv_load);
+	__atomic_store_n(&state, drv.ok ? 1 : -1, __ATOMIC_RELEASE);
 	return drv.ok;
 }
 

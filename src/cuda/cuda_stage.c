@@ -665,6 +665,8 @@ ibc_status_t ibc_cuda_coll_run(struct ibc_comm *comm, struct ibc_request *req)
 	if (!emulated) {
 		/* work on the buffers' device, and give the caller's thread its device back */
 		IBC_CHECK(ibc_cuda_get_device(&saved_dev));
+		if (req->cuda_dev < 0)
+			req->cuda_dev = saved_dev;      /* the driver gave no ordinal */
 		if (saved_dev != req->cuda_dev)
 			IBC_CHECK(ibc_cuda_set_device(req->cuda_dev));
 	}

@@ -79,7 +79,7 @@ step() {
 	fi
 	cp "$log.step" "$bdir/last-step.out"
 	# on the terminal: failures with their diagnostics, and the step's own summary lines
-	grep -A3 '^not ok\|^FAIL\|^ERROR\|error:' "$log.step" | head -n 25
+	grep -A3 '^not ok\|^FAIL:\|^ERROR:\|: error:' "$log.step" | head -n 25
 	grep '^# \(TOTAL\|PASS\|SKIP\|FAIL\|ERROR\|BENCH\)' "$log.step" | head -n 12
 	[ $st -ne 0 ] && tail -n 8 "$log.step"
 	say "--- $name: $res (${t}s)"
