@@ -77,6 +77,9 @@ AS_IF([test "x$with_cuda" != xno], [
 			[AC_MSG_ERROR([--with-cuda-arch: '$ibc_arch' is not of the form sm_NN (e.g. sm_80,sm_90)])])
 		NVCC_GENCODE="$NVCC_GENCODE -gencode arch=compute_$ibc_num,code=sm_$ibc_num"
 	done
+	dnl PTX of the last architecture too, so that newer GPUs can JIT the kernels
+	AS_IF([test "x$ibc_num" != x],
+		[NVCC_GENCODE="$NVCC_GENCODE -gencode arch=compute_$ibc_num,code=compute_$ibc_num"])
 	dnl host-compiler flags for .cu files (as --compiler-options=..., one word:
 	dnl libtool would take -Xcompiler for itself): PIC, hidden symbols, the warnings
 	dnl that apply to C++ (-Wmissing-prototypes is C-only), no C++ runtime
