@@ -121,12 +121,12 @@ static void usage(FILE *f)
 "  -a ALGO    algorithm, passed to the library as IBC_ALGO        [library default]\n"
 "  -t TRANS   transport: auto shm tcp ib (sets IBC_TRANSPORT)     [auto]\n"
 "  --csv FILE, --json FILE   machine-readable results (rank 0 writes)\n"
-"  --vs-mpi   time the matching MPI collective on the same buffers (launch with mpirun)\n"
+"  --vs-mpi   time the matching MPI collective on the same buffers (launch with mpirun)%s\n"
 "  -h         this help\n"
 "Sizes follow nccl-tests: allgather's size is its output, reduce_scatter's its input,\n"
 "alltoall's the whole buffer; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather,\n"
 "reduce_scatter, alltoall), 1 (broadcast, reduce, sendrecv); 1 GB = 1e9 bytes.\n",
-		BENCH_BATCH);
+		BENCH_BATCH, bench_mpi_built() ? "" : "\n             (not available: ibc_bench was built without MPI)");
 }
 
 static int env_rank0(void)
@@ -586,8 +586,8 @@ static void print_header(struct bench_ctx *ctx, int argc, char **argv)
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %z", localtime(&now));
 	ibc_get_version(&ver);
 	printf("# ibc_bench: ibcoll collective benchmark (nccl-tests conventions)\n");
-	printf("# command   :");
-	for (i = 0; i < argc; i++)
+	printf("# command   : %s", strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
+	for (i = 1; i < argc; i++)
 		printf(" %s", argv[i]);
 	printf("\n# ranks     : %d on %d host%s:", ctx->nranks, ctx->nhosts, ctx->nhosts == 1 ? "" : "s");
 	for (i = 0; i < ctx->nranks; i++) {
