@@ -129,13 +129,19 @@ static void usage(FILE *f)
 		BENCH_BATCH, bench_mpi_built() ? "" : "\n             (not available: ibc_bench was built without MPI)");
 }
 
-static int env_rank0(void)
+/* the launcher's rank before the communicator exists, -1 if unknown */
+static int env_rank(void)
 {
 	const char *r = getenv("IBC_RANK");
 
 	if (!r)
 		r = getenv("OMPI_COMM_WORLD_RANK");
-	return !r || atoi(r) == 0;
+	return r ? atoi(r) : -1;
+}
+
+static int env_rank0(void)
+{
+	return env_rank() <= 0;
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -947,6 +953,7 @@ int main(int argc, char **argv)
 
 	memset(&ctx, 0, sizeof(ctx));
 	g_ctx = &ctx;
+	ctx.rank = env_rank();
 	if (parse_opts(argc, argv, &ctx.o) != 0)
 		return 2;
 	if (ctx.o.transport && setenv("IBC_TRANSPORT", ctx.o.transport, 1) != 0)
@@ -988,6 +995,13 @@ int main(int argc, char **argv)
 			fclose(ctx.csv);
 		json_close(&ctx);
 	}
+	/*
+	 * ibc_comm_destroy() is not collective: a rank that leaves while a peer
+	 * still waits for its last message makes that peer fail. Meet first.
+	 */
+	st = ibc_barrier(ctx.comm);
+	if (st != IBC_OK)
+		bench_die("final ibc_barrier", st);
 	st = ibc_comm_destroy(ctx.comm);
 	ctx.comm = NULL;
 	if (st != IBC_OK)
