@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,17 @@
 #include "bench_mpi.h"
 
 #define BENCH_HOST_BYTES 64
+
+/* enum bench_stat - per-rank numbers gathered after each row */
+enum bench_stat {
+	STAT_TIME = 0,          /* mean us per ibcoll call */
+	STAT_MTIME,             /* mean us per MPI call */
+	STAT_CPU,               /* process CPU us per ibcoll call */
+	STAT_MCPU,              /* process CPU us per MPI call */
+	STAT_WRONG,             /* wrong elements, ibcoll */
+	STAT_MWRONG,            /* wrong elements, MPI */
+	BENCH_NSTAT
+};
 #define BENCH_BATCH 256         /* nonblocking calls in flight before ibc_waitall */
 
 struct bench_opts {
@@ -68,12 +80,14 @@ struct bench_row {
 	struct bench_rank_stats t;      /* ibcoll time per call, us */
 	double algbw;                   /* GB/s, from t.mean */
 	double busbw;
+	double cpu_us;                  /* process CPU time per call, mean over ranks */
 	uint64_t wrong;                 /* summed over ranks; 0 when not checked */
 	int mpi;                        /* the MPI columns are valid */
 	const char *mpi_why;            /* else why not (NULL: --vs-mpi not given) */
 	struct bench_rank_stats mt;
 	double malgbw;
 	double mbusbw;
+	double mcpu_us;
 	uint64_t mwrong;
 };
 
@@ -90,7 +104,7 @@ struct bench_ctx {
 	char *hosts;                    /* [nranks][BENCH_HOST_BYTES] */
 	int nhosts;
 	const char *transport;
-	double *gather;                 /* [nranks][4]: time, MPI time, wrong, MPI wrong */
+	double *gather;                 /* [nranks][BENCH_NSTAT], enum bench_stat */
 	double *tvals;                  /* [nranks] scratch for the statistics */
 	ibc_request_h reqs[2 * BENCH_BATCH];
 	FILE *csv;
@@ -437,28 +451,51 @@ static void ibc_loop(struct bench_ctx *ctx, const struct bench_call *c, uint64_t
 	}
 }
 
-static uint64_t time_ibc(struct bench_ctx *ctx, const struct bench_call *c)
+/* CPU time of the whole process (every thread: caller, progress, service), ns */
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ULL +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ULL;
+}
+
+/* struct bench_clock - elapsed and process CPU time of the timed calls, ns */
+struct bench_clock {
+	uint64_t wall_ns;
+	uint64_t cpu_ns;
+};
+
+static void time_ibc(struct bench_ctx *ctx, const struct bench_call *c, struct bench_clock *clk)
 {
 	uint64_t t0;
+	uint64_t c0;
 	ibc_status_t st = ibc_barrier(ctx->comm);
 
 	if (st != IBC_OK)
 		bench_die("ibc_barrier", st);
+	c0 = cpu_ns();
 	t0 = now_ns();
 	ibc_loop(ctx, c, ctx->o.iters);
-	return now_ns() - t0;
+	clk->wall_ns += now_ns() - t0;
+	clk->cpu_ns += cpu_ns() - c0;
 }
 
-static uint64_t time_mpi(struct bench_ctx *ctx, const struct bench_call *c)
+static void time_mpi(struct bench_ctx *ctx, const struct bench_call *c, struct bench_clock *clk)
 {
 	uint64_t t0;
+	uint64_t c0;
 
 	if (bench_mpi_barrier())
 		mpi_die("MPI_Barrier");
+	c0 = cpu_ns();
 	t0 = now_ns();
 	if (bench_mpi_run(c, ctx->o.iters, ctx->o.blocking))
 		mpi_die(bench_coll_name(c->coll));
-	return now_ns() - t0;
+	clk->wall_ns += now_ns() - t0;
+	clk->cpu_ns += cpu_ns() - c0;
 }
 
 /* grow the buffers to the largest row of every collective to run */
@@ -493,6 +530,25 @@ static void alloc_buffers(struct bench_ctx *ctx)
 	memset(ctx->recvbuf, 0, ctx->recv_cap + 64);
 }
 
+static double stat_sum(const struct bench_ctx *ctx, int k)
+{
+	double s = 0;
+	int i;
+
+	for (i = 0; i < ctx->nranks; i++)
+		s += ctx->gather[BENCH_NSTAT * i + k];
+	return s;
+}
+
+/* copy statistic @k of every rank into ctx->tvals */
+static void stat_column(struct bench_ctx *ctx, int k)
+{
+	int i;
+
+	for (i = 0; i < ctx->nranks; i++)
+		ctx->tvals[i] = ctx->gather[BENCH_NSTAT * i + k];
+}
+
 /* measure one row: warm-up, interleaved timed rounds, check, summary over ranks */
 static void run_row(struct bench_ctx *ctx, const struct bench_call *c, const struct bench_sizes *sz,
 		    struct bench_row *row)
@@ -502,11 +558,11 @@ static void run_row(struct bench_ctx *ctx, const struct bench_call *c, const str
 		.coll = c->coll, .dtype = c->dtype, .op = c->op, .nranks = ctx->nranks,
 		.rank = ctx->rank, .root = c->root, .count = c->count,
 	};
-	uint64_t ibc_ns = 0;
-	uint64_t mpi_ns = 0;
-	double local[4] = { 0, 0, 0, 0 };
+	struct bench_clock ibc_clk = { 0, 0 };
+	struct bench_clock mpi_clk = { 0, 0 };
+	uint64_t ncalls = o->iters * o->rounds;
+	double local[BENCH_NSTAT] = { 0 };
 	uint64_t r;
-	int i;
 	ibc_status_t st;
 
 	memset(row, 0, sizeof(*row));
@@ -521,38 +577,39 @@ static void run_row(struct bench_ctx *ctx, const struct bench_call *c, const str
 		mpi_die(bench_coll_name(c->coll));
 	for (r = 0; r < o->rounds; r++) {
 		if (row->mpi && (r & 1))
-			mpi_ns += time_mpi(ctx, c);
-		ibc_ns += time_ibc(ctx, c);
+			time_mpi(ctx, c, &mpi_clk);
+		time_ibc(ctx, c, &ibc_clk);
 		if (row->mpi && !(r & 1))
-			mpi_ns += time_mpi(ctx, c);
+			time_mpi(ctx, c, &mpi_clk);
 	}
-	local[0] = bench_time_per_iter_us(ibc_ns, o->iters * o->rounds);
-	local[1] = bench_time_per_iter_us(mpi_ns, o->iters * o->rounds);
+	local[STAT_TIME] = bench_time_per_iter_us(ibc_clk.wall_ns, ncalls);
+	local[STAT_MTIME] = bench_time_per_iter_us(mpi_clk.wall_ns, ncalls);
+	local[STAT_CPU] = bench_time_per_iter_us(ibc_clk.cpu_ns, ncalls);
+	local[STAT_MCPU] = bench_time_per_iter_us(mpi_clk.cpu_ns, ncalls);
 	if (o->check && c->coll != BENCH_BARRIER) {
 		bench_data_poison(ctx->recvbuf, sz->recv_bytes);
 		ibc_loop(ctx, c, 1);
-		local[2] = (double)bench_data_check(&d, ctx->recvbuf, 0);
+		local[STAT_WRONG] = (double)bench_data_check(&d, ctx->recvbuf, 0);
 		if (row->mpi) {
 			bench_data_poison(ctx->recvbuf, sz->recv_bytes);
 			if (bench_mpi_run(c, 1, 1))
 				mpi_die(bench_coll_name(c->coll));
-			local[3] = (double)bench_data_check(&d, ctx->recvbuf, 1);
+			local[STAT_MWRONG] = (double)bench_data_check(&d, ctx->recvbuf, 1);
 		}
 	}
-	st = ibc_allgather(local, ctx->gather, 4, IBC_FLOAT64, ctx->comm);
+	st = ibc_allgather(local, ctx->gather, BENCH_NSTAT, IBC_FLOAT64, ctx->comm);
 	if (st != IBC_OK)
 		bench_die("ibc_allgather of the statistics", st);
-	for (i = 0; i < ctx->nranks; i++) {
-		ctx->tvals[i] = ctx->gather[4 * i + 0];
-		row->wrong += (uint64_t)ctx->gather[4 * i + 2];
-		row->mwrong += (uint64_t)ctx->gather[4 * i + 3];
-	}
+	row->wrong = (uint64_t)stat_sum(ctx, STAT_WRONG);
+	row->mwrong = (uint64_t)stat_sum(ctx, STAT_MWRONG);
+	row->cpu_us = stat_sum(ctx, STAT_CPU) / ctx->nranks;
+	row->mcpu_us = stat_sum(ctx, STAT_MCPU) / ctx->nranks;
+	stat_column(ctx, STAT_TIME);
 	bench_stats_across(ctx->tvals, ctx->nranks, &row->t);
 	row->algbw = bench_algbw_GBps(sz->bytes, row->t.mean);
 	row->busbw = bench_busbw_GBps(c->coll, ctx->nranks, sz->bytes, row->t.mean);
 	if (row->mpi) {
-		for (i = 0; i < ctx->nranks; i++)
-			ctx->tvals[i] = ctx->gather[4 * i + 1];
+		stat_column(ctx, STAT_MTIME);
 		bench_stats_across(ctx->tvals, ctx->nranks, &row->mt);
 		row->malgbw = bench_algbw_GBps(sz->bytes, row->mt.mean);
 		row->mbusbw = bench_busbw_GBps(c->coll, ctx->nranks, sz->bytes, row->mt.mean);
@@ -623,17 +680,18 @@ static void print_header(struct bench_ctx *ctx, int argc, char **argv)
 	printf("# conditions: load average %s at start, %ld CPUs online, %s\n", load,
 	       sysconf(_SC_NPROCESSORS_ONLN), date);
 	printf("# columns   : time = mean us per call (mean over ranks of each rank's mean), min/max = fastest/slowest rank;\n");
-	printf("#             GB/s = 1e9 B/s; wrong = elements differing from the exact result, all ranks%s\n",
-	       ctx->mpi ? "; ratio = ibcoll time / MPI time" : "");
+	printf("#             GB/s = 1e9 B/s; wrong = elements differing from the exact result, all ranks;\n");
+	printf("#             cpu_us = CPU time of the whole process (all threads) per call, mean over ranks%s\n",
+	       ctx->mpi ? ";\n#             ratio = ibcoll time / MPI time" : "");
 }
 
 static void print_table_head(struct bench_ctx *ctx, int coll)
 {
 	printf("#\n# %s\n", bench_coll_name(coll));
-	printf("# %10s %12s %8s %6s %5s %10s %10s %10s %8s %8s %7s", "bytes", "count", "type",
-	       "redop", "root", "time_us", "min_us", "max_us", "algbw", "busbw", "wrong");
+	printf("# %10s %12s %8s %6s %5s %10s %10s %10s %8s %8s %7s %9s", "bytes", "count", "type",
+	       "redop", "root", "time_us", "min_us", "max_us", "algbw", "busbw", "wrong", "cpu_us");
 	if (ctx->mpi)
-		printf(" | %10s %8s %7s %6s", "mpi_us", "mpi_bus", "wrong", "ratio");
+		printf(" | %10s %8s %7s %9s %6s", "mpi_us", "mpi_bus", "wrong", "mpi_cpu", "ratio");
 	printf("\n");
 }
 
@@ -652,17 +710,17 @@ static void print_row(struct bench_ctx *ctx, const struct bench_row *row)
 	char w[32];
 
 	fmt_wrong(w, sizeof(w), checked, row->wrong);
-	printf("  %10" PRIu64 " %12" PRIu64 " %8s %6s %5d %10.2f %10.2f %10.2f %8.3f %8.3f %7s",
+	printf("  %10" PRIu64 " %12" PRIu64 " %8s %6s %5d %10.2f %10.2f %10.2f %8.3f %8.3f %7s %9.2f",
 	       row->sz.bytes, row->sz.count, bench_dtype_name(o->dtype),
 	       bench_coll_reduces(row->coll) ? bench_op_name(o->op) : "none",
 	       bench_coll_rooted(row->coll) ? o->root : -1, row->t.mean, row->t.min, row->t.max,
-	       row->algbw, row->busbw, w);
+	       row->algbw, row->busbw, w, row->cpu_us);
 	if (ctx->mpi && row->mpi) {
 		fmt_wrong(w, sizeof(w), checked, row->mwrong);
-		printf(" | %10.2f %8.3f %7s %6.2f", row->mt.mean, row->mbusbw, w,
+		printf(" | %10.2f %8.3f %7s %9.2f %6.2f", row->mt.mean, row->mbusbw, w, row->mcpu_us,
 		       row->mt.mean > 0 ? row->t.mean / row->mt.mean : 0.0);
 	} else if (ctx->mpi) {
-		printf(" | %10s %8s %7s %6s", "n/a", "n/a", "n/a", "n/a");
+		printf(" | %10s %8s %7s %9s %6s", "n/a", "n/a", "n/a", "n/a", "n/a");
 	}
 	printf("\n");
 	fflush(stdout);
@@ -679,7 +737,8 @@ static void csv_open(struct bench_ctx *ctx)
 	}
 	fprintf(ctx->csv, "coll,nranks,nhosts,transport,algo,blocking,bytes,count,dtype,op,root,"
 		"time_us,min_us,max_us,algbw_GBps,busbw_GBps,wrong,"
-		"mpi_time_us,mpi_min_us,mpi_max_us,mpi_algbw_GBps,mpi_busbw_GBps,mpi_wrong,ratio\n");
+		"mpi_time_us,mpi_min_us,mpi_max_us,mpi_algbw_GBps,mpi_busbw_GBps,mpi_wrong,ratio,"
+		"cpu_us,mpi_cpu_us\n");
 }
 
 static void csv_row(struct bench_ctx *ctx, const struct bench_row *row)
@@ -705,9 +764,10 @@ static void csv_row(struct bench_ctx *ctx, const struct bench_row *row)
 			row->malgbw, row->mbusbw);
 		if (checked)
 			fprintf(ctx->csv, "%" PRIu64, row->mwrong);
-		fprintf(ctx->csv, ",%.4f\n", row->mt.mean > 0 ? row->t.mean / row->mt.mean : 0.0);
+		fprintf(ctx->csv, ",%.4f,%.3f,%.3f\n", row->mt.mean > 0 ? row->t.mean / row->mt.mean : 0.0,
+			row->cpu_us, row->mcpu_us);
 	} else {
-		fprintf(ctx->csv, ",,,,,,\n");
+		fprintf(ctx->csv, ",,,,,,,,%.3f,\n", row->cpu_us);
 	}
 }
 
@@ -773,19 +833,20 @@ static void json_row(struct bench_ctx *ctx, const struct bench_row *row)
 		return;
 	fprintf(f, "%s\n    {\"coll\": \"%s\", \"bytes\": %" PRIu64 ", \"count\": %" PRIu64
 		", \"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, \"time_us\": %.3f, \"min_us\": %.3f"
-		", \"max_us\": %.3f, \"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, \"wrong\": ",
+		", \"max_us\": %.3f, \"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, \"cpu_us\": %.3f"
+		", \"wrong\": ",
 		ctx->json_rows++ ? "," : "", bench_coll_name(row->coll), row->sz.bytes, row->sz.count,
 		bench_dtype_name(o->dtype), bench_coll_reduces(row->coll) ? bench_op_name(o->op) : "none",
 		bench_coll_rooted(row->coll) ? o->root : -1, row->t.mean, row->t.min, row->t.max,
-		row->algbw, row->busbw);
+		row->algbw, row->busbw, row->cpu_us);
 	if (checked)
 		fprintf(f, "%" PRIu64, row->wrong);
 	else
 		fprintf(f, "null");
 	if (row->mpi) {
 		fprintf(f, ", \"mpi\": {\"time_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f"
-			", \"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, \"wrong\": ",
-			row->mt.mean, row->mt.min, row->mt.max, row->malgbw, row->mbusbw);
+			", \"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, \"cpu_us\": %.3f, \"wrong\": ",
+			row->mt.mean, row->mt.min, row->mt.max, row->malgbw, row->mbusbw, row->mcpu_us);
 		if (checked)
 			fprintf(f, "%" PRIu64, row->mwrong);
 		else
@@ -856,7 +917,7 @@ static void gather_hosts(struct bench_ctx *ctx)
 	if (gethostname(mine, sizeof(mine) - 1) != 0)
 		snprintf(mine, sizeof(mine), "unknown");
 	ctx->hosts = calloc((size_t)ctx->nranks, BENCH_HOST_BYTES);
-	ctx->gather = calloc((size_t)ctx->nranks * 4, sizeof(double));
+	ctx->gather = calloc((size_t)ctx->nranks * BENCH_NSTAT, sizeof(double));
 	ctx->tvals = calloc((size_t)ctx->nranks, sizeof(double));
 	if (!ctx->hosts || !ctx->gather || !ctx->tvals)
 		bench_die("allocation", IBC_ERR_NO_MEMORY);
@@ -1002,6 +1063,14 @@ int main(int argc, char **argv)
 	st = ibc_barrier(ctx.comm);
 	if (st != IBC_OK)
 		bench_die("final ibc_barrier", st);
+	/*
+	 * Work-around: the shm transport fails a receive whose data is already
+	 * in the ring when the sender closes its doorbell first (EOF is acted
+	 * on before the ring is drained), so a rank that leaves the barrier at
+	 * once can fail a slower peer still inside it. Linger 200 ms; remove
+	 * when the transport drains before it reports a closed peer.
+	 */
+	usleep(200000);
 	st = ibc_comm_destroy(ctx.comm);
 	ctx.comm = NULL;
 	if (st != IBC_OK)
