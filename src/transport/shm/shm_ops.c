@@ -125,6 +125,7 @@ struct ibc_tconn {
 	struct shm_q recvq;
 	struct shm_op *free_ops;
 	int broken;
+	int peer_closed;                /* doorbell EOF: drain the ring, then fail what is left */
 	uint64_t seen_in_head;          /* for the sleep decision */
 	uint64_t seen_out_tail;
 	struct ibc_tconn *next;
@@ -705,8 +706,13 @@ static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
 	return IBC_OK;
 }
 
-/* the doorbell: drain wake-up bytes; EOF means the peer process is gone */
-static ibc_status_t bell_drain(struct ibc_tconn *c)
+/*
+ * The doorbell: drain wake-up bytes. EOF means the peer process left or
+ * died; what it published before is still in the ring (our mapping keeps
+ * the segment), so it is only noted here: shm_progress() delivers the
+ * rest and then fails whatever can no longer complete.
+ */
+static void bell_drain(struct ibc_tconn *c)
 {
 	char buf[64];
 
@@ -715,13 +721,9 @@ static ibc_status_t bell_drain(struct ibc_tconn *c)
 
 		if (n > 0)
 			continue;
-		if (n == 0) {
-			ibc_status_t st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
-							"peer closed its shared-memory doorbell: process exited or crashed");
-
-			return conn_fail(c, st);
-		}
-		return IBC_OK;
+		if (n == 0)
+			c->peer_closed = 1;
+		return;
 	}
 }
 
@@ -740,6 +742,13 @@ static ibc_status_t shm_progress(void *vctx)
 		/* a receive may have freed credits for a blocked send */
 		if (moved && c->sendq.head)
 			progress_send(c);
+		/* the peer is gone and this pass found nothing more from it */
+		if (c->peer_closed && !moved && (c->sendq.head || c->recvq.head)) {
+			ibc_status_t st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
+							"peer closed its shared-memory doorbell: process exited or crashed");
+
+			return conn_fail(c, st);
+		}
 	}
 	return IBC_OK;
 }
