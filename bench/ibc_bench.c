@@ -420,6 +420,19 @@ static ibc_status_t ibc_issue(struct bench_ctx *ctx, const struct bench_call *c,
 	}
 }
 
+/*
+ * Die if the communicator failed. Belt and braces: a blocking call that the
+ * library runs in the caller's thread can return IBC_OK although it failed
+ * (reported to the lead); the failure still poisons the communicator.
+ */
+static void check_async(struct bench_ctx *ctx, const char *what)
+{
+	ibc_status_t ast = IBC_OK;
+
+	if (ibc_comm_get_async_error(ctx->comm, &ast) == IBC_OK && ast != IBC_OK)
+		bench_die(what, ast);
+}
+
 /* @iters calls of @c, blocking or nonblocking in batches; dies on error */
 static void ibc_loop(struct bench_ctx *ctx, const struct bench_call *c, uint64_t iters)
 {
@@ -433,6 +446,7 @@ static void ibc_loop(struct bench_ctx *ctx, const struct bench_call *c, uint64_t
 			if (st != IBC_OK)
 				bench_die(bench_coll_name(c->coll), st);
 		}
+		check_async(ctx, bench_coll_name(c->coll));
 		return;
 	}
 	while (it < iters) {
@@ -449,6 +463,7 @@ static void ibc_loop(struct bench_ctx *ctx, const struct bench_call *c, uint64_t
 		if (st != IBC_OK)
 			bench_die("ibc_waitall", st);
 	}
+	check_async(ctx, bench_coll_name(c->coll));
 }
 
 /* CPU time of the whole process (every thread: caller, progress, service), ns */
@@ -600,6 +615,7 @@ static void run_row(struct bench_ctx *ctx, const struct bench_call *c, const str
 	st = ibc_allgather(local, ctx->gather, BENCH_NSTAT, IBC_FLOAT64, ctx->comm);
 	if (st != IBC_OK)
 		bench_die("ibc_allgather of the statistics", st);
+	check_async(ctx, "ibc_allgather of the statistics");
 	row->wrong = (uint64_t)stat_sum(ctx, STAT_WRONG);
 	row->mwrong = (uint64_t)stat_sum(ctx, STAT_MWRONG);
 	row->cpu_us = stat_sum(ctx, STAT_CPU) / ctx->nranks;
@@ -1063,12 +1079,14 @@ int main(int argc, char **argv)
 	st = ibc_barrier(ctx.comm);
 	if (st != IBC_OK)
 		bench_die("final ibc_barrier", st);
+	check_async(&ctx, "final ibc_barrier");
 	/*
 	 * Work-around: the shm transport fails a receive whose data is already
 	 * in the ring when the sender closes its doorbell first (EOF is acted
 	 * on before the ring is drained), so a rank that leaves the barrier at
 	 * once can fail a slower peer still inside it. Linger 200 ms; remove
-	 * when the transport drains before it reports a closed peer.
+	 * once the transport drains before it reports a closed peer (fix and
+	 * regression test proposed on this branch: bench/tests/test_shm_eof.sh).
 	 */
 	usleep(200000);
 	st = ibc_comm_destroy(ctx.comm);
