@@ -35,6 +35,7 @@
 
 #include "ibcoll.h"
 #include "bench_common.h"
+#include "bench_launch.h"
 #include "bench_mpi.h"
 
 #define BENCH_HOST_BYTES 64
@@ -71,6 +72,7 @@ struct bench_opts {
 	const char *csv;
 	const char *json;
 	int vs_mpi;
+	int local;              /* --local N given */
 };
 
 /* struct bench_row - one line of output, already summarised over ranks */
@@ -136,6 +138,7 @@ static void usage(FILE *f)
 "  -t TRANS   transport: auto shm tcp ib (sets IBC_TRANSPORT)     [auto]\n"
 "  --csv FILE, --json FILE   machine-readable results (rank 0 writes)\n"
 "  --vs-mpi   time the matching MPI collective on the same buffers (launch with mpirun)%s\n"
+"  --local N  start N ranks on this host by itself (no mpirun; IBC_ROOT on a free port)\n"
 "  -h         this help\n"
 "Sizes follow nccl-tests: allgather's size is its output, reduce_scatter's its input,\n"
 "alltoall's the whole buffer; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather,\n"
@@ -209,12 +212,13 @@ static int add_coll(struct bench_opts *o, const char *name)
 
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
-	enum { OPT_CSV = 256, OPT_JSON, OPT_VS_MPI, OPT_COLL };
+	enum { OPT_CSV = 256, OPT_JSON, OPT_VS_MPI, OPT_COLL, OPT_LOCAL };
 	static const struct option longopts[] = {
 		{ "csv", required_argument, NULL, OPT_CSV },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "vs-mpi", no_argument, NULL, OPT_VS_MPI },
 		{ "coll", required_argument, NULL, OPT_COLL },
+		{ "local", required_argument, NULL, OPT_LOCAL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -306,6 +310,9 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case OPT_COLL:
 			if (add_coll(o, optarg))
 				return -1;
+			break;
+		case OPT_LOCAL:
+			o->local = 1;  /* handled in main(), before anything else */
 			break;
 		case 'h':
 			usage(stdout);
@@ -1033,6 +1040,19 @@ int main(int argc, char **argv)
 	ctx.rank = env_rank();
 	if (parse_opts(argc, argv, &ctx.o) != 0)
 		return 2;
+	if (ctx.o.local) {
+		int nlocal = 0;
+
+		if (bench_local_ranks(argc, argv, &nlocal) != 1) {
+			usage_error("--local takes a number of ranks from 1 to 1024");
+			return 2;
+		}
+		if (ctx.o.vs_mpi) {
+			usage_error("--vs-mpi needs mpirun, not --local");
+			return 2;
+		}
+		return bench_launch_local(argc, argv, nlocal);
+	}
 	if (ctx.o.transport && setenv("IBC_TRANSPORT", ctx.o.transport, 1) != 0)
 		return 2;
 	if (ctx.o.algo && setenv("IBC_ALGO", ctx.o.algo, 1) != 0)

@@ -19,7 +19,7 @@ if [ ! -x "$bench" ]; then
 	echo "1..0 # SKIP $bench not built"
 	exit 0
 fi
-echo "1..9"
+echo "1..11"
 n=0
 fail=0
 ok() {
@@ -67,6 +67,12 @@ else
 fi
 grep -q '^# Avg bus bandwidth    : ' "$tmp/r0"
 ok $? "text output has the average busbw line"
+
+IBC_TIMEOUT_MS=60000 timeout -k 5 120 "$bench" --local 3 allreduce barrier -b 4K -e 4K -n 2 -w 1 \
+	>"$tmp/local" 2>&1
+ok $? "--local 3 starts its own ranks and exits 0"
+grep -q '^# ranks     : 3 on 1 host' "$tmp/local" && grep -q '^# Wrong elements: 0 OK' "$tmp/local"
+ok $? "--local 3: header shows 3 ranks, 0 wrong elements"
 
 if command -v gnuplot >/dev/null 2>&1; then
 	sh "$top_srcdir/bench/plot.sh" -o "$tmp/p.png" "$tmp/out.csv=test" >"$tmp/plot.log" 2>&1
