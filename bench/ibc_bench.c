@@ -688,7 +688,7 @@ static void print_header(struct bench_ctx *ctx, int argc, char **argv)
 	}
 	printf("\n# transport : %s (IBC_TRANSPORT=%s)\n", ctx->transport,
 	       getenv("IBC_TRANSPORT") ? getenv("IBC_TRANSPORT") : "auto");
-	printf("# algorithm : IBC_ALGO=%s; the library has no call that reports its choice (ring is its only algorithm so far)\n",
+	printf("# algorithm : IBC_ALGO=%s (no library call reports which algorithm ran)\n",
 	       algo && *algo ? algo : "(unset: library default)");
 	printf("# build     : ibc_bench %s, library %d.%d.%d, compiler %s, configure '%s'\n",
 	       PACKAGE_VERSION, ver / 10000, ver / 100 % 100, ver % 100, __VERSION__,
