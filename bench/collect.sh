@@ -6,7 +6,9 @@
 # pml ob1 + btl self,tcp on lo). Writes one CSV and one text log per run
 # into DIR, the load average before each run into DIR/conditions.txt, and
 # prints a Markdown table per configuration with the MEDIAN over the
-# repetitions of each column (ratio: median of the per-run ratios).
+# repetitions of each column (ratio: median of the per-run ratios); the
+# medians also go to DIR/median-COLL-TRANSPORT-nN.csv (ibc_bench's CSV
+# columns, for bench/plot.sh).
 #
 #   bench/collect.sh [-o DIR] [-r REPS] [-n "2 4"] [-t "shm tcp"] [-c COLL]
 #                    [-s "SWEEP ARGS"] [-m]
@@ -73,10 +75,11 @@ if [ $measure -eq 1 ]; then
 fi
 
 # one line per (config, collective, size, run), then medians per group
+rm -f "$out"/median-*.csv
 for f in "$out"/*.csv; do
 	[ -e "$f" ] || continue
 	awk -F, 'NR > 1 && $18 != "" { print $4, $2, $1, $7, $12, $18, $24, $16, $22, $25, $26 }' "$f"
-done | sort -k1,1 -k2,2n -k3,3 -k4,4n | awk '
+done | sort -k1,1 -k2,2n -k3,3 -k4,4n | awk -v dir="$out" '
 function median(a, k,    i, j, t) {
 	for (i = 2; i <= k; i++)
 		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
@@ -93,9 +96,17 @@ function flush(    m) {
 		print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 		pcfg = cfg
 	}
+	mti = median(ti, k); mtm = median(tm, k); mra = median(ra, k); mbi = median(bi, k)
+	mbm = median(bm, k); mci = median(ci, k); mcm = median(cm, k)
 	printf "| %s | %.1f | %.1f | %.2f | %.3f | %.3f | %.1f | %.1f |\n", bytes,
-		median(ti, k), median(tm, k), median(ra, k), median(bi, k), median(bm, k),
-		median(ci, k), median(cm, k)
+		mti, mtm, mra, mbi, mbm, mci, mcm
+	f = dir "/median-" coll "-" t "-n" n ".csv"
+	if (!(f in started)) {
+		started[f] = 1
+		print "coll,nranks,nhosts,transport,algo,blocking,bytes,count,dtype,op,root,time_us,min_us,max_us,algbw_GBps,busbw_GBps,wrong,mpi_time_us,mpi_min_us,mpi_max_us,mpi_algbw_GBps,mpi_busbw_GBps,mpi_wrong,ratio,cpu_us,mpi_cpu_us" > f
+	}
+	printf "%s,%d,1,%s,median,,%s,,,,,%.3f,,,,%.6f,,%.3f,,,,%.6f,,%.4f,%.3f,%.3f\n", coll, n, t,
+		bytes, mti, mbi, mtm, mbm, mra, mci, mcm > f
 	k = 0
 }
 {

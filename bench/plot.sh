@@ -50,7 +50,7 @@ if [ -z "$coll" ]; then
 fi
 [ -n "$coll" ] || { echo "plot.sh: $first has no rows" >&2; exit 2; }
 if [ -z "$title" ]; then
-	title=$(awk -F, -v c="$coll" 'NR > 1 && $1 == c { printf "%s, %s ranks on %s host(s), %s", c, $2, $3, $9; exit }' "$first")
+	title=$(awk -F, -v c="$coll" 'NR > 1 && $1 == c { printf "%s, %s ranks on %s host(s)%s", c, $2, $3, $9 != "" ? ", " $9 : ""; exit }' "$first")
 fi
 if [ "$mode" = busbw ]; then
 	ycol=16 mycol=22 ylabel="bus bandwidth (GB/s, 1 GB = 1e9 B)"
@@ -83,7 +83,7 @@ done
 [ -n "$plots" ] || { echo "plot.sh: nothing to plot for $coll" >&2; exit 2; }
 
 {
-	echo "set terminal pngcairo size 1000,620 noenhanced" 
+	echo "set terminal pngcairo size 1000,620 noenhanced"
 	echo "set output '$out'"
 	echo "set title '$(printf %s "$title" | tr -d "'")'"
 	echo "set logscale x 2"
