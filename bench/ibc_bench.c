@@ -790,7 +790,7 @@ static void csv_row(struct bench_ctx *ctx, const struct bench_row *row)
 		fprintf(ctx->csv, ",%.4f,%.3f,%.3f\n", row->mt.mean > 0 ? row->t.mean / row->mt.mean : 0.0,
 			row->cpu_us, row->mcpu_us);
 	} else {
-		fprintf(ctx->csv, ",,,,,,,,%.3f,\n", row->cpu_us);
+		fprintf(ctx->csv, ",,,,,,,%.3f,\n", row->cpu_us);
 	}
 }
 

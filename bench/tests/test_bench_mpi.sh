@@ -28,7 +28,7 @@ fi
 mpirun="mpirun --oversubscribe --mca pml ob1 --mca btl self,vader"
 [ "$(id -u)" = 0 ] && mpirun="$mpirun --allow-run-as-root"
 
-echo "1..5"
+echo "1..6"
 n=0
 fail=0
 ok() {
@@ -50,8 +50,10 @@ awk -F, 'NR > 1 && $1 != "barrier" { rows++; if ($17 != "0" || $23 != "0" || !($
 ok $? "every collective: ibcoll and MPI both 0 wrong, ratio present"
 
 IBC_TIMEOUT_MS=60000 timeout -k 5 120 $mpirun -np 3 -x IBC_TIMEOUT_MS "$bench" allreduce \
-	--vs-mpi -o avg -b 1K -e 4K -f 4 -n 1 -w 0 -c 1 >"$tmp/avg.log" 2>&1
+	--vs-mpi -o avg -b 1K -e 4K -f 4 -n 1 -w 0 -c 1 --csv "$tmp/avg.csv" >"$tmp/avg.log" 2>&1
 ok $? "AVG under --vs-mpi exits 0"
 grep -q '| *n/a' "$tmp/avg.log"
 ok $? "AVG rows show n/a in the MPI columns"
+cat "$tmp/all.csv" "$tmp/avg.csv" | awk -F, '/^coll,/ { next } NF != 26 { bad = 1 } END { exit bad }'
+ok $? "CSV rows with and without MPI columns all have 26 fields"
 exit $fail

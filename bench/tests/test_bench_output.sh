@@ -19,7 +19,7 @@ if [ ! -x "$bench" ]; then
 	echo "1..0 # SKIP $bench not built"
 	exit 0
 fi
-echo "1..11"
+echo "1..12"
 n=0
 fail=0
 ok() {
@@ -41,6 +41,8 @@ ok $rc "2 ranks with --csv and --json exit 0"
 
 head -1 "$tmp/out.csv" | grep -q '^coll,nranks,nhosts,transport,algo,blocking,bytes,count,dtype,op,root,time_us,min_us,max_us,algbw_GBps,busbw_GBps,wrong,mpi_time_us'
 ok $? "CSV header"
+awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad || n != 26 }' "$tmp/out.csv"
+ok $? "CSV: every row has the 26 columns of the header"
 rows=$(awk -F, 'NR > 1 && $1 == "allreduce" && $2 == 2 && $17 == "0"' "$tmp/out.csv" | wc -l)
 [ "$rows" -eq 4 ]
 ok $? "CSV: 4 allreduce rows (1K 4K 16K 64K) with 0 wrong (got $rows)"
