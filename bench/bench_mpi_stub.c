@@ -21,7 +21,7 @@ int bench_mpi_init(int *argc, char ***argv, int *rank_p, int *size_p)
 	(void)argv;
 	(void)rank_p;
 	(void)size_p;
-	fprintf(stderr, "ibc_bench: --vs-mpi needs MPI, and this build has none (configure found no mpicc, or --with-mpi=no)\n");
+	fprintf(stderr, "ibc_bench: --vs-mpi needs MPI; this build has none (no mpicc)\n");
 	return -1;
 }
 

@@ -143,7 +143,8 @@ static void usage(FILE *f)
 "Sizes follow nccl-tests: allgather's size is its output, reduce_scatter's its input,\n"
 "alltoall's the whole buffer; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather,\n"
 "reduce_scatter, alltoall), 1 (broadcast, reduce, sendrecv); 1 GB = 1e9 bytes.\n",
-		BENCH_BATCH, bench_mpi_built() ? "" : "\n             (not available: ibc_bench was built without MPI)");
+		BENCH_BATCH,
+		bench_mpi_built() ? "" : "\n             (not available: built without MPI)");
 }
 
 /* the launcher's rank before the communicator exists, -1 if unknown */
@@ -702,9 +703,10 @@ static void print_header(struct bench_ctx *ctx, int argc, char **argv)
 	       bench_op_name(o->op), o->root);
 	printf("# conditions: load average %s at start, %ld CPUs online, %s\n", load,
 	       sysconf(_SC_NPROCESSORS_ONLN), date);
-	printf("# columns   : time = mean us per call (mean over ranks of each rank's mean), min/max = fastest/slowest rank;\n");
-	printf("#             GB/s = 1e9 B/s; wrong = elements differing from the exact result, all ranks;\n");
-	printf("#             cpu_us = CPU time of the whole process (all threads) per call, mean over ranks%s\n",
+	printf("# columns   : time = mean us per call (mean over ranks of each rank's mean),\n");
+	printf("#             min/max = fastest/slowest rank; GB/s = 1e9 B/s;\n");
+	printf("#             wrong = elements differing from the exact result, all ranks;\n");
+	printf("#             cpu_us = process CPU time (all threads) per call, mean over ranks%s\n",
 	       ctx->mpi ? ";\n#             ratio = ibcoll time / MPI time" : "");
 }
 
@@ -1060,7 +1062,7 @@ int main(int argc, char **argv)
 	if (ctx.o.vs_mpi) {
 		if (!bench_mpi_built()) {
 			if (env_rank0())
-				fprintf(stderr, "ibc_bench: --vs-mpi: this ibc_bench was built without MPI (configure --with-mpi)\n");
+				fprintf(stderr, "ibc_bench: --vs-mpi: built without MPI\n");
 			return 2;
 		}
 		if (bench_mpi_init(&argc, &argv, &ctx.rank, &ctx.nranks) != 0)
