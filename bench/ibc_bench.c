@@ -429,9 +429,10 @@ static ibc_status_t ibc_issue(struct bench_ctx *ctx, const struct bench_call *c,
 }
 
 /*
- * Die if the communicator failed. Belt and braces: a blocking call that the
- * library runs in the caller's thread can return IBC_OK although it failed
- * (reported to the lead); the failure still poisons the communicator.
+ * Die if the communicator failed. Belt and braces: calls return their own
+ * status, but an error raised outside them (a peer that died after its last
+ * message, an earlier library that returned IBC_OK from a failed inline
+ * blocking call) only poisons the communicator.
  */
 static void check_async(struct bench_ctx *ctx, const char *what)
 {
