@@ -58,41 +58,41 @@ enum coll {
 };
 
 static const char *const coll_names[C_COUNT] = {
-	"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall",
-	"sendrecv", "barrier",
+    "allreduce",      "broadcast", "reduce",   "allgather",
+    "reduce_scatter", "alltoall",  "sendrecv", "barrier",
 };
 
 static const char *const dtype_names[IBC_DTYPE_COUNT] = {
-	"int8", "uint8", "int32", "uint32", "int64", "uint64",
-	"float16", "bfloat16", "float32", "float64",
+    "int8",   "uint8",	 "int32",    "uint32",	"int64",
+    "uint64", "float16", "bfloat16", "float32", "float64",
 };
 
-static const char *const op_names[IBC_REDOP_COUNT] = { "sum", "prod", "min", "max", "avg" };
+static const char *const op_names[IBC_REDOP_COUNT] = {"sum", "prod", "min", "max", "avg"};
 
 #define MAX_COUNTS 32
-#define NB_DEPTH 16                  /* nonblocking requests in flight */
-#define GUARD_BYTES 64               /* guard before and after every buffer */
+#define NB_DEPTH 16    /* nonblocking requests in flight */
+#define GUARD_BYTES 64 /* guard before and after every buffer */
 #define SENTINEL_BYTE 0xa5
-#define LARGE_COUNT 262144           /* default --large-from (see case_enabled) */
+#define LARGE_COUNT 262144	     /* default --large-from (see case_enabled) */
 #define NB_FULL_DEPTH_MAX_COUNT 1000 /* larger counts run NB_LARGE_DEPTH requests */
 #define NB_LARGE_DEPTH 4
-#define NB_MEM_CAP (16u << 20)       /* and fewer still above this many bytes */
+#define NB_MEM_CAP (16u << 20) /* and fewer still above this many bytes */
 
 static struct cfg {
-	int colls[C_COUNT];          /* selected */
+	int colls[C_COUNT]; /* selected */
 	size_t counts[MAX_COUNTS];
 	int ncounts;
 	int dtypes[IBC_DTYPE_COUNT];
 	int ops[IBC_REDOP_COUNT];
-	int modes[2];                /* [0] blocking, [1] nonblocking */
-	int places[2];               /* [0] out of place, [1] in place */
-	int full;                    /* no subsetting at large counts */
-	size_t large_from;           /* counts from here on run a subset (case_enabled) */
-	int errors;                  /* run the bad-input checks */
-	int bf16_case;               /* run the bf16 rounding case */
+	int modes[2];	   /* [0] blocking, [1] nonblocking */
+	int places[2];	   /* [0] out of place, [1] in place */
+	int full;	   /* no subsetting at large counts */
+	size_t large_from; /* counts from here on run a subset (case_enabled) */
+	int errors;	   /* run the bad-input checks */
+	int bf16_case;	   /* run the bf16 rounding case */
 	int verbose;
 	int max_report;
-	double timeout_s;            /* bound on polling nonblocking requests */
+	double timeout_s; /* bound on polling nonblocking requests */
 	unsigned seed;
 } cfg;
 
@@ -104,7 +104,7 @@ static const char *transport = "?";
 static long n_checks;
 static long n_failed;
 static long n_reported;
-static double t_setup;   /* seconds spent filling and checking buffers (-v prints them) */
+static double t_setup; /* seconds spent filling and checking buffers (-v prints them) */
 static double t_verify;
 static double t_coll;
 
@@ -122,7 +122,7 @@ static double now_s(void)
 
 static void sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
 		;
@@ -159,7 +159,7 @@ static int check(int ok, const char *fmt, ...)
 
 static inline size_t esize(ibc_dtype_t dt)
 {
-	static const size_t sz[IBC_DTYPE_COUNT] = { 1, 1, 4, 4, 8, 8, 2, 2, 4, 8 };
+	static const size_t sz[IBC_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 
 	return sz[dt];
 }
@@ -238,13 +238,13 @@ static uint64_t round_fmt(double a, int p, int emin, int emax)
 	e -= 1;
 	if (e < emin)
 		e = emin;
-	m = nearbyint(ldexp(a, p - 1 - e));     /* round to nearest, ties to even */
+	m = nearbyint(ldexp(a, p - 1 - e)); /* round to nearest, ties to even */
 	if (m >= ldexp(1, p)) {
 		m /= 2;
 		e += 1;
 	}
 	if (e > emax)
-		return (uint64_t)(2 * emax + 1) << (p - 1);   /* infinity */
+		return (uint64_t)(2 * emax + 1) << (p - 1); /* infinity */
 	if (m < ldexp(1, p - 1))
 		return (uint64_t)m;
 	return ((uint64_t)(e + emax) << (p - 1)) | ((uint64_t)m - (1ull << (p - 1)));
@@ -396,23 +396,23 @@ static int zero_index(size_t i)
 
 /* per-case constants of the generators (computed once, not per element) */
 struct genctx {
-	int op;                 /* -1: data movement */
+	int op; /* -1: data movement */
 	ibc_dtype_t dt;
 	uint64_t seed;
-	int64_t amax;           /* float SUM: a in [-amax, amax], b in [-bmax, bmax], */
-	int64_t bmax;           /* e in [1, emax] */
+	int64_t amax; /* float SUM: a in [-amax, amax], b in [-bmax, bmax], */
+	int64_t bmax; /* e in [1, emax] */
 	int64_t emax;
-	uint64_t lo;            /* integer MIN/MAX: bits of the dtype's minimum */
-	uint64_t span;          /* its range is [lo, lo + span] */
-	uint64_t dmax;          /* d in [1, dmax] */
+	uint64_t lo;   /* integer MIN/MAX: bits of the dtype's minimum */
+	uint64_t span; /* its range is [lo, lo + span] */
+	uint64_t dmax; /* d in [1, dmax] */
 };
 
 /* per-element parameters */
 struct elem_par {
-	uint64_t a;             /* integers: any bits, or the MIN/MAX offset */
+	uint64_t a; /* integers: any bits, or the MIN/MAX offset */
 	uint64_t b;
-	int c;                  /* 0..2 (PROD) or 0..n-1 (SUM, MIN/MAX) */
-	uint64_t d;             /* MIN/MAX step; SUM: the extra e of rank c */
+	int c;	    /* 0..2 (PROD) or 0..n-1 (SUM, MIN/MAX) */
+	uint64_t d; /* MIN/MAX step; SUM: the extra e of rank c */
 	double fa;
 	double fb;
 };
@@ -435,8 +435,10 @@ static void genctx_init(struct genctx *g, int op, ibc_dtype_t dt, uint64_t seed)
 		return;
 	if (is_float(dt)) {
 		/* largest |input| so that n of them add exactly, in any order */
-		int64_t lim = dt == IBC_BFLOAT16 ? 256 : dt == IBC_FLOAT16 ? 2048 :
-			      dt == IBC_FLOAT32 ? (1 << 24) : (1ll << 53);
+		int64_t lim = dt == IBC_BFLOAT16  ? 256
+			      : dt == IBC_FLOAT16 ? 2048
+			      : dt == IBC_FLOAT32 ? (1 << 24)
+						  : (1ll << 53);
 		int64_t per = lim / nranks;
 
 		if (per > 1000000)
@@ -456,7 +458,7 @@ static void genctx_init(struct genctx *g, int op, ibc_dtype_t dt, uint64_t seed)
 static inline void params(const struct genctx *g, size_t i, struct elem_par *p)
 {
 	uint64_t h1 = hash3(g->seed, 0x51ed, i);
-	uint64_t h2 = (h1 ^ (h1 >> 29)) * 0xbf58476d1ce4e5b9ull;   /* cheap second draw */
+	uint64_t h2 = (h1 ^ (h1 >> 29)) * 0xbf58476d1ce4e5b9ull; /* cheap second draw */
 
 	switch (g->op) {
 	case IBC_SUM:
@@ -553,13 +555,14 @@ static uint64_t want_red(const struct genctx *g, size_t i)
 		switch (op) {
 		case IBC_SUM:
 		case IBC_AVG:
-			v = n * p.fa + p.fb * (double)(n * (n - 1) / 2) + (double)p.d;   /* exact */
+			v = n * p.fa + p.fb * (double)(n * (n - 1) / 2) + (double)p.d; /* exact */
 			if (op == IBC_AVG)
 				v = dt == IBC_FLOAT64 ? v / nranks
 						      : (double)((float)v / (float)nranks);
 			break;
 		case IBC_PROD:
-			v = ldexp(neg % 2 ? -1.0 : 1.0, count_mod(nranks, 4, (int)((4 - i % 4) % 4)));
+			v = ldexp(neg % 2 ? -1.0 : 1.0,
+				  count_mod(nranks, 4, (int)((4 - i % 4) % 4)));
 			break;
 		default:
 			if (nan_index(i))
@@ -604,11 +607,11 @@ static uint64_t want_red(const struct genctx *g, size_t i)
 
 struct gbuf {
 	unsigned char *base;
-	unsigned char *data;        /* base + GUARD_BYTES */
-	size_t nbytes;              /* in use by the current case */
-	size_t cap;                 /* allocated (buffers are reused across cases) */
-	int active;                 /* part of the current case */
-	unsigned char tag;          /* guard byte k is tag + 37 k: differs per buffer */
+	unsigned char *data; /* base + GUARD_BYTES */
+	size_t nbytes;	     /* in use by the current case */
+	size_t cap;	     /* allocated (buffers are reused across cases) */
+	int active;	     /* part of the current case */
+	unsigned char tag;   /* guard byte k is tag + 37 k: differs per buffer */
 };
 
 static inline unsigned char guard_byte(const struct gbuf *b, long k)
@@ -638,7 +641,8 @@ static int gbuf_alloc(struct gbuf *b, size_t nbytes, unsigned char tag)
 		free(b->base);
 		b->base = NULL;
 		if (posix_memalign(&p, 64, nbytes + 2 * GUARD_BYTES)) {
-			printf("FAIL rank %d/%d: cannot allocate %zu bytes\n", rank, nranks, nbytes);
+			printf("FAIL rank %d/%d: cannot allocate %zu bytes\n", rank, nranks,
+			       nbytes);
 			b->cap = 0;
 			return -1;
 		}
@@ -668,10 +672,10 @@ static long gbuf_guard_damage(const struct gbuf *b)
 		return 0;
 	for (k = 0; k < GUARD_BYTES; k++)
 		if (b->base[k] != guard_byte(b, k))
-			return k - GUARD_BYTES;   /* negative offset from data */
+			return k - GUARD_BYTES; /* negative offset from data */
 	for (k = 0; k < GUARD_BYTES; k++)
 		if (b->data[b->nbytes + k] != guard_byte(b, GUARD_BYTES + k))
-			return (long)b->nbytes + k + 1;   /* 1-based past the end */
+			return (long)b->nbytes + k + 1; /* 1-based past the end */
 	return 0;
 }
 
@@ -682,13 +686,13 @@ static long gbuf_guard_damage(const struct gbuf *b)
 struct ccase {
 	int coll;
 	ibc_dtype_t dt;
-	int op;                 /* -1 for data movement */
-	int root;               /* -1 where not rooted */
+	int op;	  /* -1 for data movement */
+	int root; /* -1 where not rooted */
 	int inplace;
 	int nonblocking;
 	size_t count;
 	uint64_t seed;
-	long idx;               /* case number (same on every rank) */
+	long idx; /* case number (same on every rank) */
 };
 
 static void case_desc(char *s, size_t len, const struct ccase *c)
@@ -699,22 +703,23 @@ static void case_desc(char *s, size_t len, const struct ccase *c)
 		snprintf(root, sizeof(root), "%d", c->root);
 	snprintf(s, len, "%s count %zu dtype %s op %s root %s %s %s", coll_names[c->coll], c->count,
 		 dtype_names[c->dt], c->op >= 0 ? op_names[c->op] : "-", root,
-		 c->inplace ? "in-place" : "out-of-place", c->nonblocking ? "nonblocking" : "blocking");
+		 c->inplace ? "in-place" : "out-of-place",
+		 c->nonblocking ? "nonblocking" : "blocking");
 }
 
 /* buffers of one request */
 struct rbufs {
-	struct gbuf sb;         /* send (or the single in-place buffer) */
-	struct gbuf rb;         /* receive (unused in place) */
+	struct gbuf sb; /* send (or the single in-place buffer) */
+	struct gbuf rb; /* receive (unused in place) */
 	const void *sendptr;
 	void *recvptr;
 	uint64_t seed;
-	struct genctx g;        /* the generators of this request's inputs */
-	unsigned char *orig;    /* copy of sb.data after setup: fast "unchanged" checks */
+	struct genctx g;     /* the generators of this request's inputs */
+	unsigned char *orig; /* copy of sb.data after setup: fast "unchanged" checks */
 	size_t orig_cap;
 };
 
-static struct rbufs pool[NB_DEPTH];   /* request slots, reused across cases */
+static struct rbufs pool[NB_DEPTH]; /* request slots, reused across cases */
 
 static int left_of(int r)
 {
@@ -870,23 +875,23 @@ static ibc_status_t issue(const struct ccase *c, struct rbufs *b, ibc_request_h 
 
 	switch (c->coll) {
 	case C_ALLREDUCE:
-		return req_p ? ibc_iallreduce(s, r, n, dt, op, comm, req_p) :
-			       ibc_allreduce(s, r, n, dt, op, comm);
+		return req_p ? ibc_iallreduce(s, r, n, dt, op, comm, req_p)
+			     : ibc_allreduce(s, r, n, dt, op, comm);
 	case C_BROADCAST:
-		return req_p ? ibc_ibroadcast(s, r, n, dt, c->root, comm, req_p) :
-			       ibc_broadcast(s, r, n, dt, c->root, comm);
+		return req_p ? ibc_ibroadcast(s, r, n, dt, c->root, comm, req_p)
+			     : ibc_broadcast(s, r, n, dt, c->root, comm);
 	case C_REDUCE:
-		return req_p ? ibc_ireduce(s, r, n, dt, op, c->root, comm, req_p) :
-			       ibc_reduce(s, r, n, dt, op, c->root, comm);
+		return req_p ? ibc_ireduce(s, r, n, dt, op, c->root, comm, req_p)
+			     : ibc_reduce(s, r, n, dt, op, c->root, comm);
 	case C_ALLGATHER:
-		return req_p ? ibc_iallgather(s, r, n, dt, comm, req_p) :
-			       ibc_allgather(s, r, n, dt, comm);
+		return req_p ? ibc_iallgather(s, r, n, dt, comm, req_p)
+			     : ibc_allgather(s, r, n, dt, comm);
 	case C_REDUCE_SCATTER:
-		return req_p ? ibc_ireduce_scatter(s, r, n, dt, op, comm, req_p) :
-			       ibc_reduce_scatter(s, r, n, dt, op, comm);
+		return req_p ? ibc_ireduce_scatter(s, r, n, dt, op, comm, req_p)
+			     : ibc_reduce_scatter(s, r, n, dt, op, comm);
 	case C_ALLTOALL:
-		return req_p ? ibc_ialltoall(s, r, n, dt, comm, req_p) :
-			       ibc_alltoall(s, r, n, dt, comm);
+		return req_p ? ibc_ialltoall(s, r, n, dt, comm, req_p)
+			     : ibc_alltoall(s, r, n, dt, comm);
 	case C_SENDRECV: {
 		ibc_status_t st;
 
@@ -899,8 +904,9 @@ static ibc_status_t issue(const struct ccase *c, struct rbufs *b, ibc_request_h 
 		if (req_p) {
 			if (rank % 2 == 0) {
 				st = ibc_isend(s, n, dt, right_of(rank), comm, req_p);
-				return st != IBC_OK ? st :
-				       ibc_irecv(r, n, dt, left_of(rank), comm, req2_p);
+				return st != IBC_OK
+					   ? st
+					   : ibc_irecv(r, n, dt, left_of(rank), comm, req2_p);
 			}
 			st = ibc_irecv(r, n, dt, left_of(rank), comm, req2_p);
 			return st != IBC_OK ? st : ibc_isend(s, n, dt, right_of(rank), comm, req_p);
@@ -969,25 +975,27 @@ static int verify_region(const struct ccase *c, int k, const char *what, const v
 		uint64_t want;
 
 		switch (kind) {
-		case 0:   /* the result */
+		case 0: /* the result */
 			want = want_out(c, g, from + j);
 			break;
-		case 1:   /* this rank's input, unchanged */
+		case 1: /* this rank's input, unchanged */
 			want = gen(g, rank, from + j);
 			break;
-		default:  /* never written: sentinel */
+		default: /* never written: sentinel */
 			want = 0;
 			memset(&want, SENTINEL_BYTE, esize(c->dt));
 			break;
 		}
 		want = trunc_bits(want, c->dt);
-		if (got == want || (kind == 0 && is_nan_bits(want, c->dt) && is_nan_bits(got, c->dt)))
+		if (got == want ||
+		    (kind == 0 && is_nan_bits(want, c->dt) && is_nan_bits(got, c->dt)))
 			continue;
 		case_desc(desc, sizeof(desc), c);
 		fmt_elem(gs, sizeof(gs), got, c->dt);
 		fmt_elem(ws, sizeof(ws), want, c->dt);
 		if (c->nonblocking)
-			snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), " request %d", k);
+			snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), " request %d",
+				 k);
 		return check(0, "%s: %s: first bad index %zu got %s want %s", desc, what, from + j,
 			     gs, ws);
 	}
@@ -1020,14 +1028,14 @@ static void verify(const struct ccase *c, int k, struct rbufs *b)
 	if (!c->inplace) {
 		if (c->coll == C_REDUCE && !is_root) {
 			if (b->recvptr)
-				ok &= verify_region(c, k, "recvbuf written off the root", b->rb.data,
-						    nr, 0, 2, &b->g);
+				ok &= verify_region(c, k, "recvbuf written off the root",
+						    b->rb.data, nr, 0, 2, &b->g);
 		} else {
 			ok &= verify_region(c, k, "result", b->rb.data, nr, 0, 0, &b->g);
 		}
 		if (c->coll == C_BROADCAST && !is_root)
-			ok &= verify_region(c, k, "sendbuf written off the root", b->sb.data, ns, 0, 2,
-					    &b->g);
+			ok &= verify_region(c, k, "sendbuf written off the root", b->sb.data, ns, 0,
+					    2, &b->g);
 		else
 			ok &= unchanged(c, k, "sendbuf modified", b, 0, ns);
 	} else {
@@ -1048,7 +1056,8 @@ static void verify(const struct ccase *c, int k, struct rbufs *b)
 
 			ok &= verify_region(c, k, "result", b->sb.data + off * es, c->count, 0, 0,
 					    &b->g);
-			ok &= unchanged(c, k, "sendbuf modified before this rank's block", b, 0, off);
+			ok &=
+			    unchanged(c, k, "sendbuf modified before this rank's block", b, 0, off);
 			ok &= unchanged(c, k, "sendbuf modified after this rank's block", b,
 					off + c->count, ns - off - c->count);
 			break;
@@ -1074,7 +1083,7 @@ static void run_case(const struct ccase *c)
 {
 	struct rbufs *b = pool;
 	ibc_request_h req[NB_DEPTH];
-	ibc_request_h req2[NB_DEPTH];       /* sendrecv: the receives */
+	ibc_request_h req2[NB_DEPTH]; /* sendrecv: the receives */
 	ibc_status_t st;
 	char desc[200];
 	size_t ns;
@@ -1124,13 +1133,13 @@ static void run_case(const struct ccase *c)
 		st = issue(c, &b[k], &req[k], &req2[k]);
 		if (!check(st == IBC_OK, "%s request %d: issue returned %s (%d): %s", desc, k,
 			   ibc_status_str(st), st, ibc_last_error())) {
-			depth = k;   /* wait for the ones already issued, then stop */
+			depth = k; /* wait for the ones already issued, then stop */
 			break;
 		}
 	}
 	{
 		double t0 = now_s();
-		int done[NB_DEPTH] = { 0 };
+		int done[NB_DEPTH] = {0};
 		int ndone = 0;
 		int order_bad = -1;
 
@@ -1173,11 +1182,13 @@ static void run_case(const struct ccase *c)
 			else if (ndone < depth)
 				sched_yield();
 		}
-		check(ndone == depth, "%s: %d of %d requests not done after %.0f s of ibc_test polling",
-		      desc, depth - ndone, depth, cfg.timeout_s);
-		check(order_bad < 0, "%s: request %d reported done before earlier request %d "
-		      "(operations must complete in issue order)", desc, order_bad / 100,
-		      order_bad % 100);
+		check(ndone == depth,
+		      "%s: %d of %d requests not done after %.0f s of ibc_test polling", desc,
+		      depth - ndone, depth, cfg.timeout_s);
+		check(order_bad < 0,
+		      "%s: request %d reported done before earlier request %d "
+		      "(operations must complete in issue order)",
+		      desc, order_bad / 100, order_bad % 100);
 	}
 	/* wait in reverse issue order; each returns the operation's status */
 	for (k = depth - 1; k >= 0; k--) {
@@ -1188,12 +1199,13 @@ static void run_case(const struct ccase *c)
 		if (req2[k])
 			st2 = ibc_wait(req2[k]);
 		tv = now_s();
-		if (check(st == IBC_OK && st2 == IBC_OK, "%s request %d: ibc_wait returned %s / %s: %s",
-			  desc, k, ibc_status_str(st), ibc_status_str(st2), ibc_last_error()))
+		if (check(st == IBC_OK && st2 == IBC_OK,
+			  "%s request %d: ibc_wait returned %s / %s: %s", desc, k,
+			  ibc_status_str(st), ibc_status_str(st2), ibc_last_error()))
 			verify(c, k, &b[k]);
 		tv = now_s() - tv;
 		t_verify += tv;
-		t += tv;   /* t_coll excludes verification */
+		t += tv; /* t_coll excludes verification */
 	}
 	t_coll += now_s() - t;
 out:
@@ -1206,7 +1218,7 @@ out:
 /* ---------------------------------------------------------------------- */
 
 struct shared_counters {
-	int counter[2][64];         /* [0] blocking rounds, [1] nonblocking requests */
+	int counter[2][64]; /* [0] blocking rounds, [1] nonblocking requests */
 };
 
 static struct shared_counters *shared_map(char *path, size_t len)
@@ -1219,7 +1231,8 @@ static struct shared_counters *shared_map(char *path, size_t len)
 
 	/* rank 0 names the file; everyone learns the name by broadcast */
 	if (rank == 0) {
-		snprintf(path, len, "/dev/shm/ibc_coll_check_%d_%ld", (int)getpid(), (long)time(NULL));
+		snprintf(path, len, "/dev/shm/ibc_coll_check_%d_%ld", (int)getpid(),
+			 (long)time(NULL));
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 		if (fd < 0 || ftruncate(fd, sizeof(struct shared_counters)) != 0)
 			path[0] = '\0';
@@ -1232,7 +1245,8 @@ static struct shared_counters *shared_map(char *path, size_t len)
 		return NULL;
 	fd = path[0] ? open(path, O_RDWR) : -1;
 	p = fd >= 0 ? mmap(NULL, sizeof(struct shared_counters), PROT_READ | PROT_WRITE, MAP_SHARED,
-			   fd, 0) : MAP_FAILED;
+			   fd, 0)
+		    : MAP_FAILED;
 	if (fd >= 0)
 		close(fd);
 	ok = p != MAP_FAILED;
@@ -1267,13 +1281,15 @@ static void run_barrier(int nonblocking)
 			if (sc)
 				__atomic_add_fetch(&sc->counter[0][k], 1, __ATOMIC_SEQ_CST);
 			st = ibc_barrier(comm);
-			check(st == IBC_OK, "barrier round %d returned %s: %s", k, ibc_status_str(st),
-			      ibc_last_error());
+			check(st == IBC_OK, "barrier round %d returned %s: %s", k,
+			      ibc_status_str(st), ibc_last_error());
 			if (sc) {
 				int v = __atomic_load_n(&sc->counter[0][k], __ATOMIC_SEQ_CST);
 
-				check(v == nranks, "barrier round %d returned before every rank "
-				      "entered: %d of %d had arrived", k, v, nranks);
+				check(v == nranks,
+				      "barrier round %d returned before every rank "
+				      "entered: %d of %d had arrived",
+				      k, v, nranks);
 			}
 		}
 	} else {
@@ -1286,7 +1302,8 @@ static void run_barrier(int nonblocking)
 			if (sc)
 				__atomic_add_fetch(&sc->counter[1][k], 1, __ATOMIC_SEQ_CST);
 			st = ibc_ibarrier(comm, &req[k]);
-			if (!check(st == IBC_OK, "ibarrier %d: issue returned %s", k, ibc_status_str(st)))
+			if (!check(st == IBC_OK, "ibarrier %d: issue returned %s", k,
+				   ibc_status_str(st)))
 				break;
 			n++;
 		}
@@ -1303,13 +1320,15 @@ static void run_barrier(int nonblocking)
 			}
 			check(d, "ibarrier %d: not done after %.0f s", k, cfg.timeout_s);
 			st = ibc_wait(req[k]);
-			check(st == IBC_OK, "ibarrier %d: wait returned %s: %s", k, ibc_status_str(st),
-			      ibc_last_error());
+			check(st == IBC_OK, "ibarrier %d: wait returned %s: %s", k,
+			      ibc_status_str(st), ibc_last_error());
 			if (sc && st == IBC_OK) {
 				int v = __atomic_load_n(&sc->counter[1][k], __ATOMIC_SEQ_CST);
 
-				check(v == nranks, "ibarrier %d completed before every rank entered: "
-				      "%d of %d", k, v, nranks);
+				check(v == nranks,
+				      "ibarrier %d completed before every rank entered: "
+				      "%d of %d",
+				      k, v, nranks);
 			}
 		}
 	}
@@ -1360,14 +1379,16 @@ static void run_bf16_case(void)
 		want = (uint16_t)enc_float(1.0 + (nranks - 1) / 256.0, IBC_BFLOAT16);
 	else
 		want = 0x3f80;
-	check(out[0] == want, "bf16 case (%d ranks, IBC_ACCUM_FP32=%d): rank 0 gives 1.0, others "
-	      "2^-8, sum = 0x%04x (%.9g), want 0x%04x (%.9g) (%s)", nranks, accum, out[0],
-	      dec_float(out[0], IBC_BFLOAT16), want, dec_float(want, IBC_BFLOAT16),
+	check(out[0] == want,
+	      "bf16 case (%d ranks, IBC_ACCUM_FP32=%d): rank 0 gives 1.0, others "
+	      "2^-8, sum = 0x%04x (%.9g), want 0x%04x (%.9g) (%s)",
+	      nranks, accum, out[0], dec_float(out[0], IBC_BFLOAT16), want,
+	      dec_float(want, IBC_BFLOAT16),
 	      accum ? "fp32 accumulation, rounded once" : "per-hop rounding, chain from rank 0");
 	check(out[1] == (uint16_t)(SENTINEL_BYTE * 0x101), "bf16 case: count 1 wrote element 1");
 	if (rank == 0 && nranks == 8)
-		printf("bf16 case: 8 ranks, IBC_ACCUM_FP32=%d: 1.0 + 7 x 2^-8 = %.9g (0x%04x)\n", accum,
-		       dec_float(out[0], IBC_BFLOAT16), out[0]);
+		printf("bf16 case: 8 ranks, IBC_ACCUM_FP32=%d: 1.0 + 7 x 2^-8 = %.9g (0x%04x)\n",
+		       accum, dec_float(out[0], IBC_BFLOAT16), out[0]);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1401,15 +1422,17 @@ static void expect_err(ibc_status_t st, ibc_status_t want, const char *words, co
 		   ibc_status_str(st), st, ibc_status_str(want), want))
 		return;
 	check(text && text[0], "bad input: %s: ibc_last_error() is empty", what);
-	check(text && mentions(text, words), "bad input: %s: ibc_last_error() \"%s\" does not "
-	      "mention the cause (any of: %s)", what, text ? text : "(null)", words);
+	check(text && mentions(text, words),
+	      "bad input: %s: ibc_last_error() \"%s\" does not "
+	      "mention the cause (any of: %s)",
+	      what, text ? text : "(null)", words);
 }
 
 static void run_error_checks(void)
 {
-	float a[4] = { 1, 2, 3, 4 };
+	float a[4] = {1, 2, 3, 4};
 	float b[4 * 64];
-	ibc_request_h req = (ibc_request_h)&a;   /* must stay untouched on error */
+	ibc_request_h req = (ibc_request_h)&a; /* must stay untouched on error */
 	ibc_comm_h sub = NULL;
 	ibc_status_t st;
 	const ibc_dtype_t bad_dt = (ibc_dtype_t)99;
@@ -1494,7 +1517,8 @@ static void run_error_checks(void)
 	b[0] = -1;
 	st = ibc_allreduce(a, b, 4, IBC_FLOAT32, IBC_SUM, comm);
 	check(st == IBC_OK && b[0] == nranks && b[3] == 4.0f * nranks,
-	      "allreduce after the bad calls: %s, got %g want %d", ibc_status_str(st), b[0], nranks);
+	      "allreduce after the bad calls: %s, got %g want %d", ibc_status_str(st), b[0],
+	      nranks);
 
 	/* a destroyed communicator: registry lookup gives IBC_ERR_INVALID_USAGE */
 	st = ibc_comm_split(comm, 0, rank, &sub);
@@ -1508,7 +1532,7 @@ static void run_error_checks(void)
 	/*
 	 * Everyone is done with @sub before it goes: destroying right after a
 	 * collective while a peer still receives is tests/coll/teardown_check's
-	 * subject (the shm transport loses data there today), not this one's.
+	 * subject, not this one's.
 	 */
 	st = ibc_barrier(sub);
 	check(st == IBC_OK, "barrier on the split communicator returned %s", ibc_status_str(st));
@@ -1613,20 +1637,24 @@ static void run_sweep(void)
 							    (place && !has_inplace(coll)))
 								continue;
 							for (ri = 0; ri < (coll == C_BROADCAST ||
-									   coll == C_REDUCE ? nroots : 1);
+										   coll == C_REDUCE
+									       ? nroots
+									       : 1);
 							     ri++) {
 								struct ccase c = {
-									.coll = coll,
-									.dt = (ibc_dtype_t)dt,
-									.op = op,
-									.root = (coll == C_BROADCAST ||
-										 coll == C_REDUCE) ?
-										roots[ri] : -1,
-									.inplace = place,
-									.nonblocking = mode,
-									.count = cfg.counts[ci],
-									.seed = mix(cfg.seed + (uint64_t)idx),
-									.idx = idx,
+								    .coll = coll,
+								    .dt = (ibc_dtype_t)dt,
+								    .op = op,
+								    .root = (coll == C_BROADCAST ||
+									     coll == C_REDUCE)
+										? roots[ri]
+										: -1,
+								    .inplace = place,
+								    .nonblocking = mode,
+								    .count = cfg.counts[ci],
+								    .seed = mix(cfg.seed +
+										(uint64_t)idx),
+								    .idx = idx,
 								};
 
 								idx++;
@@ -1651,27 +1679,28 @@ static void run_sweep(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: coll_check [options]   (one process per rank; joins with ibc_comm_init_env)\n"
-		"  -c, --colls LIST    allreduce,broadcast,reduce,allgather,reduce_scatter,alltoall,\n"
-		"                      sendrecv,barrier or all (default all)\n"
-		"  -n, --counts LIST   element counts (default 0,1,2,7,1000,65537,1048579)\n"
-		"  -d, --dtypes LIST   int8,uint8,int32,uint32,int64,uint64,float16,bfloat16,\n"
-		"                      float32,float64 or all (default all)\n"
-		"  -o, --ops LIST      sum,prod,min,max,avg or all (default all)\n"
-		"  -m, --modes LIST    blocking,nonblocking (default both)\n"
-		"  -p, --places LIST   out,in (default both)\n"
-		"      --quick         counts 0,1,7,1000,65537\n"
-		"      --large-from N  counts >= N run a subset of dtype x op (default %d)\n"
-		"      --full          no subsetting at large counts (see case_enabled)\n"
-		"      --no-errors     skip the bad-input checks\n"
-		"      --no-bf16-case  skip the bf16 rounding case\n"
-		"      --max-report N  failures printed per rank (default 20)\n"
-		"      --timeout S     bound on polling nonblocking requests (default 120 s)\n"
-		"      --seed N        input seed (default 1)\n"
-		"  -v, --verbose       print each case (rank 0)\n"
-		"exit status: 0 all checks of this rank passed, 1 a check failed, 2 could not start\n",
-		LARGE_COUNT);
+	fprintf(
+	    f,
+	    "usage: coll_check [options]   (one process per rank; joins with ibc_comm_init_env)\n"
+	    "  -c, --colls LIST    allreduce,broadcast,reduce,allgather,reduce_scatter,alltoall,\n"
+	    "                      sendrecv,barrier or all (default all)\n"
+	    "  -n, --counts LIST   element counts (default 0,1,2,7,1000,65537,1048579)\n"
+	    "  -d, --dtypes LIST   int8,uint8,int32,uint32,int64,uint64,float16,bfloat16,\n"
+	    "                      float32,float64 or all (default all)\n"
+	    "  -o, --ops LIST      sum,prod,min,max,avg or all (default all)\n"
+	    "  -m, --modes LIST    blocking,nonblocking (default both)\n"
+	    "  -p, --places LIST   out,in (default both)\n"
+	    "      --quick         counts 0,1,7,1000,65537\n"
+	    "      --large-from N  counts >= N run a subset of dtype x op (default %d)\n"
+	    "      --full          no subsetting at large counts (see case_enabled)\n"
+	    "      --no-errors     skip the bad-input checks\n"
+	    "      --no-bf16-case  skip the bf16 rounding case\n"
+	    "      --max-report N  failures printed per rank (default 20)\n"
+	    "      --timeout S     bound on polling nonblocking requests (default 120 s)\n"
+	    "      --seed N        input seed (default 1)\n"
+	    "  -v, --verbose       print each case (rank 0)\n"
+	    "exit status: 0 all checks of this rank passed, 1 a check failed, 2 could not start\n",
+	    LARGE_COUNT);
 }
 
 /* parse a comma list of names into flags; "all" sets every one */
@@ -1729,26 +1758,26 @@ static int parse_counts(const char *arg)
 
 static int parse_args(int argc, char **argv)
 {
-	static const char *const mode_names[2] = { "blocking", "nonblocking" };
-	static const char *const place_names[2] = { "out", "in" };
+	static const char *const mode_names[2] = {"blocking", "nonblocking"};
+	static const char *const place_names[2] = {"out", "in"};
 	static const struct option longopts[] = {
-		{ "colls", required_argument, NULL, 'c' },
-		{ "counts", required_argument, NULL, 'n' },
-		{ "dtypes", required_argument, NULL, 'd' },
-		{ "ops", required_argument, NULL, 'o' },
-		{ "modes", required_argument, NULL, 'm' },
-		{ "places", required_argument, NULL, 'p' },
-		{ "quick", no_argument, NULL, 'Q' },
-		{ "full", no_argument, NULL, 'F' },
-		{ "large-from", required_argument, NULL, 'L' },
-		{ "no-errors", no_argument, NULL, 'E' },
-		{ "no-bf16-case", no_argument, NULL, 'B' },
-		{ "max-report", required_argument, NULL, 'R' },
-		{ "timeout", required_argument, NULL, 'T' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"colls", required_argument, NULL, 'c'},
+	    {"counts", required_argument, NULL, 'n'},
+	    {"dtypes", required_argument, NULL, 'd'},
+	    {"ops", required_argument, NULL, 'o'},
+	    {"modes", required_argument, NULL, 'm'},
+	    {"places", required_argument, NULL, 'p'},
+	    {"quick", no_argument, NULL, 'Q'},
+	    {"full", no_argument, NULL, 'F'},
+	    {"large-from", required_argument, NULL, 'L'},
+	    {"no-errors", no_argument, NULL, 'E'},
+	    {"no-bf16-case", no_argument, NULL, 'B'},
+	    {"max-report", required_argument, NULL, 'R'},
+	    {"timeout", required_argument, NULL, 'T'},
+	    {"seed", required_argument, NULL, 'S'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 	int i;
@@ -1864,8 +1893,8 @@ int main(int argc, char **argv)
 		for (i = 0; i < cfg.ncounts; i++)
 			snprintf(counts + strlen(counts), sizeof(counts) - strlen(counts), "%s%zu",
 				 i ? "," : "", cfg.counts[i]);
-		printf("coll_check: %d ranks, transport %s, counts %s%s\n", nranks, transport, counts,
-		       cfg.full ? ", full" : "");
+		printf("coll_check: %d ranks, transport %s, counts %s%s\n", nranks, transport,
+		       counts, cfg.full ? ", full" : "");
 	}
 	if (cfg.errors)
 		run_error_checks();
@@ -1877,7 +1906,9 @@ int main(int argc, char **argv)
 	st = ibc_comm_destroy(comm);
 	check(st == IBC_OK, "comm_destroy returned %s: %s", ibc_status_str(st), ibc_last_error());
 	if (cfg.verbose)
-		printf("rank %d: %.1f s setting up buffers, %.1f s in collectives, %.1f s verifying\n", rank, t_setup, t_coll, t_verify);
+		printf(
+		    "rank %d: %.1f s setting up buffers, %.1f s in collectives, %.1f s verifying\n",
+		    rank, t_setup, t_coll, t_verify);
 	printf("coll_check rank %d/%d (%s): %s: %ld checks, %ld failed, %.1f s\n", rank, nranks,
 	       transport, n_failed ? "FAIL" : "PASS", n_checks, n_failed, now_s() - t0);
 	return n_failed ? 1 : 0;

@@ -27,7 +27,8 @@ static int nfail;
 static void fail(const char *what, int iter, size_t idx, long got, long want, ibc_status_t st)
 {
 	if (nfail++ < 5)
-		printf("FAIL rank %d/%d: %s, round %d: returned %s, element %zu got %ld want %ld%s%s\n",
+		printf("FAIL rank %d/%d: %s, round %d: returned %s, element %zu got %ld want "
+		       "%ld%s%s\n",
 		       rank, nranks, what, iter, ibc_status_str(st), idx, got, want,
 		       st == IBC_OK ? "" : ": ", st == IBC_OK ? "" : ibc_last_error());
 }
@@ -73,7 +74,8 @@ static void round_trip(ibc_comm_h comm, int me, int n, int iter, size_t count, c
 	snprintf(what, sizeof(what), "%s allreduce", tag);
 	for (i = 0; i < count; i++) {
 		/* sum over ranks r of r*1000003 + iter*7919 + i */
-		int64_t want = (int64_t)1000003 * n * (n - 1) / 2 + (int64_t)n * (iter * 7919 + (int)i);
+		int64_t want =
+		    (int64_t)1000003 * n * (n - 1) / 2 + (int64_t)n * (iter * 7919 + (int)i);
 
 		if (st != IBC_OK || y[i] != (int32_t)want) {
 			fail(what, iter, i, y[i], (int32_t)want, st);

@@ -6,17 +6,14 @@
 # deliver exact data, or fail with an error, never return IBC_OK with wrong
 # data. One TAP line per (ranks, transport).
 #
-# The shm lines carry a TAP TODO: the shm transport currently loses data in
-# that window (reported to the core with tests/coll/teardown_check as the
-# reproducer; e.g. 4 ranks: allreduce returns IBC_OK with half of the sum).
-# The harness counts them as expected failures; once fixed they show up as
-# XPASS (unexpected pass) and the TODO must be removed.
+# Found the shm transport losing data in that window (fixed on main by
+# f7854f6, "a closed doorbell fails only what the departed peer can no
+# longer complete"): 4 ranks, allreduce returned IBC_OK with half the sum.
 builddir=${top_builddir:-.}
 srcdir=${top_srcdir:-.}
 prog=$builddir/tests/coll/teardown_check
 run=$srcdir/tests/scripts/run_local_ranks.sh
 runs=${IBC_TEARDOWN_RUNS:-10}
-todo_shm="# TODO shm loses data sent right before a peer tears down (core bug, see header)"
 
 echo "1..6"
 [ -x "$prog" ] || { echo "Bail out! $prog not built"; exit 1; }
@@ -38,13 +35,11 @@ for tr in shm tcp; do
 				grep -E '^FAIL|timeout' "$tmp/log" | head -3 >>"$tmp/fails"
 			fi
 		done
-		todo=
-		[ "$tr" = shm ] && todo=" $todo_shm"
 		if [ "$bad" -eq 0 ]; then
-			echo "ok $i - $n ranks, $tr: $runs runs of teardown_check passed$todo"
+			echo "ok $i - $n ranks, $tr: $runs runs of teardown_check passed"
 		else
-			[ -z "$todo" ] && failed=$((failed + 1))
-			echo "not ok $i - $n ranks, $tr: $bad of $runs runs failed$todo"
+			failed=$((failed + 1))
+			echo "not ok $i - $n ranks, $tr: $bad of $runs runs failed"
 			echo "#   reproduce: IBC_TRANSPORT=$tr $run -n $n -- $prog"
 			head -6 "$tmp/fails" | sed 's/^/#   /'
 		fi
