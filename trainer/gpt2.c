@@ -413,6 +413,85 @@ static void residual_forward(floatX *out, const floatX *a, const floatX *b, size
 		out[i] = a[i] + b[i];
 }
 
+#define SM_LANES 16
+
+#ifdef GPT2_DOUBLE
+#define exp_nonpos(x) exp(x)
+#else
+/*
+ * exp(x) for x <= 0 in float, branch-free so that it vectorises: x = n ln2 +
+ * r with |r| <= ln2/2, exp(r) by its degree-7 Taylor polynomial (truncation
+ * error r^8/8! < 7e-9 relative), times 2^n built in the exponent bits.
+ * Arguments below -87 are clamped (exp(-87) ~ 1.6e-38, the smallest normal
+ * scale). Within 2 ulp of expf over [-87, 0].
+ */
+static inline float exp_nonpos(float x)
+{
+	const float log2e = 1.44269504088896341f;
+	const float ln2_hi = 0.693359375f;       /* ln2 = ln2_hi + ln2_lo, ln2_hi exact */
+	const float ln2_lo = -2.12194440e-4f;
+	const float round = 12582912.0f;         /* 1.5 * 2^23: adds round to nearest */
+	float n;
+	float r;
+	float p;
+	int32_t bits;
+	float scale;
+
+	x = x < -87.0f ? -87.0f : x;
+	n = (x * log2e + round) - round;
+	r = (x - n * ln2_hi) - n * ln2_lo;
+	p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
+		   r * (1.0f / 720 + r * (1.0f / 5040)))))));
+	bits = ((int32_t)n + 127) << 23;
+	memcpy(&scale, &bits, sizeof(scale));
+	return p * scale;
+}
+#endif
+
+/*
+ * One row of the softmax: p (V) logits -> probabilities, in place. The max
+ * and the sum run in SM_LANES independent lanes combined in a fixed order,
+ * so the loops vectorise and the result does not depend on the machine's
+ * vector width.
+ */
+GEMM_TARGETS
+static void softmax_row(floatX *p, int V)
+{
+	floatX lmax[SM_LANES];
+	floatX lsum[SM_LANES];
+	floatX maxv;
+	floatX sum = 0;
+	floatX inv;
+	int Vl = V / SM_LANES * SM_LANES;
+
+	for (int j = 0; j < SM_LANES; j++) {
+		lmax[j] = -INFINITY;
+		lsum[j] = 0;
+	}
+	for (int i = 0; i < Vl; i += SM_LANES)
+		for (int j = 0; j < SM_LANES; j++)
+			lmax[j] = p[i + j] > lmax[j] ? p[i + j] : lmax[j];
+	maxv = lmax[0];
+	for (int j = 1; j < SM_LANES; j++)
+		maxv = lmax[j] > maxv ? lmax[j] : maxv;
+	for (int i = Vl; i < V; i++)
+		maxv = p[i] > maxv ? p[i] : maxv;
+	for (int i = 0; i < Vl; i += SM_LANES)
+		for (int j = 0; j < SM_LANES; j++) {
+			p[i + j] = exp_nonpos(p[i + j] - maxv);
+			lsum[j] += p[i + j];
+		}
+	for (int j = 0; j < SM_LANES; j++)
+		sum += lsum[j];
+	for (int i = Vl; i < V; i++) {
+		p[i] = exp_nonpos(p[i] - maxv);
+		sum += p[i];
+	}
+	inv = 1 / sum;
+	for (int i = 0; i < V; i++)
+		p[i] *= inv;
+}
+
 /*
  * In place: probs (B,T,Vp) holds logits on entry, softmax over the first V
  * entries on exit (the Vp - V padding set to 0); losses (B,T) gets
@@ -427,18 +506,8 @@ static double softmax_crossentropy_forward(floatX *probs, floatX *losses, const 
 #pragma omp parallel for schedule(static)
 	for (int bt = 0; bt < B * T; bt++) {
 		floatX *p = probs + (size_t)bt * Vp;
-		floatX maxv = -INFINITY;
-		double sum = 0;
 
-		for (int i = 0; i < V; i++)
-			if (p[i] > maxv)
-				maxv = p[i];
-		for (int i = 0; i < V; i++) {
-			p[i] = (floatX)exp((double)(p[i] - maxv));
-			sum += p[i];
-		}
-		for (int i = 0; i < V; i++)
-			p[i] = (floatX)(p[i] / sum);
+		softmax_row(p, V);
 		for (int i = V; i < Vp; i++)
 			p[i] = 0;
 		if (targets)
