@@ -1040,18 +1040,21 @@ void gpt2_backward(struct gpt2 *m, floatX loss_scale, gpt2_ready_fn ready, void 
 	int BT = B * T;
 	int C = c->channels;
 	int NH = c->num_heads;
+	int Vp = c->padded_vocab_size;
 	struct gpt2_acts *a = &m->acts;
 	struct gpt2_params *g = &m->grads;
 
 	/* loss = mean over B*T tokens, times loss_scale */
 	softmax_crossentropy_backward(a->probs, m->targets, loss_scale / BT, B, T,
 				      c->padded_vocab_size);
-	/* LM head: dlnf (into dln) and dwte's head part */
-	memset(a->dln, 0, (size_t)BT * C * sizeof(floatX));
-	matmul_backward(a->dln, g->wte, NULL, a->probs, a->lnf, m->params.wte, BT, C,
-			c->padded_vocab_size);
+	/* LM head (matmul_backward's two products, in the other order): dwte's
+	 * head part first, so that its bucket is reduced while dlnf and the
+	 * blocks are computed; the encoder's part of wte/wpe is deferred */
+	gpt2_gemm(Vp, C, BT, a->probs, Vp, 1, a->lnf, C, g->wte, C); /* dlogits^T @ lnf */
 	if (ready)
-		ready(ctx, 0); /* the encoder's part of wte/wpe is deferred */
+		ready(ctx, 0);
+	memset(a->dln, 0, (size_t)BT * C * sizeof(floatX));
+	gpt2_gemm(BT, C, Vp, a->probs, Vp, 0, m->params.wte, C, a->dln, C); /* dlogits @ wte */
 	memset(a->dres, 0, (size_t)BT * C * sizeof(floatX));
 	layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dln,
 			   a->block[c->num_layers - 1].res3, m->params.lnfw, a->lnf_mean,
