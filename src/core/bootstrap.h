@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bootstrap.h - the out-of-band TCP network of a communicator: rendezvous
+ * through an authenticated root, the table of every rank's address, host
+ * and boot id, small tagged messages between ranks, authenticated TCP
+ * streams for the tcp transport, and liveness (hub connections to rank 0
+ * with heartbeats). One service thread per communicator accepts and
+ * authenticates incoming connections and queues what arrives, so that a
+ * send never waits for the receiver to call recv (no deadlock when ranks
+ * exchange with several peers in different orders).
+ */
+#ifndef IBC_BOOTSTRAP_H
+#define IBC_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ibcoll.h"
+
+#define IBC_BOOT_SECRET_BYTES 16
+#define IBC_BOOT_HOST_LEN 64
+#define IBC_BOOT_BOOTID_LEN 40
+#define IBC_BOOT_MAX_MSG_BYTES (16u << 20) /* hard cap on one tagged message */
+
+/* message tags: each user owns a range */
+#define IBC_BOOT_TAG_INTERNAL 0x0000u /* allgather, barrier, split */
+#define IBC_BOOT_TAG_SOCK     0x1000u /* tcp transport */
+#define IBC_BOOT_TAG_SHM      0x2000u /* shm transport */
+#define IBC_BOOT_TAG_IB       0x3000u /* ib transport */
+#define IBC_BOOT_TAG_USER_MAX 0xffffu
+
+/* struct ibc_peer_info - what every rank learns about every other at init */
+struct ibc_peer_info {
+	char host[IBC_BOOT_HOST_LEN];          /* gethostname() */
+	char boot_id[IBC_BOOT_BOOTID_LEN];     /* /proc/sys/kernel/random/boot_id */
+	uint32_t pid;
+	uint16_t family;                       /* AF_INET or AF_INET6 */
+	uint16_t port;                         /* service listener port, host order */
+	uint8_t addr[16];                      /* IPv4 in the first 4 bytes, or IPv6 */
+};
+
+struct ibc_bootstrap;
+
+/* error callback: called by the service thread when a peer dies, aborts or stops answering */
+typedef void (*ibc_bootstrap_error_fn)(void *arg, ibc_status_t st, int peer, const char *why);
+
+/*
+ * ibc_bootstrap_root_start() - start an authenticated root that gathers
+ * @nranks ranks (nranks unknown: 0, learnt from the first join) and sends
+ * them the table, in a detached thread that ends when done or after the
+ * bootstrap timeout.
+ * @bind_addr/@port: where to listen (port 0: ephemeral); the actual address
+ * and port are written to @id_out, a packed unique id with a fresh secret
+ * unless @secret is given.
+ */
+ibc_status_t ibc_bootstrap_root_start(const char *bind_host, uint16_t port,
+				      const uint8_t *secret, ibc_unique_id_t *id_out);
+
+/* unique id codec (pure; fuzzed) */
+struct ibc_boot_uid {
+	uint16_t family;
+	uint16_t port;
+	uint8_t addr[16];
+	uint8_t secret[IBC_BOOT_SECRET_BYTES];
+};
+void ibc_boot_uid_pack(const struct ibc_boot_uid *u, ibc_unique_id_t *id);
+ibc_status_t ibc_boot_uid_unpack(const ibc_unique_id_t *id, struct ibc_boot_uid *u);
+
+/*
+ * ibc_bootstrap_create() - join the job described by @uid as @rank of
+ * @nranks: listen, authenticate to the root, receive the table, connect
+ * the liveness hub. Blocking, bounded by IBC_BOOTSTRAP_TIMEOUT_MS.
+ */
+ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int nranks,
+				  ibc_bootstrap_error_fn on_error, void *arg,
+				  struct ibc_bootstrap **bs_p);
+
+/*
+ * ibc_bootstrap_split() - bootstrap of a sub-communicator (MPI_Comm_split):
+ * every rank of @parent calls it; ranks with equal @color >= 0 form a new
+ * bootstrap ordered by (@key, parent rank), built without a root from an
+ * allgather over @parent; a negative @color gets *@bs_p = NULL.
+ * @split_seq numbers the splits of @parent (same on all ranks).
+ */
+ibc_status_t ibc_bootstrap_split(struct ibc_bootstrap *parent, int color, int key,
+				 uint64_t split_seq, ibc_bootstrap_error_fn on_error, void *arg,
+				 struct ibc_bootstrap **bs_p);
+
+/* stop the service thread, close everything; @abort: tell peers we abort */
+void ibc_bootstrap_destroy(struct ibc_bootstrap *bs, int abort);
+
+int ibc_bootstrap_rank(const struct ibc_bootstrap *bs);
+int ibc_bootstrap_nranks(const struct ibc_bootstrap *bs);
+const struct ibc_peer_info *ibc_bootstrap_peer(const struct ibc_bootstrap *bs, int rank);
+/* 16 random bytes naming this communicator (same on all ranks) */
+const uint8_t *ibc_bootstrap_comm_id(const struct ibc_bootstrap *bs);
+/* 1 when @rank runs on this host (same host name and boot id) */
+int ibc_bootstrap_same_host(const struct ibc_bootstrap *bs, int rank);
+
+/*
+ * ibc_bootstrap_send() - deliver @nbytes to @peer's queue under @tag. Returns
+ * once written to the socket; never waits for the peer to receive.
+ * Blocking: bounded by IBC_BOOTSTRAP_TIMEOUT_MS. Errors: IBC_ERR_REMOTE,
+ * IBC_ERR_TIMEOUT, IBC_ERR_SYSTEM, IBC_ERR_INVALID_ARG (too large).
+ */
+ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag,
+				const void *buf, size_t nbytes);
+
+/*
+ * ibc_bootstrap_try_recv() - take the oldest message from @peer with @tag if
+ * one arrived: *got_p = 1 and the payload copied (its size must be @nbytes:
+ * else IBC_ERR_INVALID_USAGE); *got_p = 0 otherwise. Never blocks.
+ */
+ibc_status_t ibc_bootstrap_try_recv(struct ibc_bootstrap *bs, int peer, uint32_t tag,
+				    void *buf, size_t nbytes, int *got_p);
+
+/* blocking ibc_bootstrap_try_recv(), bounded by IBC_BOOTSTRAP_TIMEOUT_MS */
+ibc_status_t ibc_bootstrap_recv(struct ibc_bootstrap *bs, int peer, uint32_t tag, void *buf,
+				size_t nbytes);
+
+/* every rank contributes @nbytes at buf + rank * nbytes; ring, n-1 steps */
+ibc_status_t ibc_bootstrap_allgather(struct ibc_bootstrap *bs, void *buf, size_t nbytes);
+ibc_status_t ibc_bootstrap_barrier(struct ibc_bootstrap *bs);
+
+/*
+ * ibc_bootstrap_connect_stream() - open an authenticated TCP stream to
+ * @peer's listener, labelled @tag; the peer takes it with
+ * ibc_bootstrap_try_accept_stream(). Returns a blocking-mode fd the caller
+ * owns. Blocking, bounded.
+ */
+ibc_status_t ibc_bootstrap_connect_stream(struct ibc_bootstrap *bs, int peer, uint32_t tag,
+					  int *fd_p);
+/* take a stream opened by @peer with @tag: *fd_p >= 0, or -1 when none yet. Never blocks. */
+ibc_status_t ibc_bootstrap_try_accept_stream(struct ibc_bootstrap *bs, int peer, uint32_t tag,
+					     int *fd_p);
+
+/* the listener's local address, for transports that listen themselves */
+const struct ibc_peer_info *ibc_bootstrap_self(const struct ibc_bootstrap *bs);
+
+#endif /* IBC_BOOTSTRAP_H */

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * comm.h - the communicator and its operations (requests), shared by the
+ * API (comm.c, api_coll.c), the net layer (net.c), the algorithms and the
+ * transports. Transports use only: rank/nranks/bs, ibc_comm_fail(),
+ * ibc_comm_peer_host() and ibc_comm_timeout_ms().
+ */
+#ifndef IBC_COMM_H
+#define IBC_COMM_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "bootstrap.h"
+#include "ibcoll.h"
+#include "transport/transport.h"
+
+/* enum ibc_coll_type - crosses the wire in struct ibc_msg_desc: fixed values */
+enum ibc_coll_type {
+	IBC_COLL_NONE = 0,
+	IBC_COLL_ALLREDUCE = 1,
+	IBC_COLL_BROADCAST = 2,
+	IBC_COLL_REDUCE = 3,
+	IBC_COLL_ALLGATHER = 4,
+	IBC_COLL_REDUCE_SCATTER = 5,
+	IBC_COLL_ALLTOALL = 6,
+	IBC_COLL_SEND = 7,      /* SEND and RECV share the desc value IBC_COLL_SEND */
+	IBC_COLL_RECV = 8,
+	IBC_COLL_BARRIER = 9,
+	IBC_COLL_COUNT
+};
+
+const char *ibc_coll_name(int coll);
+
+/* struct ibc_request - one operation, blocking or not (ibc_request_h) */
+struct ibc_request {
+	struct ibc_comm *comm;
+	int coll;               /* enum ibc_coll_type */
+	const void *sendbuf;
+	void *recvbuf;
+	size_t count;           /* ELEMENTS, as passed by the user */
+	ibc_dtype_t dtype;
+	ibc_redop_t op;
+	int root;               /* root, or peer for send/recv; -1 */
+	uint32_t seq;           /* collective seq, or per-pair p2p seq */
+	int done;               /* under comm->lock */
+	int freed_by_wait;
+	ibc_status_t status;
+	char errmsg[1024];      /* ibc_last_error() text for the waiting thread */
+	struct ibc_request *next;
+};
+
+/* struct ibc_peer - what the communicator keeps per peer rank */
+struct ibc_peer {
+	const struct ibc_transport_ops *ops;  /* chosen transport */
+	struct ibc_tconn *conn;               /* NULL until connected */
+	uint32_t p2p_send_seq;                /* ibc_send sequence to this peer */
+	uint32_t p2p_recv_seq;
+};
+
+/* struct ibc_tinst - one transport in use by a communicator */
+struct ibc_tinst {
+	const struct ibc_transport_ops *ops;
+	void *ctx;
+};
+
+#define IBC_MAX_TRANSPORTS 3
+
+struct ibc_comm {
+	int rank;
+	int nranks;
+	struct ibc_bootstrap *bs;
+	struct ibc_peer *peers;               /* [nranks] */
+	struct ibc_tinst tinst[IBC_MAX_TRANSPORTS];
+	int ntinst;
+	char transport_name[32];              /* "shm", "tcp", "shm+ib", ... */
+	int64_t timeout_ms;                   /* IBC_TIMEOUT_MS */
+
+	/* the operation being executed (for error messages) */
+	const struct ibc_request *cur;
+	uint64_t cur_bytes_total;             /* bytes this rank sends+receives in cur */
+	uint64_t cur_bytes_done;
+
+	/* errors: the first fatal one poisons the communicator */
+	int poisoned;                         /* atomic */
+	ibc_status_t poison_st;
+	char poison_msg[1024];
+	int aborting;                         /* atomic: ibc_comm_abort() in progress */
+
+	/* operations, executed in issue order */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct ibc_request *q_head;
+	struct ibc_request *q_tail;
+	int nqueued;
+	int running;                          /* an operation is executing */
+	int stop;                             /* progress thread must exit */
+	int use_thread;
+	pthread_t thread;
+	int thread_started;
+	int ncallers;                         /* API calls inside the library (abort waits) */
+	uint32_t coll_seq;                    /* next collective sequence number */
+	uint64_t split_seq;                   /* number of ibc_comm_split() calls */
+
+	/* scratch owned by the algorithms (coll/), reused across operations */
+	void *scratch;
+	size_t scratch_nbytes;
+};
+
+/*
+ * ibc_comm_fail() - record a fatal error on @comm: compose one ERROR line
+ * naming the current operation and its sequence number, this rank, @peer and
+ * its host (when >= 0), the transport and the bytes done so far, followed by
+ * the cause in @fmt; poison the communicator (later calls return @st at
+ * once). Only the first error is logged at ERROR; later ones at DEBUG.
+ * Returns @st.
+ */
+ibc_status_t ibc_comm_fail(struct ibc_comm *comm, ibc_status_t st, int peer, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* the communicator's poison status, IBC_OK when healthy (cheap, atomic) */
+static inline ibc_status_t ibc_comm_poison_status(const struct ibc_comm *comm)
+{
+	if (__builtin_expect(__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE), 0))
+		return comm->poison_st;
+	return IBC_OK;
+}
+
+const char *ibc_comm_peer_host(const struct ibc_comm *comm, int peer);
+static inline int64_t ibc_comm_timeout_ms(const struct ibc_comm *comm)
+{
+	return comm->timeout_ms;
+}
+
+/* API entry/exit: validate a live handle and count the caller (abort waits for callers) */
+ibc_status_t ibc_comm_enter(struct ibc_comm *comm, const char *fn);
+void ibc_comm_leave(struct ibc_comm *comm);
+
+/*
+ * ibc_comm_submit() - run @req in issue order: @blocking waits for it (and runs
+ * it in this thread when nothing is queued ahead); otherwise it is queued for
+ * the progress thread (or for ibc_test/ibc_wait with IBC_PROGRESS_THREAD=0).
+ */
+ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int blocking);
+ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req);
+ibc_status_t ibc_comm_test_req(struct ibc_comm *comm, struct ibc_request *req, int *done_p);
+/* wait until no operation is queued or running; first error of those it ran */
+ibc_status_t ibc_comm_drain(struct ibc_comm *comm);
+
+#endif /* IBC_COMM_H */
