@@ -15,11 +15,12 @@ set -u
 
 # Tolerances, relative to the largest magnitude of the reference vector.
 # Gradients: the all-reduce and the per-rank means change the fp32 summation
-# order only (measured ~1e-7). Parameters after 3 AdamW steps: Adam divides by
+# order only (measured 2.7e-7 for R 2, 6.9e-6 for R 3, on bias gradients, sums
+# with cancellation). Parameters after 3 AdamW steps: Adam divides by
 # sqrt(v), which lets an element whose gradient is at the noise level move by
 # up to ~lr per step in either direction, so the bound is looser (measured
-# ~1e-5 of max |p| with lr 1e-3).
-GRAD_RTOL=1e-5
+# 2.5e-6 for R 2 and 3.5e-4 for R 3 with lr 1e-3).
+GRAD_RTOL=5e-5
 PARAM_RTOL=2e-3
 LOSS_ATOL=1e-4
 
@@ -103,7 +104,7 @@ if [ ! -x "$gpt" ] || [ ! -x "$tool" ]; then
 fi
 "$tool" mkshard "$tmp/syn_train_000001.bin" 30000 0 || { echo "Bail out! cannot write shards"; exit 1; }
 # no -j: the synthetic run has no validation set
-common="-d 2 -T 16 -i $tmp/syn_train_*.bin -m 0 -u 2 -l 1e-3 --gen 0 --quiet --peak-gflops 1 --print-hash --bucket-mb 0.5"
+common="-d 2 -T 16 -i $tmp/syn_train_000001.bin -m 0 -u 2 -l 1e-3 --gen 0 --quiet --peak-gflops 1 --print-hash --bucket-mb 0.5"
 
 echo "1..19"
 for R in 1 2 3; do
