@@ -490,6 +490,8 @@ int main(int argc, char **argv)
 	double peak = 0;
 	double flops_per_step;
 	double sum_ms = 0;
+	double sum_comm_ms = 0;
+	double sum_exposed_ms = 0;
 	int nsum = 0;
 	int tty = isatty(STDOUT_FILENO);
 	double t_run;
@@ -609,6 +611,8 @@ int main(int argc, char **argv)
 
 			if (tr.step > 1) { /* the first step pays one-time costs */
 				sum_ms += s->step_ms;
+				sum_comm_ms += s->comm_ms;
+				sum_exposed_ms += s->exposed_ms;
 				nsum++;
 			}
 			if (rank0 && !o.quiet) {
@@ -646,6 +650,12 @@ int main(int argc, char **argv)
 	if (rank0) {
 		printf("ibc_gpt2: done %d steps in %.1f s; mean step %.1f ms (steps 2..%d)",
 		       tr.step, trainer_now_s() - t_run, nsum ? sum_ms / nsum : 0, tr.step);
+		if (R > 1 && nsum && sum_comm_ms > 0) {
+			double hidden = 1 - sum_exposed_ms / sum_comm_ms;
+
+			printf(", all-reduce %.1f ms, %.0f%% hidden", sum_comm_ms / nsum,
+			       100 * (hidden > 0 ? hidden : 0));
+		}
 		if (val0 >= 0)
 			printf("; val loss %.4f -> %.4f", val0, val_last);
 		printf("\n");
