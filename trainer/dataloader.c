@@ -57,8 +57,8 @@ static int shard_open(struct data_shard *s, const char *path, int T)
 	return 0;
 }
 
-int dataloader_init(struct dataloader *d, const char *pattern, int B, int T, int rank,
-		    int nranks, int shuffle, uint64_t seed)
+int dataloader_init(struct dataloader *d, const char *pattern, int B, int T, int rank, int nranks,
+		    int shuffle, uint64_t seed)
 {
 	glob_t g;
 	int ret;
@@ -104,7 +104,8 @@ int dataloader_init(struct dataloader *d, const char *pattern, int B, int T, int
 	d->nsamples = d->first_sample[d->nshards];
 	d->batches_per_epoch = d->nsamples / ((size_t)nranks * B);
 	if (d->batches_per_epoch == 0) {
-		fprintf(stderr, "dataloader: %s holds %zu samples of %d tokens, fewer than R*B = %d\n",
+		fprintf(stderr,
+			"dataloader: %s holds %zu samples of %d tokens, fewer than R*B = %d\n",
 			pattern, d->nsamples, T + 1, nranks * B);
 		goto err;
 	}

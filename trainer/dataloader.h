@@ -23,35 +23,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DATA_MAGIC   20240520
+#define DATA_MAGIC 20240520
 #define DATA_VERSION 1
 
 struct data_shard {
-	void *map;              /* mmap of the whole file */
+	void *map; /* mmap of the whole file */
 	size_t map_nbytes;
 	const uint16_t *tokens; /* (ntokens) */
 	size_t ntokens;
-	size_t nsamples;        /* windows of T + 1 */
+	size_t nsamples; /* windows of T + 1 */
 };
 
 struct dataloader {
-	int B;                      /* micro-batch rows per rank */
-	int T;                      /* sequence length */
-	int rank;                   /* r */
-	int nranks;                 /* R */
-	int shuffle;                /* 1: seeded permutation per epoch */
+	int B;	     /* micro-batch rows per rank */
+	int T;	     /* sequence length */
+	int rank;    /* r */
+	int nranks;  /* R */
+	int shuffle; /* 1: seeded permutation per epoch */
 	uint64_t seed;
 	int nshards;
-	char **paths;               /* [nshards] */
-	struct data_shard *shards;  /* [nshards] */
-	size_t *first_sample;       /* [nshards + 1] prefix sums of nsamples */
-	size_t nsamples;            /* N */
-	size_t batches_per_epoch;   /* nb */
-	uint32_t *order;            /* (N) sample order of epoch order_epoch */
+	char **paths;		   /* [nshards] */
+	struct data_shard *shards; /* [nshards] */
+	size_t *first_sample;	   /* [nshards + 1] prefix sums of nsamples */
+	size_t nsamples;	   /* N */
+	size_t batches_per_epoch;  /* nb */
+	uint32_t *order;	   /* (N) sample order of epoch order_epoch */
 	int64_t order_epoch;
-	int *inputs;                /* (B, T) */
-	int *targets;               /* (B, T) */
-	int64_t epoch;              /* of the last load */
+	int *inputs;   /* (B, T) */
+	int *targets;  /* (B, T) */
+	int64_t epoch; /* of the last load */
 };
 
 /**
@@ -62,8 +62,8 @@ struct dataloader {
  * Return: 0, or -1 with a message on stderr (no match, bad header,
  *         truncated shard, fewer than R * B samples, no memory).
  */
-int dataloader_init(struct dataloader *d, const char *pattern, int B, int T, int rank,
-		    int nranks, int shuffle, uint64_t seed);
+int dataloader_init(struct dataloader *d, const char *pattern, int B, int T, int rank, int nranks,
+		    int shuffle, uint64_t seed);
 void dataloader_free(struct dataloader *d);
 
 /**

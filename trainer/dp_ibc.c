@@ -40,25 +40,26 @@ static int my_rank(void *ctx)
 
 static int dp_iallreduce_avg(void *ctx, floatX *buf, size_t count, void **req_p)
 {
-	return ck(ibc_iallreduce(buf, buf, count, FLOATX_DTYPE, IBC_AVG, ctx,
-				 (ibc_request_h *)req_p), "ibc_iallreduce");
+	return ck(
+	    ibc_iallreduce(buf, buf, count, FLOATX_DTYPE, IBC_AVG, ctx, (ibc_request_h *)req_p),
+	    "ibc_iallreduce");
 }
 
 static int dp_ireduce_scatter_avg(void *ctx, floatX *buf, size_t count, void **req_p)
 {
-	return ck(ibc_ireduce_scatter(buf, buf + (size_t)my_rank(ctx) * count, count,
-				      FLOATX_DTYPE, IBC_AVG, ctx, (ibc_request_h *)req_p),
+	return ck(ibc_ireduce_scatter(buf, buf + (size_t)my_rank(ctx) * count, count, FLOATX_DTYPE,
+				      IBC_AVG, ctx, (ibc_request_h *)req_p),
 		  "ibc_ireduce_scatter");
 }
 
 static int dp_iallgather(void *ctx, floatX *buf, size_t count, void **req_p)
 {
 	return ck(ibc_iallgather(buf + (size_t)my_rank(ctx) * count, buf, count, FLOATX_DTYPE, ctx,
-				 (ibc_request_h *)req_p), "ibc_iallgather");
+				 (ibc_request_h *)req_p),
+		  "ibc_iallgather");
 }
 
-static int dp_iallgather_bytes(void *ctx, const void *send, void *recv, size_t nbytes,
-			       void **req_p)
+static int dp_iallgather_bytes(void *ctx, const void *send, void *recv, size_t nbytes, void **req_p)
 {
 	return ck(ibc_iallgather(send, recv, nbytes, IBC_UINT8, ctx, (ibc_request_h *)req_p),
 		  "ibc_iallgather");
@@ -80,19 +81,19 @@ static int dp_allreduce_sum_f64(void *ctx, double *buf, size_t count)
 }
 
 static const struct dp_ops dp_ibc_ops = {
-	.iallreduce_avg = dp_iallreduce_avg,
-	.ireduce_scatter_avg = dp_ireduce_scatter_avg,
-	.iallgather = dp_iallgather,
-	.iallgather_bytes = dp_iallgather_bytes,
-	.test = dp_test,
-	.wait = dp_wait,
-	.allreduce_sum_f64 = dp_allreduce_sum_f64,
+    .iallreduce_avg = dp_iallreduce_avg,
+    .ireduce_scatter_avg = dp_ireduce_scatter_avg,
+    .iallgather = dp_iallgather,
+    .iallgather_bytes = dp_iallgather_bytes,
+    .test = dp_test,
+    .wait = dp_wait,
+    .allreduce_sum_f64 = dp_allreduce_sum_f64,
 };
 
 static int env_nranks(void)
 {
-	static const char *vars[] = { "IBC_NRANKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-				      "SLURM_NTASKS" };
+	static const char *vars[] = {"IBC_NRANKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+				     "SLURM_NTASKS"};
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 		const char *v = getenv(vars[i]);

@@ -94,8 +94,8 @@ static void gemm_tile(int mr, int nr, int kc, const floatX *A, ptrdiff_t sa_i, p
 			Cm[(size_t)i * ldc + j] = acc[i][j];
 }
 
-void gpt2_gemm(int M, int N, int K, const floatX *A, int lda, int trans_a, const floatX *B,
-	       int ldb, floatX *Cm, int ldc)
+void gpt2_gemm(int M, int N, int K, const floatX *A, int lda, int trans_a, const floatX *B, int ldb,
+	       floatX *Cm, int ldc)
 {
 	ptrdiff_t sa_i = trans_a ? 1 : lda;
 	ptrdiff_t sa_k = trans_a ? lda : 1;
@@ -251,8 +251,8 @@ static void layernorm_backward(floatX *dinp, floatX *dweight, floatX *dbias, con
 	}
 }
 
-static void matmul_forward(floatX *out, const floatX *inp, const floatX *weight,
-			   const floatX *bias, floatX *scratch, int BT, int C, int OC)
+static void matmul_forward(floatX *out, const floatX *inp, const floatX *weight, const floatX *bias,
+			   floatX *scratch, int BT, int C, int OC)
 {
 	/* out (B,T,OC), inp (B,T,C), weight (OC,C), bias (OC) or NULL,
 	 * scratch (C,OC) for weight^T */
@@ -269,8 +269,8 @@ static void matmul_backward(floatX *dinp, floatX *dweight, floatX *dbias, const 
 {
 	/* dinp (B,T,C) +=, dweight (OC,C) +=, dbias (OC) += or NULL,
 	 * dout (B,T,OC), inp (B,T,C), weight (OC,C) */
-	gpt2_gemm(BT, C, OC, dout, OC, 0, weight, C, dinp, C);     /* dout @ W */
-	gpt2_gemm(OC, C, BT, dout, OC, 1, inp, C, dweight, C);     /* dout^T @ inp */
+	gpt2_gemm(BT, C, OC, dout, OC, 0, weight, C, dinp, C); /* dout @ W */
+	gpt2_gemm(OC, C, BT, dout, OC, 1, inp, C, dweight, C); /* dout^T @ inp */
 	if (!dbias)
 		return;
 #pragma omp parallel for schedule(static)
@@ -301,7 +301,8 @@ static void attention_forward(floatX *out, floatX *att, const floatX *qkv, int B
 				floatX maxv = -INFINITY, sum = 0;
 
 				for (int t2 = 0; t2 <= t; t2++) {
-					const floatX *k = qkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+					const floatX *k =
+					    qkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
 					floatX s = 0;
 
 					for (int i = 0; i < hs; i++)
@@ -320,7 +321,8 @@ static void attention_forward(floatX *out, floatX *att, const floatX *qkv, int B
 				for (int i = 0; i < hs; i++)
 					o[i] = 0;
 				for (int t2 = 0; t2 <= t; t2++) {
-					const floatX *v = qkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+					const floatX *v =
+					    qkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
 
 					for (int i = 0; i < hs; i++)
 						o[i] += a[t2] * v[i];
@@ -350,8 +352,10 @@ static void attention_backward(floatX *dqkv, floatX *datt, const floatX *dout, c
 
 				/* out = att @ v */
 				for (int t2 = 0; t2 <= t; t2++) {
-					const floatX *v = qkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-					floatX *dv = dqkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+					const floatX *v =
+					    qkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+					floatX *dv =
+					    dqkv + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
 					floatX s = 0;
 
 					for (int i = 0; i < hs; i++) {
@@ -367,8 +371,10 @@ static void attention_backward(floatX *dqkv, floatX *datt, const floatX *dout, c
 					da[t2] = a[t2] * (da[t2] - dot);
 				/* pre = scale * q . k */
 				for (int t2 = 0; t2 <= t; t2++) {
-					const floatX *k = qkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-					floatX *dk = dqkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+					const floatX *k =
+					    qkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+					floatX *dk =
+					    dqkv + ((size_t)b * T + t2) * 3 * C + C + h * hs;
 					floatX g = da[t2] * scale;
 
 					for (int i = 0; i < hs; i++) {
@@ -428,9 +434,9 @@ static void residual_forward(floatX *out, const floatX *a, const floatX *b, size
 static inline float exp_nonpos(float x)
 {
 	const float log2e = 1.44269504088896341f;
-	const float ln2_hi = 0.693359375f;       /* ln2 = ln2_hi + ln2_lo, ln2_hi exact */
+	const float ln2_hi = 0.693359375f; /* ln2 = ln2_hi + ln2_lo, ln2_hi exact */
 	const float ln2_lo = -2.12194440e-4f;
-	const float round = 12582912.0f;         /* 1.5 * 2^23: adds round to nearest */
+	const float round = 12582912.0f; /* 1.5 * 2^23: adds round to nearest */
 	float n;
 	float r;
 	float p;
@@ -440,8 +446,11 @@ static inline float exp_nonpos(float x)
 	x = x < -87.0f ? -87.0f : x;
 	n = (x * log2e + round) - round;
 	r = (x - n * ln2_hi) - n * ln2_lo;
-	p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
-		   r * (1.0f / 720 + r * (1.0f / 5040)))))));
+	p = 1.0f +
+	    r * (1.0f +
+		 r * (0.5f + r * (1.0f / 6 +
+				  r * (1.0f / 24 +
+				       r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
 	bits = ((int32_t)n + 127) << 23;
 	memcpy(&scale, &bits, sizeof(scale));
 	return p * scale;
@@ -497,8 +506,8 @@ static void softmax_row(floatX *p, int V)
  * entries on exit (the Vp - V padding set to 0); losses (B,T) gets
  * -log p(target). Returns the mean loss.
  */
-static double softmax_crossentropy_forward(floatX *probs, floatX *losses, const int *targets,
-					   int B, int T, int V, int Vp)
+static double softmax_crossentropy_forward(floatX *probs, floatX *losses, const int *targets, int B,
+					   int T, int V, int Vp)
 {
 	/* probs (B,T,Vp), losses (B,T), targets (B,T) */
 	double mean = 0;
@@ -553,15 +562,23 @@ static size_t embed_size(const struct gpt2_config *cfg)
 /* offset of tensor k (a per-layer tensor) inside one block, and its size */
 static void block_member(int k, int C, size_t *off_p, size_t *count_p)
 {
-	static const int order[] = { GPT2_LN1W, GPT2_LN1B, GPT2_QKVW, GPT2_QKVB,
-				     GPT2_ATTPROJW, GPT2_ATTPROJB, GPT2_LN2W, GPT2_LN2B,
-				     GPT2_FCW, GPT2_FCB, GPT2_FCPROJW, GPT2_FCPROJB };
+	static const int order[] = {GPT2_LN1W,	   GPT2_LN1B,	  GPT2_QKVW,	GPT2_QKVB,
+				    GPT2_ATTPROJW, GPT2_ATTPROJB, GPT2_LN2W,	GPT2_LN2B,
+				    GPT2_FCW,	   GPT2_FCB,	  GPT2_FCPROJW, GPT2_FCPROJB};
 	size_t c = C;
 	size_t sizes[GPT2_NUM_TENSORS] = {
-		[GPT2_LN1W] = c, [GPT2_LN1B] = c, [GPT2_QKVW] = 3 * c * c, [GPT2_QKVB] = 3 * c,
-		[GPT2_ATTPROJW] = c * c, [GPT2_ATTPROJB] = c, [GPT2_LN2W] = c, [GPT2_LN2B] = c,
-		[GPT2_FCW] = 4 * c * c, [GPT2_FCB] = 4 * c, [GPT2_FCPROJW] = 4 * c * c,
-		[GPT2_FCPROJB] = c,
+	    [GPT2_LN1W] = c,
+	    [GPT2_LN1B] = c,
+	    [GPT2_QKVW] = 3 * c * c,
+	    [GPT2_QKVB] = 3 * c,
+	    [GPT2_ATTPROJW] = c * c,
+	    [GPT2_ATTPROJB] = c,
+	    [GPT2_LN2W] = c,
+	    [GPT2_LN2B] = c,
+	    [GPT2_FCW] = 4 * c * c,
+	    [GPT2_FCB] = 4 * c,
+	    [GPT2_FCPROJW] = 4 * c * c,
+	    [GPT2_FCPROJB] = c,
 	};
 	size_t off = 0;
 
@@ -616,7 +633,7 @@ int gpt2_param_decays(const struct gpt2 *m, size_t i)
 	size_t E = embed_size(&m->cfg);
 	size_t bs = block_size(m->cfg.channels);
 	size_t L = m->cfg.num_layers;
-	static const int mats[] = { GPT2_QKVW, GPT2_ATTPROJW, GPT2_FCW, GPT2_FCPROJW };
+	static const int mats[] = {GPT2_QKVW, GPT2_ATTPROJW, GPT2_FCW, GPT2_FCPROJW};
 
 	if (i < E)
 		return 1; /* wte, wpe */
@@ -803,7 +820,11 @@ static size_t acts_carve(struct gpt2_acts *a, floatX *base, const struct gpt2_co
 	size_t used = 0;
 	struct gpt2_block_acts dummy;
 
-#define TAKE(field, n) do { field = base ? base + used : NULL; used += (n); } while (0)
+#define TAKE(field, n)                                                                             \
+	do {                                                                                       \
+		field = base ? base + used : NULL;                                                 \
+		used += (n);                                                                       \
+	} while (0)
 	TAKE(a->encoded, BT * C);
 	for (int l = 0; l < c->num_layers; l++) {
 		struct gpt2_block_acts *ba = base ? &a->block[l] : &dummy;
@@ -835,8 +856,8 @@ static size_t acts_carve(struct gpt2_acts *a, floatX *base, const struct gpt2_co
 	TAKE(a->dfch, 4 * BT * C);
 	TAKE(a->dfch_gelu, 4 * BT * C);
 	/* the largest transposed weight: wte (Vp, C) or fcw (4C, C) */
-	TAKE(a->scratch, C * ((size_t)c->padded_vocab_size > 4 * C ? (size_t)c->padded_vocab_size
-								     : 4 * C));
+	TAKE(a->scratch,
+	     C * ((size_t)c->padded_vocab_size > 4 * C ? (size_t)c->padded_vocab_size : 4 * C));
 #undef TAKE
 	return used;
 }
@@ -850,8 +871,8 @@ static int acts_alloc(struct gpt2 *m, int B, int T)
 	m->acts.mem = alloc_zeroed(total, sizeof(floatX));
 	m->acts.block = calloc(m->cfg.num_layers, sizeof(struct gpt2_block_acts));
 	if (!m->acts.mem || !m->acts.block) {
-		fprintf(stderr, "gpt2: out of memory for activations (B %d T %d, %zu MiB)\n", B,
-			T, total * sizeof(floatX) >> 20);
+		fprintf(stderr, "gpt2: out of memory for activations (B %d T %d, %zu MiB)\n", B, T,
+			total * sizeof(floatX) >> 20);
 		acts_free(m);
 		return -1;
 	}
@@ -919,7 +940,7 @@ void gpt2_init_random(struct gpt2 *m, uint64_t seed)
 				break; /* zero */
 			case GPT2_WTE:
 				count = (size_t)c->vocab_size * c->channels; /* padding stays 0 */
-				/* fall through */
+									     /* fall through */
 			default:
 				if (k == GPT2_ATTPROJW || k == GPT2_FCPROJW)
 					std = proj_std;
@@ -961,17 +982,19 @@ static void forward_blocks(struct gpt2 *m, const int *inputs, int B, int T)
 		const struct gpt2_block *p = &m->params.block[l];
 		struct gpt2_block_acts *ba = &a->block[l];
 
-		layernorm_forward(ba->ln1, ba->ln1_mean, ba->ln1_rstd, res, p->ln1w, p->ln1b, B, T, C);
+		layernorm_forward(ba->ln1, ba->ln1_mean, ba->ln1_rstd, res, p->ln1w, p->ln1b, B, T,
+				  C);
 		matmul_forward(ba->qkv, ba->ln1, p->qkvw, p->qkvb, a->scratch, BT, C, 3 * C);
 		attention_forward(ba->atty, ba->att, ba->qkv, B, T, C, NH);
 		/* the projection goes through dln, free during forward */
 		matmul_forward(a->dln, ba->atty, p->attprojw, p->attprojb, a->scratch, BT, C, C);
 		residual_forward(ba->res2, res, a->dln, (size_t)BT * C);
-		layernorm_forward(ba->ln2, ba->ln2_mean, ba->ln2_rstd, ba->res2, p->ln2w, p->ln2b, B,
-				  T, C);
+		layernorm_forward(ba->ln2, ba->ln2_mean, ba->ln2_rstd, ba->res2, p->ln2w, p->ln2b,
+				  B, T, C);
 		matmul_forward(ba->fch, ba->ln2, p->fcw, p->fcb, a->scratch, BT, C, 4 * C);
 		gelu_forward(ba->fch_gelu, ba->fch, (size_t)BT * 4 * C);
-		matmul_forward(a->dln, ba->fch_gelu, p->fcprojw, p->fcprojb, a->scratch, BT, 4 * C, C);
+		matmul_forward(a->dln, ba->fch_gelu, p->fcprojw, p->fcprojb, a->scratch, BT, 4 * C,
+			       C);
 		residual_forward(ba->res3, ba->res2, a->dln, (size_t)BT * C);
 		res = ba->res3;
 	}
@@ -1056,9 +1079,8 @@ void gpt2_backward(struct gpt2 *m, floatX loss_scale, gpt2_ready_fn ready, void 
 	memset(a->dln, 0, (size_t)BT * C * sizeof(floatX));
 	gpt2_gemm(BT, C, Vp, a->probs, Vp, 0, m->params.wte, C, a->dln, C); /* dlogits @ wte */
 	memset(a->dres, 0, (size_t)BT * C * sizeof(floatX));
-	layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dln,
-			   a->block[c->num_layers - 1].res3, m->params.lnfw, a->lnf_mean,
-			   a->lnf_rstd, B, T, C);
+	layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dln, a->block[c->num_layers - 1].res3,
+			   m->params.lnfw, a->lnf_mean, a->lnf_rstd, B, T, C);
 	for (int l = c->num_layers - 1; l >= 0; l--) {
 		const struct gpt2_block *p = &m->params.block[l];
 		struct gpt2_block *gb = &g->block[l];
@@ -1082,7 +1104,8 @@ void gpt2_backward(struct gpt2 *m, floatX loss_scale, gpt2_ready_fn ready, void 
 		memset(a->dqkv, 0, (size_t)BT * 3 * C * sizeof(floatX));
 		attention_backward(a->dqkv, a->datt, a->datty, ba->qkv, ba->att, B, T, C, NH);
 		memset(a->dln, 0, (size_t)BT * C * sizeof(floatX));
-		matmul_backward(a->dln, gb->qkvw, gb->qkvb, a->dqkv, ba->ln1, p->qkvw, BT, C, 3 * C);
+		matmul_backward(a->dln, gb->qkvw, gb->qkvb, a->dqkv, ba->ln1, p->qkvw, BT, C,
+				3 * C);
 		layernorm_backward(a->dres, gb->ln1w, gb->ln1b, a->dln, res, p->ln1w, ba->ln1_mean,
 				   ba->ln1_rstd, B, T, C);
 		if (ready)
@@ -1094,8 +1117,8 @@ void gpt2_backward(struct gpt2 *m, floatX loss_scale, gpt2_ready_fn ready, void 
 				 c->padded_vocab_size, 1, 0, m->num_params);
 }
 
-void gpt2_encoder_backward_apply(struct gpt2 *m, const int *tokens, const floatX *dres,
-				 size_t N, int T, floatX scale, size_t lo, size_t hi)
+void gpt2_encoder_backward_apply(struct gpt2 *m, const int *tokens, const floatX *dres, size_t N,
+				 int T, floatX scale, size_t lo, size_t hi)
 {
 	encoder_backward(m->grads.wte, m->grads.wpe, dres, tokens, N, T, m->cfg.channels,
 			 m->cfg.padded_vocab_size, scale, lo, hi);
@@ -1150,8 +1173,8 @@ double gpt2_sumsq(const floatX *x, size_t n)
 	return total;
 }
 
-void gpt2_adamw_update(struct gpt2 *m, const floatX *grads, float *m_mem, float *v_mem,
-		       size_t lo, size_t hi, const struct gpt2_adamw *opt)
+void gpt2_adamw_update(struct gpt2 *m, const floatX *grads, float *m_mem, float *v_mem, size_t lo,
+		       size_t hi, const struct gpt2_adamw *opt)
 {
 	float b1c = 1.0f - powf(opt->beta1, (float)opt->t);
 	float b2c = 1.0f - powf(opt->beta2, (float)opt->t);
@@ -1175,8 +1198,8 @@ void gpt2_adamw_update(struct gpt2 *m, const floatX *grads, float *m_mem, float 
 
 			m_mem[j - lo] = mm;
 			v_mem[j - lo] = vv;
-			m->params.mem[j] = (floatX)(p - opt->lr * (mhat / (sqrtf(vhat) + opt->eps) +
-								  wd * p));
+			m->params.mem[j] =
+			    (floatX)(p - opt->lr * (mhat / (sqrtf(vhat) + opt->eps) + wd * p));
 		}
 		i = end;
 	}
@@ -1222,16 +1245,16 @@ int gpt2_read_header(const char *path, struct gpt2_config *cfg_p, int *version_p
 }
 
 /* visit every tensor slice in llm.c's file order */
-#define FOR_EACH_FILE_SLICE(m, off, count, body)                                       \
-	for (int k_ = 0; k_ < GPT2_NUM_TENSORS; k_++)                                   \
-		for (int l_ = 0; l_ < (tensor_is_layered(k_) ? (m)->cfg.num_layers : 1); l_++) { \
-			gpt2_tensor_slice((m), k_, l_, &(off), &(count));               \
-			body                                                            \
+#define FOR_EACH_FILE_SLICE(m, off, count, body)                                                   \
+	for (int k_ = 0; k_ < GPT2_NUM_TENSORS; k_++)                                              \
+		for (int l_ = 0; l_ < (tensor_is_layered(k_) ? (m)->cfg.num_layers : 1); l_++) {   \
+			gpt2_tensor_slice((m), k_, l_, &(off), &(count));                          \
+			body                                                                       \
 		}
 
 int gpt2_save(const struct gpt2 *m, const char *path)
 {
-	int32_t h[GPT2_HEADER_INTS] = { 0 };
+	int32_t h[GPT2_HEADER_INTS] = {0};
 	char tmp[4096];
 	float buf[4096];
 	size_t off;
@@ -1301,8 +1324,9 @@ struct gpt2 *gpt2_load(const char *path)
 	}
 	want = (long)(GPT2_HEADER_INTS * 4 + m->num_params * elem);
 	if (ftell(f) != want) {
-		fprintf(stderr, "gpt2: %s is %ld bytes, header says %ld (L %d C %d Vp %d maxT %d)\n",
-			path, ftell(f), want, cfg.num_layers, cfg.channels, cfg.padded_vocab_size,
+		fprintf(stderr,
+			"gpt2: %s is %ld bytes, header says %ld (L %d C %d Vp %d maxT %d)\n", path,
+			ftell(f), want, cfg.num_layers, cfg.channels, cfg.padded_vocab_size,
 			cfg.max_seq_len);
 		goto err;
 	}

@@ -27,12 +27,12 @@ typedef float floatX;
 #endif
 
 /* llm.c file formats */
-#define GPT2_MODEL_MAGIC     20240326 /* model header[0] */
-#define GPT2_MODEL_V_FP32    3        /* header[1]: fp32 parameters */
-#define GPT2_MODEL_V_BF16    5        /* header[1]: bf16 parameters (read only) */
-#define GPT2_STATE_MAGIC     20250611 /* optimizer state, ibcoll's own format */
-#define GPT2_STATE_VERSION   1
-#define GPT2_HEADER_INTS     256
+#define GPT2_MODEL_MAGIC 20240326 /* model header[0] */
+#define GPT2_MODEL_V_FP32 3	  /* header[1]: fp32 parameters */
+#define GPT2_MODEL_V_BF16 5	  /* header[1]: bf16 parameters (read only) */
+#define GPT2_STATE_MAGIC 20250611 /* optimizer state, ibcoll's own format */
+#define GPT2_STATE_VERSION 1
+#define GPT2_HEADER_INTS 256
 
 /* Number of parameter tensors and their order in llm.c's model file. */
 enum gpt2_tensor {
@@ -57,11 +57,11 @@ enum gpt2_tensor {
 
 struct gpt2_config {
 	int max_seq_len;       /* maxT: rows of wpe, longest usable T */
-	int vocab_size;        /* V: 50257 for GPT-2 */
+	int vocab_size;	       /* V: 50257 for GPT-2 */
 	int padded_vocab_size; /* Vp: V rounded up (50304), rows of wte */
-	int num_layers;        /* L */
-	int num_heads;         /* NH */
-	int channels;          /* C; C % NH == 0 */
+	int num_layers;	       /* L */
+	int num_heads;	       /* NH */
+	int channels;	       /* C; C % NH == 0 */
 };
 
 /*
@@ -72,64 +72,64 @@ struct gpt2_config {
  * tensor-major order and gpt2_save/gpt2_load permute.
  */
 struct gpt2_block {
-	floatX *ln1w;     /* (C) */
-	floatX *ln1b;     /* (C) */
-	floatX *qkvw;     /* (3C, C) */
-	floatX *qkvb;     /* (3C) */
+	floatX *ln1w;	  /* (C) */
+	floatX *ln1b;	  /* (C) */
+	floatX *qkvw;	  /* (3C, C) */
+	floatX *qkvb;	  /* (3C) */
 	floatX *attprojw; /* (C, C) */
 	floatX *attprojb; /* (C) */
-	floatX *ln2w;     /* (C) */
-	floatX *ln2b;     /* (C) */
-	floatX *fcw;      /* (4C, C) */
-	floatX *fcb;      /* (4C) */
+	floatX *ln2w;	  /* (C) */
+	floatX *ln2b;	  /* (C) */
+	floatX *fcw;	  /* (4C, C) */
+	floatX *fcb;	  /* (4C) */
 	floatX *fcprojw;  /* (C, 4C) */
 	floatX *fcprojb;  /* (C) */
 };
 
 struct gpt2_params {
-	floatX *mem;              /* all P parameters, layer-major, 64-byte aligned */
-	floatX *wte;              /* (Vp, C) */
-	floatX *wpe;              /* (maxT, C) */
+	floatX *mem;		  /* all P parameters, layer-major, 64-byte aligned */
+	floatX *wte;		  /* (Vp, C) */
+	floatX *wpe;		  /* (maxT, C) */
 	struct gpt2_block *block; /* [L] views into mem */
-	floatX *lnfw;             /* (C) */
-	floatX *lnfb;             /* (C) */
+	floatX *lnfw;		  /* (C) */
+	floatX *lnfb;		  /* (C) */
 };
 
 /* Activations kept from forward for backward, for one (B, T) micro-batch. */
 struct gpt2_block_acts {
-	floatX *ln1;       /* (B, T, C) */
-	floatX *ln1_mean;  /* (B, T) */
-	floatX *ln1_rstd;  /* (B, T) */
-	floatX *qkv;       /* (B, T, 3C) */
-	floatX *atty;      /* (B, T, C) attention output before the projection */
-	floatX *att;       /* (B, NH, T, T) softmax weights, causal (upper part 0) */
-	floatX *res2;      /* (B, T, C) residual after attention */
-	floatX *ln2;       /* (B, T, C) */
-	floatX *ln2_mean;  /* (B, T) */
-	floatX *ln2_rstd;  /* (B, T) */
-	floatX *fch;       /* (B, T, 4C) MLP hidden, pre-GELU */
-	floatX *fch_gelu;  /* (B, T, 4C) */
-	floatX *res3;      /* (B, T, C) block output */
+	floatX *ln1;	  /* (B, T, C) */
+	floatX *ln1_mean; /* (B, T) */
+	floatX *ln1_rstd; /* (B, T) */
+	floatX *qkv;	  /* (B, T, 3C) */
+	floatX *atty;	  /* (B, T, C) attention output before the projection */
+	floatX *att;	  /* (B, NH, T, T) softmax weights, causal (upper part 0) */
+	floatX *res2;	  /* (B, T, C) residual after attention */
+	floatX *ln2;	  /* (B, T, C) */
+	floatX *ln2_mean; /* (B, T) */
+	floatX *ln2_rstd; /* (B, T) */
+	floatX *fch;	  /* (B, T, 4C) MLP hidden, pre-GELU */
+	floatX *fch_gelu; /* (B, T, 4C) */
+	floatX *res3;	  /* (B, T, C) block output */
 };
 
 struct gpt2_acts {
 	floatX *mem;
-	floatX *encoded;               /* (B, T, C) wte[tok] + wpe[t] */
+	floatX *encoded;	       /* (B, T, C) wte[tok] + wpe[t] */
 	struct gpt2_block_acts *block; /* [L] */
-	floatX *lnf;                   /* (B, T, C) */
-	floatX *lnf_mean;              /* (B, T) */
-	floatX *lnf_rstd;              /* (B, T) */
-	floatX *probs;                 /* (B, T, Vp) logits, then softmax, then dlogits */
-	floatX *losses;                /* (B, T) -log p(target) */
+	floatX *lnf;		       /* (B, T, C) */
+	floatX *lnf_mean;	       /* (B, T) */
+	floatX *lnf_rstd;	       /* (B, T) */
+	floatX *probs;		       /* (B, T, Vp) logits, then softmax, then dlogits */
+	floatX *losses;		       /* (B, T) -log p(target) */
 	/* backward scratch, reused by every block */
-	floatX *dres;                  /* (B, T, C) gradient of the residual stream */
-	floatX *dln;                   /* (B, T, C) */
-	floatX *datty;                 /* (B, T, C) */
-	floatX *dqkv;                  /* (B, T, 3C) */
-	floatX *datt;                  /* (B, NH, T, T) */
-	floatX *dfch;                  /* (B, T, 4C) */
-	floatX *dfch_gelu;             /* (B, T, 4C) */
-	floatX *scratch;               /* C * max(Vp, 4C): a transposed weight */
+	floatX *dres;	   /* (B, T, C) gradient of the residual stream */
+	floatX *dln;	   /* (B, T, C) */
+	floatX *datty;	   /* (B, T, C) */
+	floatX *dqkv;	   /* (B, T, 3C) */
+	floatX *datt;	   /* (B, NH, T, T) */
+	floatX *dfch;	   /* (B, T, 4C) */
+	floatX *dfch_gelu; /* (B, T, 4C) */
+	floatX *scratch;   /* C * max(Vp, 4C): a transposed weight */
 };
 
 /*
@@ -147,21 +147,21 @@ typedef void (*gpt2_ready_fn)(void *ctx, int event);
 
 struct gpt2 {
 	struct gpt2_config cfg;
-	size_t num_params;                  /* P */
+	size_t num_params;		       /* P */
 	size_t tensor_count[GPT2_NUM_TENSORS]; /* elements per tensor (all L layers) */
 	struct gpt2_params params;
-	struct gpt2_params grads;           /* same layout as params */
-	int nevents;                        /* L + 1 */
-	struct gpt2_grad_event *events;     /* [nevents] */
+	struct gpt2_params grads;	/* same layout as params */
+	int nevents;			/* L + 1 */
+	struct gpt2_grad_event *events; /* [nevents] */
 	/* activations, allocated for B x T on first forward */
-	int B;                              /* allocated batch */
-	int T;                              /* allocated sequence length */
+	int B; /* allocated batch */
+	int T; /* allocated sequence length */
 	struct gpt2_acts acts;
-	const int *inputs;                  /* (B, T) last forward's tokens (caller-owned) */
-	const int *targets;                 /* (B, T) or NULL */
-	int fwd_B;                          /* dimensions of the last forward */
+	const int *inputs;  /* (B, T) last forward's tokens (caller-owned) */
+	const int *targets; /* (B, T) or NULL */
+	int fwd_B;	    /* dimensions of the last forward */
 	int fwd_T;
-	double mean_loss;                   /* of the last forward with targets */
+	double mean_loss; /* of the last forward with targets */
 };
 
 /* ---- configuration and lifetime ---- */
@@ -231,8 +231,8 @@ void gpt2_backward(struct gpt2 *m, floatX loss_scale, gpt2_ready_fn ready, void 
  *         shards); 0, P for all.
  * Rows are added in order 0..N-1, so every rank gets the same bits.
  */
-void gpt2_encoder_backward_apply(struct gpt2 *m, const int *tokens, const floatX *dres,
-				 size_t N, int T, floatX scale, size_t lo, size_t hi);
+void gpt2_encoder_backward_apply(struct gpt2 *m, const int *tokens, const floatX *dres, size_t N,
+				 int T, floatX scale, size_t lo, size_t hi);
 
 void gpt2_zero_grad(struct gpt2 *m);
 
@@ -253,7 +253,7 @@ struct gpt2_adamw {
 	float eps;
 	float weight_decay; /* applied to matrices and embeddings only */
 	float grad_scale;   /* gradients are multiplied by this first (clipping) */
-	int t;              /* step, 1-based, for bias correction */
+	int t;		    /* step, 1-based, for bias correction */
 };
 
 /**
@@ -263,8 +263,8 @@ struct gpt2_adamw {
  * @grads: [in] the full gradient vector (layer-major); elements [lo, hi) read.
  * Weight decay only where gpt2_param_decays().
  */
-void gpt2_adamw_update(struct gpt2 *m, const floatX *grads, float *m_mem, float *v_mem,
-		       size_t lo, size_t hi, const struct gpt2_adamw *opt);
+void gpt2_adamw_update(struct gpt2 *m, const floatX *grads, float *m_mem, float *v_mem, size_t lo,
+		       size_t hi, const struct gpt2_adamw *opt);
 
 /**
  * gpt2_sumsq() - Sum of squares of x[0..n-1] in double, in a fixed order
@@ -319,7 +319,7 @@ double gpt2_flops_per_token(const struct gpt2_config *cfg, int T);
  * thread per output tile: bitwise the same for any OpenMP thread count.
  * Exposed for the peak-FLOP/s probe and the tests.
  */
-void gpt2_gemm(int M, int N, int K, const floatX *A, int lda, int trans_a, const floatX *B,
-	       int ldb, floatX *Cm, int ldc);
+void gpt2_gemm(int M, int N, int K, const floatX *A, int lda, int trans_a, const floatX *B, int ldb,
+	       floatX *Cm, int ldc);
 
 #endif /* IBC_TRAINER_GPT2_H */

@@ -17,7 +17,7 @@
 
 static int mkshard(const char *path, long n, long salt)
 {
-	int32_t h[256] = { 20240520, 1, (int32_t)n };
+	int32_t h[256] = {20240520, 1, (int32_t)n};
 	FILE *f = fopen(path, "wb");
 
 	if (!f || fwrite(h, sizeof(h), 1, f) != 1)

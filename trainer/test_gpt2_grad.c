@@ -54,7 +54,7 @@ static double dot(const double *a, const double *b, size_t n)
 
 /* compare an analytical gradient with finite differences of obj() over x */
 struct fd_result {
-	double max_abs;  /* max |analytic - numeric| */
+	double max_abs;	  /* max |analytic - numeric| */
 	double max_ratio; /* max |a - n| / (ABS_TOL + REL_TOL * |n|) : pass when <= 1 */
 	size_t checked;
 };
@@ -64,7 +64,7 @@ typedef double (*obj_fn)(void *ctx);
 static struct fd_result fd_check(obj_fn obj, void *ctx, double *x, const double *grad, size_t n,
 				 size_t stride)
 {
-	struct fd_result r = { 0, 0, 0 };
+	struct fd_result r = {0, 0, 0};
 
 	for (size_t i = 0; i < n; i += stride) {
 		double keep = x[i];
@@ -114,8 +114,8 @@ static double ln_obj(void *p)
 static void check_layernorm(void)
 {
 	size_t n = B_ * T_ * C_;
-	struct ln_ctx c = { rand_vec(n, 1), rand_vec(C_, 1), rand_vec(C_, 1), rand_vec(n, 1),
-			    zeros(n), zeros(B_ * T_), zeros(B_ * T_) };
+	struct ln_ctx c = {rand_vec(n, 1), rand_vec(C_, 1), rand_vec(C_, 1), rand_vec(n, 1),
+			   zeros(n),	   zeros(B_ * T_),  zeros(B_ * T_)};
 	double *dinp = zeros(n), *dw = zeros(C_), *db = zeros(C_);
 
 	ln_obj(&c);
@@ -123,8 +123,16 @@ static void check_layernorm(void)
 	report("layernorm dinp", fd_check(ln_obj, &c, c.inp, dinp, n, 1));
 	report("layernorm dweight", fd_check(ln_obj, &c, c.w, dw, C_, 1));
 	report("layernorm dbias", fd_check(ln_obj, &c, c.b, db, C_, 1));
-	free(c.inp); free(c.w); free(c.b); free(c.dy); free(c.out); free(c.mean); free(c.rstd);
-	free(dinp); free(dw); free(db);
+	free(c.inp);
+	free(c.w);
+	free(c.b);
+	free(c.dy);
+	free(c.out);
+	free(c.mean);
+	free(c.rstd);
+	free(dinp);
+	free(dw);
+	free(db);
 }
 
 /* ---- matmul ---- */
@@ -143,9 +151,15 @@ static double mm_obj(void *p)
 
 static void check_matmul(int BT, int IC, int OC)
 {
-	struct mm_ctx c = { rand_vec((size_t)BT * IC, 1), rand_vec((size_t)OC * IC, 1),
-			    rand_vec(OC, 1), rand_vec((size_t)BT * OC, 1),
-			    zeros((size_t)BT * OC), zeros((size_t)OC * IC), BT, IC, OC };
+	struct mm_ctx c = {rand_vec((size_t)BT * IC, 1),
+			   rand_vec((size_t)OC * IC, 1),
+			   rand_vec(OC, 1),
+			   rand_vec((size_t)BT * OC, 1),
+			   zeros((size_t)BT * OC),
+			   zeros((size_t)OC * IC),
+			   BT,
+			   IC,
+			   OC};
 	double *dinp = zeros((size_t)BT * IC), *dw = zeros((size_t)OC * IC), *db = zeros(OC);
 	char what[64];
 
@@ -157,8 +171,15 @@ static void check_matmul(int BT, int IC, int OC)
 	report(what, fd_check(mm_obj, &c, c.w, dw, (size_t)OC * IC, 1));
 	snprintf(what, sizeof(what), "matmul %dx%d->%d dbias", BT, IC, OC);
 	report(what, fd_check(mm_obj, &c, c.b, db, OC, 1));
-	free(c.inp); free(c.w); free(c.b); free(c.dy); free(c.out); free(c.scratch);
-	free(dinp); free(dw); free(db);
+	free(c.inp);
+	free(c.w);
+	free(c.b);
+	free(c.dy);
+	free(c.out);
+	free(c.scratch);
+	free(dinp);
+	free(dw);
+	free(db);
 }
 
 /* ---- attention ---- */
@@ -177,8 +198,8 @@ static double att_obj(void *p)
 static void check_attention(void)
 {
 	size_t n = B_ * T_ * 3 * C_;
-	struct att_ctx c = { rand_vec(n, 1), rand_vec(B_ * T_ * C_, 1), zeros(B_ * T_ * C_),
-			     zeros(B_ * NH_ * T_ * T_) };
+	struct att_ctx c = {rand_vec(n, 1), rand_vec(B_ * T_ * C_, 1), zeros(B_ * T_ * C_),
+			    zeros(B_ * NH_ * T_ * T_)};
 	double *dqkv = zeros(n), *datt = zeros(B_ * NH_ * T_ * T_);
 	int causal_ok = 1;
 
@@ -191,7 +212,12 @@ static void check_attention(void)
 			for (int t2 = t + 1; t2 < T_; t2++)
 				causal_ok &= c.att[((size_t)bh * T_ + t) * T_ + t2] == 0;
 	tap_ok(causal_ok, "attention is causal (weights above the diagonal are 0)");
-	free(c.qkv); free(c.dy); free(c.out); free(c.att); free(dqkv); free(datt);
+	free(c.qkv);
+	free(c.dy);
+	free(c.out);
+	free(c.att);
+	free(dqkv);
+	free(datt);
 }
 
 /* ---- gelu ---- */
@@ -211,12 +237,15 @@ static double gelu_obj(void *p)
 static void check_gelu(void)
 {
 	size_t n = 64;
-	struct gelu_ctx c = { rand_vec(n, 4), rand_vec(n, 1), zeros(n), n };
+	struct gelu_ctx c = {rand_vec(n, 4), rand_vec(n, 1), zeros(n), n};
 	double *dx = zeros(n);
 
 	gelu_backward(dx, c.x, c.dy, n);
 	report("gelu dinp", fd_check(gelu_obj, &c, c.x, dx, n, 1));
-	free(c.x); free(c.dy); free(c.out); free(dx);
+	free(c.x);
+	free(c.dy);
+	free(c.out);
+	free(dx);
 }
 
 /* ---- softmax + cross-entropy (objective: the mean loss itself) ---- */
@@ -236,7 +265,7 @@ static double ce_obj(void *p)
 static void check_crossentropy(void)
 {
 	size_t n = B_ * T_ * VP_;
-	struct ce_ctx c = { rand_vec(n, 3), zeros(n), zeros(B_ * T_), malloc(B_ * T_ * sizeof(int)) };
+	struct ce_ctx c = {rand_vec(n, 3), zeros(n), zeros(B_ * T_), malloc(B_ * T_ * sizeof(int))};
 	double *dlogits;
 	int pad_ok = 1;
 
@@ -251,7 +280,11 @@ static void check_crossentropy(void)
 		for (int i = V_; i < VP_; i++)
 			pad_ok &= dlogits[(size_t)bt * VP_ + i] == 0;
 	tap_ok(pad_ok, "padded vocabulary entries get exactly 0 gradient");
-	free(c.logits); free(c.probs); free(c.losses); free(c.targets); free(dlogits);
+	free(c.logits);
+	free(c.probs);
+	free(c.losses);
+	free(c.targets);
+	free(dlogits);
 }
 
 /* ---- encoder ---- */
@@ -270,8 +303,8 @@ static double enc_obj(void *p)
 
 static void check_encoder(void)
 {
-	struct enc_ctx c = { rand_vec(VP_ * C_, 1), rand_vec(T_ * C_, 1), rand_vec(B_ * T_ * C_, 1),
-			     zeros(B_ * T_ * C_), malloc(B_ * T_ * sizeof(int)) };
+	struct enc_ctx c = {rand_vec(VP_ * C_, 1), rand_vec(T_ * C_, 1), rand_vec(B_ * T_ * C_, 1),
+			    zeros(B_ * T_ * C_), malloc(B_ * T_ * sizeof(int))};
 	double *dwte = zeros(VP_ * C_);
 	double *dwpe = dwte ? zeros(T_ * C_) : NULL;
 
@@ -280,7 +313,13 @@ static void check_encoder(void)
 	encoder_backward(dwte, dwpe, c.dy, c.inp, B_ * T_, T_, C_, VP_, 1, 0, (size_t)-1);
 	report("encoder dwte", fd_check(enc_obj, &c, c.wte, dwte, VP_ * C_, 1));
 	report("encoder dwpe", fd_check(enc_obj, &c, c.wpe, dwpe, T_ * C_, 1));
-	free(c.wte); free(c.wpe); free(c.dy); free(c.out); free(c.inp); free(dwte); free(dwpe);
+	free(c.wte);
+	free(c.wpe);
+	free(c.dy);
+	free(c.out);
+	free(c.inp);
+	free(dwte);
+	free(dwpe);
 }
 
 /* ---- the whole model ---- */
@@ -312,13 +351,17 @@ static void on_ready(void *ctx, int e)
 
 static void check_model(void)
 {
-	struct gpt2_config cfg = { .max_seq_len = 8, .vocab_size = V_, .padded_vocab_size = VP_,
-				   .num_layers = 2, .num_heads = NH_, .channels = C_ };
+	struct gpt2_config cfg = {.max_seq_len = 8,
+				  .vocab_size = V_,
+				  .padded_vocab_size = VP_,
+				  .num_layers = 2,
+				  .num_heads = NH_,
+				  .channels = C_};
 	struct gpt2 *m = gpt2_create(&cfg);
-	struct model_ctx c = { m, malloc(B_ * T_ * sizeof(int)), malloc(B_ * T_ * sizeof(int)) };
+	struct model_ctx c = {m, malloc(B_ * T_ * sizeof(int)), malloc(B_ * T_ * sizeof(int))};
 	double *grad;
 	double *grad2;
-	struct ready_log log = { 0, { 0 } };
+	struct ready_log log = {0, {0}};
 	int order_ok;
 
 	if (!m)
@@ -337,10 +380,10 @@ static void check_model(void)
 	grad = malloc(m->num_params * sizeof(double));
 	memcpy(grad, m->grads.mem, m->num_params * sizeof(double));
 	for (int k = 0; k < GPT2_NUM_TENSORS; k++) {
-		struct fd_result all = { 0, 0, 0 };
-		static const char *names[] = { "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb",
-					       "attprojw", "attprojb", "ln2w", "ln2b", "fcw", "fcb",
-					       "fcprojw", "fcprojb", "lnfw", "lnfb" };
+		struct fd_result all = {0, 0, 0};
+		static const char *names[] = {
+		    "wte",  "wpe",  "ln1w", "ln1b", "qkvw",    "qkvb",	  "attprojw", "attprojb",
+		    "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw", "fcprojb", "lnfw",     "lnfb"};
 		char what[64];
 
 		for (int l = 0; l < (tensor_is_layered(k) ? cfg.num_layers : 1); l++) {
@@ -396,7 +439,10 @@ static void check_gemm(int M, int N, int K, int trans_a)
 		}
 	tap_ok(maxerr < 1e-12 * K, "gemm M %d N %d K %d%s matches the triple loop (max err %.1e)",
 	       M, N, K, trans_a ? " A^T" : "", maxerr);
-	free(A); free(Bm); free(C1); free(C2);
+	free(A);
+	free(Bm);
+	free(C1);
+	free(C2);
 }
 
 int main(void)

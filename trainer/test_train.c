@@ -27,8 +27,12 @@
 static char dir[256];
 
 static const struct gpt2_config small_cfg = {
-	.max_seq_len = 32, .vocab_size = 61, .padded_vocab_size = 64,
-	.num_layers = 2, .num_heads = 2, .channels = 16,
+    .max_seq_len = 32,
+    .vocab_size = 61,
+    .padded_vocab_size = 64,
+    .num_layers = 2,
+    .num_heads = 2,
+    .channels = 16,
 };
 
 static void path_in_dir(char *out, size_t n, const char *name)
@@ -40,7 +44,7 @@ static void path_in_dir(char *out, size_t n, const char *name)
 static int write_shard(const char *name, size_t ntok, int salt, int V, int magic)
 {
 	char p[512];
-	int32_t h[256] = { 0 };
+	int32_t h[256] = {0};
 	FILE *f;
 
 	path_in_dir(p, sizeof(p), name);
@@ -125,7 +129,8 @@ static void test_model_file(void)
 				uint32_t bits;
 
 				memcpy(&bits, &v, 4);
-				bf[k++] = (uint16_t)(bits >> 16); /* truncation: exactly representable */
+				bf[k++] =
+				    (uint16_t)(bits >> 16); /* truncation: exactly representable */
 			}
 			fclose(g);
 		}
@@ -163,9 +168,9 @@ static void test_model_file(void)
 
 static void test_tokenizer(void)
 {
-	static const char *toks[] = { "a", " b", "\xe2\x82", "<|endoftext|>" };
+	static const char *toks[] = {"a", " b", "\xe2\x82", "<|endoftext|>"};
 	char p[512];
-	uint32_t h[256] = { 20240328, 2, 4, 3 };
+	uint32_t h[256] = {20240328, 2, 4, 3};
 	struct tokenizer t;
 	size_t len;
 	const uint8_t *b;
@@ -235,10 +240,12 @@ static void test_dataloader(void)
 				ok_split &= s == dataloader_sample_index(&one, j, r * B + b);
 				ok_split &= !seen[s];
 				seen[s] = 1;
-				ok_split &= memcmp(r3[r].inputs + b * T, one.inputs + (r * B + b) * T,
-						   T * sizeof(int)) == 0;
+				ok_split &=
+				    memcmp(r3[r].inputs + b * T, one.inputs + (r * B + b) * T,
+					   T * sizeof(int)) == 0;
 				for (int t = 0; t + 1 < T; t++)
-					ok_shift &= r3[r].targets[b * T + t] == r3[r].inputs[b * T + t + 1];
+					ok_shift &=
+					    r3[r].targets[b * T + t] == r3[r].inputs[b * T + t + 1];
 			}
 		}
 	}
@@ -264,7 +271,7 @@ static void test_dataloader(void)
 		dataloader_free(&other);
 		dataloader_init(&other, pat, R * B, T, 0, 1, 0, 0);
 		tap_ok(dataloader_sample_index(&other, 1, 0) == 6 &&
-		       dataloader_sample_index(&other, 1, 5) == 11,
+			   dataloader_sample_index(&other, 1, 5) == 11,
 		       "without shuffle (validation) batch j holds samples 6j .. 6j+5");
 		dataloader_free(&other);
 	}
@@ -275,21 +282,23 @@ static void test_dataloader(void)
 		dataloader_free(&r3[r]);
 	write_shard("bad_000001.bin", 100, 0, 61, 1234);
 	path_in_dir(pat, sizeof(pat), "bad_*.bin");
-	tap_ok(dataloader_init(&one, pat, 1, 8, 0, 1, 1, 1) != 0, "a shard with a bad magic is refused");
+	tap_ok(dataloader_init(&one, pat, 1, 8, 0, 1, 1, 1) != 0,
+	       "a shard with a bad magic is refused");
 	path_in_dir(pat, sizeof(pat), "dl_000001.bin");
 	truncate(pat, 1024 + 2 * 1000 - 2);
 	tap_ok(dataloader_init(&one, pat, 1, 8, 0, 1, 1, 1) != 0, "a truncated shard is refused");
 	write_shard("dl_000001.bin", 1000, 0, 61, 20240520);
 	path_in_dir(pat, sizeof(pat), "none_*.bin");
-	tap_ok(dataloader_init(&one, pat, 1, 8, 0, 1, 1, 1) != 0, "a pattern matching nothing fails");
+	tap_ok(dataloader_init(&one, pat, 1, 8, 0, 1, 1, 1) != 0,
+	       "a pattern matching nothing fails");
 }
 
 /* ---- schedule ---- */
 
 static void test_schedule(void)
 {
-	struct train_config c = { .lr = 1e-3f, .final_lr_frac = 0.1f, .warmup_steps = 10,
-				  .max_steps = 110 };
+	struct train_config c = {
+	    .lr = 1e-3f, .final_lr_frac = 0.1f, .warmup_steps = 10, .max_steps = 110};
 
 	tap_ok(trainer_lr(&c, 0) == 1e-3f * 1 / 10 && trainer_lr(&c, 4) == 1e-3f * 5 / 10,
 	       "warm-up: lr * (step + 1) / warmup");
@@ -302,17 +311,28 @@ static void test_schedule(void)
 
 static struct train_config base_tc(void)
 {
-	return (struct train_config){ .B = 4, .T = 8, .G = 1, .max_steps = 20, .lr = 3e-3f,
-				      .final_lr_frac = 0.1f, .warmup_steps = 2,
-				      .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f,
-				      .eps = 1e-8f, .grad_clip = 1.0f, .zero = 0,
-				      .bucket_elems = 2000, .overlap = 1, .data_seed = 5,
-				      .val_batches = 4 };
+	return (struct train_config){.B = 4,
+				     .T = 8,
+				     .G = 1,
+				     .max_steps = 20,
+				     .lr = 3e-3f,
+				     .final_lr_frac = 0.1f,
+				     .warmup_steps = 2,
+				     .weight_decay = 0.1f,
+				     .beta1 = 0.9f,
+				     .beta2 = 0.95f,
+				     .eps = 1e-8f,
+				     .grad_clip = 1.0f,
+				     .zero = 0,
+				     .bucket_elems = 2000,
+				     .overlap = 1,
+				     .data_seed = 5,
+				     .val_batches = 4};
 }
 
 static int make_trainer(struct trainer *tr, const struct train_config *tc)
 {
-	static const struct dp one = { NULL, NULL, 0, 1 };
+	static const struct dp one = {NULL, NULL, 0, 1};
 	struct gpt2 *m = gpt2_create(&small_cfg);
 	char pat[512];
 	char vpat[512];
@@ -379,7 +399,8 @@ static void test_accumulation(void)
 	}
 	tap_ok(maxdiff <= 1e-5 * maxg && fabs(a.stats.loss - b.stats.loss) < 1e-5,
 	       "B 4 x G 1 == B 2 x G 2: max gradient difference %.2e (%.1e of max |g|), "
-	       "loss %.6f vs %.6f", maxdiff, maxdiff / maxg, a.stats.loss, b.stats.loss);
+	       "loss %.6f vs %.6f",
+	       maxdiff, maxdiff / maxg, a.stats.loss, b.stats.loss);
 	trainer_free(&a);
 	trainer_free(&b);
 }
@@ -411,7 +432,7 @@ static void test_resume(void)
 	trainer_save_state(&b, sp);
 	trainer_free(&b);
 	{
-		static const struct dp one = { NULL, NULL, 0, 1 };
+		static const struct dp one = {NULL, NULL, 0, 1};
 		char pat[512];
 		char vpat[512];
 
@@ -432,7 +453,7 @@ static void test_resume(void)
 	tc.B = 3;
 	trainer_free(&c);
 	{
-		static const struct dp one = { NULL, NULL, 0, 1 };
+		static const struct dp one = {NULL, NULL, 0, 1};
 		char pat[512];
 
 		path_in_dir(pat, sizeof(pat), "dl_*.bin");
@@ -498,7 +519,7 @@ static void test_zero_plan(void)
 		for (size_t i = 0; i < sizeof(ops) / sizeof(void *); i++)
 			((void **)&ops)[i] = (void *)dummy_op;
 		for (int r = 0; r < R; r++) {
-			struct dp d = { &ops, NULL, r, R };
+			struct dp d = {&ops, NULL, r, R};
 			struct trainer t;
 			char pat[512];
 			size_t owned = 0;
@@ -524,8 +545,8 @@ static void test_zero_plan(void)
 		/* shard elements: once over all ranks; bucket tails: by every rank */
 		for (size_t e = 0; ok && e < P; e++)
 			ok &= cover[e] == 1 || cover[e] == R;
-		tap_ok(ok && P > 0, "ZeRO-1 plan for R = %d: every parameter owned once (tails by all)",
-		       R);
+		tap_ok(ok && P > 0,
+		       "ZeRO-1 plan for R = %d: every parameter owned once (tails by all)", R);
 		free(cover);
 	}
 }

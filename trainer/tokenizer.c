@@ -26,7 +26,8 @@ int tokenizer_init(struct tokenizer *t, const char *path)
 	}
 	if (fread(h, sizeof(h), 1, f) != 1 || h[0] != TOKENIZER_MAGIC || (h[1] != 1 && h[1] != 2) ||
 	    h[2] == 0 || h[2] > (1u << 20)) {
-		fprintf(stderr, "tokenizer: %s is not an llm.c tokenizer file (magic %d, versions 1-2)\n",
+		fprintf(stderr,
+			"tokenizer: %s is not an llm.c tokenizer file (magic %d, versions 1-2)\n",
 			path, TOKENIZER_MAGIC);
 		goto err;
 	}

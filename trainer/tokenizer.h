@@ -16,10 +16,10 @@
 #define TOKENIZER_MAGIC 20240328
 
 struct tokenizer {
-	uint32_t vocab_size;  /* V */
-	int eot_token;        /* <|endoftext|>, 50256 for GPT-2 */
-	uint8_t *bytes;       /* all token bytes, concatenated */
-	uint32_t *offset;     /* (V + 1) start of token i in bytes */
+	uint32_t vocab_size; /* V */
+	int eot_token;	     /* <|endoftext|>, 50256 for GPT-2 */
+	uint8_t *bytes;	     /* all token bytes, concatenated */
+	uint32_t *offset;    /* (V + 1) start of token i in bytes */
 };
 
 /**

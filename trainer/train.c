@@ -119,13 +119,13 @@ static int plan_ownership(struct trainer *tr)
 		size_t q = b->shard;
 
 		if (q > 0) {
-			tr->owned[tr->nowned++] = (struct owned_range){ b->off + r * q,
-									b->off + (r + 1) * q, so };
+			tr->owned[tr->nowned++] =
+			    (struct owned_range){b->off + r * q, b->off + (r + 1) * q, so};
 			so += q;
 		}
 		if (b->count > R * q) {
-			tr->owned[tr->nowned++] = (struct owned_range){ b->off + R * q,
-									b->off + b->count, so };
+			tr->owned[tr->nowned++] =
+			    (struct owned_range){b->off + R * q, b->off + b->count, so};
 			so += b->count - R * q;
 		}
 	}
@@ -145,9 +145,9 @@ int trainer_init(struct trainer *tr, struct gpt2 *model, const struct train_conf
 	tr->dp = *dp;
 	if (cfg->B < 1 || cfg->T < 1 || cfg->G < 1 || cfg->T > model->cfg.max_seq_len ||
 	    cfg->max_steps < 1 || R < 1 || (R > 1 && !dp->ops) || cfg->zero < 0 || cfg->zero > 1) {
-		fprintf(stderr, "train: bad config B %d T %d (maxT %d) G %d steps %d R %d zero %d\n",
-			cfg->B, cfg->T, model->cfg.max_seq_len, cfg->G, cfg->max_steps, R,
-			cfg->zero);
+		fprintf(
+		    stderr, "train: bad config B %d T %d (maxT %d) G %d steps %d R %d zero %d\n",
+		    cfg->B, cfg->T, model->cfg.max_seq_len, cfg->G, cfg->max_steps, R, cfg->zero);
 		goto err;
 	}
 	if (tr->cfg.bucket_elems == 0)
@@ -201,7 +201,7 @@ void trainer_free(struct trainer *tr)
 
 struct bwd_ctx {
 	struct trainer *tr;
-	int issue;  /* 1: issue buckets from the hook (overlap) */
+	int issue; /* 1: issue buckets from the hook (overlap) */
 	int failed;
 };
 
@@ -327,7 +327,7 @@ int trainer_step(struct trainer *tr)
 	for (int micro = 0; micro < c->G; micro++) {
 		int64_t j = (int64_t)tr->step * c->G + micro;
 		int last = micro == c->G - 1 && R > 1;
-		struct bwd_ctx bc = { tr, c->overlap, 0 };
+		struct bwd_ctx bc = {tr, c->overlap, 0};
 		double loss;
 		double t_bwd_end;
 		void *req_tok = NULL;
@@ -390,7 +390,8 @@ int trainer_step(struct trainer *tr)
 			const struct bucket *b = &tr->buckets[i];
 
 			if (b->shard > 0)
-				red[1] += gpt2_sumsq(m->grads.mem + b->off + r * b->shard, b->shard);
+				red[1] +=
+				    gpt2_sumsq(m->grads.mem + b->off + r * b->shard, b->shard);
 			if (r == 0 && b->count > R * b->shard)
 				red[1] += gpt2_sumsq(m->grads.mem + b->off + R * b->shard,
 						     b->count - R * b->shard);
@@ -406,14 +407,18 @@ int trainer_step(struct trainer *tr)
 	if (c->grad_clip > 0 && st->grad_norm > c->grad_clip)
 		scale = (float)(c->grad_clip / st->grad_norm);
 	st->lr = trainer_lr(c, tr->step);
-	opt = (struct gpt2_adamw){ .lr = st->lr, .beta1 = c->beta1, .beta2 = c->beta2,
-				   .eps = c->eps, .weight_decay = c->weight_decay,
-				   .grad_scale = scale, .t = tr->step + 1 };
+	opt = (struct gpt2_adamw){.lr = st->lr,
+				  .beta1 = c->beta1,
+				  .beta2 = c->beta2,
+				  .eps = c->eps,
+				  .weight_decay = c->weight_decay,
+				  .grad_scale = scale,
+				  .t = tr->step + 1};
 	for (int i = 0; i < tr->nowned; i++) {
 		const struct owned_range *o = &tr->owned[i];
 
-		gpt2_adamw_update(m, m->grads.mem, tr->m + o->state_off, tr->v + o->state_off, o->lo,
-				  o->hi, &opt);
+		gpt2_adamw_update(m, m->grads.mem, tr->m + o->state_off, tr->v + o->state_off,
+				  o->lo, o->hi, &opt);
 	}
 	st->opt_ms = (trainer_now_s() - t) * 1e3;
 
@@ -423,8 +428,8 @@ int trainer_step(struct trainer *tr)
 			struct bucket *b = &tr->buckets[i];
 
 			b->req = NULL;
-			if (b->shard > 0 && ops->iallgather(tr->dp.ctx, m->params.mem + b->off, b->shard,
-							    &b->req) != 0)
+			if (b->shard > 0 && ops->iallgather(tr->dp.ctx, m->params.mem + b->off,
+							    b->shard, &b->req) != 0)
 				return -1;
 		}
 		for (int i = 0; i < tr->nbuckets; i++)
@@ -452,8 +457,8 @@ double trainer_val_loss(struct trainer *tr)
 
 		if (dataloader_load(&tr->val, j) != 0 || check_tokens(tr, &tr->val) != 0)
 			return -1;
-		loss = gpt2_forward(tr->model, tr->val.inputs, tr->val.targets, tr->cfg.B,
-				    tr->cfg.T);
+		loss =
+		    gpt2_forward(tr->model, tr->val.inputs, tr->val.targets, tr->cfg.B, tr->cfg.T);
 		if (loss < 0)
 			return -1;
 		sum += loss;
@@ -552,7 +557,7 @@ int trainer_save_state(struct trainer *tr, const char *path)
 {
 	struct gpt2 *m = tr->model;
 	size_t P = m->num_params;
-	int32_t h[GPT2_HEADER_INTS] = { 0 };
+	int32_t h[GPT2_HEADER_INTS] = {0};
 	float *full = malloc(P * sizeof(float));
 	char tmp[4096];
 	FILE *f = NULL;
@@ -590,7 +595,8 @@ int trainer_save_state(struct trainer *tr, const char *path)
 			snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 			f = fopen(tmp, "wb");
 			if (!f || fwrite(h, sizeof(h), 1, f) != 1) {
-				fprintf(stderr, "train: cannot write %s: %s\n", tmp, strerror(errno));
+				fprintf(stderr, "train: cannot write %s: %s\n", tmp,
+					strerror(errno));
 				bad = 1;
 				break;
 			}

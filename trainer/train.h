@@ -42,16 +42,16 @@ struct dp_ops {
 struct dp {
 	const struct dp_ops *ops; /* NULL when nranks == 1 */
 	void *ctx;
-	int rank;                 /* r */
-	int nranks;               /* R */
+	int rank;   /* r */
+	int nranks; /* R */
 };
 
 struct train_config {
-	int B;               /* micro-batch per rank */
-	int T;               /* sequence length */
-	int G;               /* gradient accumulation steps */
-	int max_steps;       /* length of the learning-rate schedule */
-	float lr;            /* peak learning rate */
+	int B;		     /* micro-batch per rank */
+	int T;		     /* sequence length */
+	int G;		     /* gradient accumulation steps */
+	int max_steps;	     /* length of the learning-rate schedule */
+	float lr;	     /* peak learning rate */
 	float final_lr_frac; /* lr at max_steps = lr * final_lr_frac */
 	int warmup_steps;    /* linear warm-up from lr / warmup to lr */
 	float weight_decay;
@@ -59,64 +59,64 @@ struct train_config {
 	float beta2;
 	float eps;
 	float grad_clip;     /* clip the global gradient norm to this; 0 = off */
-	int zero;            /* 0: all-reduce + full update; 1: ZeRO-1 */
+	int zero;	     /* 0: all-reduce + full update; 1: ZeRO-1 */
 	size_t bucket_elems; /* gradient bucket size cap, elements */
-	int overlap;         /* 1: reduce buckets during backward; 0: after it */
+	int overlap;	     /* 1: reduce buckets during backward; 0: after it */
 	uint64_t data_seed;  /* training data order */
 	int val_batches;     /* validation micro-batches per rank */
 };
 
 /* A contiguous group of parameters reduced as one unit. */
 struct bucket {
-	size_t off;       /* first parameter (layer-major flat index) */
-	size_t count;     /* elements */
-	int event;        /* issued when this gradient event has fired */
-	size_t shard;     /* ZeRO-1: elements per rank, floor(count / R) */
-	void *req;        /* outstanding reduction (all-reduce or reduce-scatter) */
-	void *req_tail;   /* ZeRO-1: all-reduce of the count - R * shard tail */
-	double t_issue;   /* s, monotonic */
-	double t_done;    /* s, first time seen complete */
+	size_t off;	/* first parameter (layer-major flat index) */
+	size_t count;	/* elements */
+	int event;	/* issued when this gradient event has fired */
+	size_t shard;	/* ZeRO-1: elements per rank, floor(count / R) */
+	void *req;	/* outstanding reduction (all-reduce or reduce-scatter) */
+	void *req_tail; /* ZeRO-1: all-reduce of the count - R * shard tail */
+	double t_issue; /* s, monotonic */
+	double t_done;	/* s, first time seen complete */
 	int done;
 };
 
 /* A range of parameters this rank updates, with its optimizer state. */
 struct owned_range {
-	size_t lo;        /* [lo, hi) layer-major flat indices */
+	size_t lo; /* [lo, hi) layer-major flat indices */
 	size_t hi;
 	size_t state_off; /* its moments start at m[state_off], v[state_off] */
 };
 
 struct step_stats {
-	double loss;         /* mean over the R*G*B*T tokens of the step */
-	double grad_norm;    /* global L2 norm before clipping */
+	double loss;	  /* mean over the R*G*B*T tokens of the step */
+	double grad_norm; /* global L2 norm before clipping */
 	float lr;
-	double step_ms;      /* wall time of trainer_step */
-	double compute_ms;   /* forward + backward, all micro-steps */
-	double comm_ms;      /* communicator busy with the gradient reduction */
-	double exposed_ms;   /* time blocked waiting for it after backward */
-	double hidden_frac;  /* 1 - exposed / comm (0 without communication) */
-	double gather_ms;    /* ZeRO-1 parameter all-gather after the update */
-	double opt_ms;       /* clip + AdamW */
+	double step_ms;	    /* wall time of trainer_step */
+	double compute_ms;  /* forward + backward, all micro-steps */
+	double comm_ms;	    /* communicator busy with the gradient reduction */
+	double exposed_ms;  /* time blocked waiting for it after backward */
+	double hidden_frac; /* 1 - exposed / comm (0 without communication) */
+	double gather_ms;   /* ZeRO-1 parameter all-gather after the update */
+	double opt_ms;	    /* clip + AdamW */
 };
 
 struct trainer {
 	struct train_config cfg;
-	struct gpt2 *model;          /* owned */
+	struct gpt2 *model; /* owned */
 	struct dp dp;
 	struct dataloader train;
 	struct dataloader val;
 	int have_val;
 	int nbuckets;
-	struct bucket *buckets;      /* in issue order */
+	struct bucket *buckets; /* in issue order */
 	int nowned;
 	struct owned_range *owned;
-	size_t state_count;          /* elements of m and v */
-	float *m;                    /* (state_count) AdamW first moment */
-	float *v;                    /* (state_count) second moment */
-	int *gather_tokens;          /* (R*B*T) deferred encoder: all ranks' inputs */
-	floatX *gather_dres;         /* (R*B*T, C) and their gradients */
-	int step;                    /* optimizer steps done */
-	struct step_stats stats;     /* of the last step */
+	size_t state_count;	 /* elements of m and v */
+	float *m;		 /* (state_count) AdamW first moment */
+	float *v;		 /* (state_count) second moment */
+	int *gather_tokens;	 /* (R*B*T) deferred encoder: all ranks' inputs */
+	floatX *gather_dres;	 /* (R*B*T, C) and their gradients */
+	int step;		 /* optimizer steps done */
+	struct step_stats stats; /* of the last step */
 };
 
 /**

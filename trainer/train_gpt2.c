@@ -35,79 +35,97 @@
 struct options {
 	const char *train_pattern; /* -i */
 	const char *val_pattern;   /* -j */
-	const char *tokenizer;     /* -k */
-	const char *init_model;    /* -e */
-	const char *resume;        /* --resume model file; state file alongside */
-	const char *out_dir;       /* -o */
-	const char *log_csv;       /* --log */
+	const char *tokenizer;	   /* -k */
+	const char *init_model;	   /* -e */
+	const char *resume;	   /* --resume model file; state file alongside */
+	const char *out_dir;	   /* -o */
+	const char *log_csv;	   /* --log */
 	const char *dump_params;   /* --dump-params */
-	const char *dump_grads;    /* --dump-grads */
-	int depth;                 /* -d */
-	int max_seq_len;           /* --max-seq-len */
-	int stop_step;             /* --stop: stop early (schedule still -n long) */
-	int val_every;             /* -v */
-	int sample_every;          /* -s */
-	int gen_tokens;            /* --gen */
-	float temperature;         /* --temp */
-	int top_k;                 /* --top-k */
-	int ckpt_every;            /* -c */
-	uint64_t init_seed;        /* --init-seed */
-	int threads;               /* --threads */
-	double peak_gflops;        /* --peak-gflops, per rank */
-	int print_hash;            /* --print-hash */
-	int quiet;                 /* -q: no per-step lines */
+	const char *dump_grads;	   /* --dump-grads */
+	int depth;		   /* -d */
+	int max_seq_len;	   /* --max-seq-len */
+	int stop_step;		   /* --stop: stop early (schedule still -n long) */
+	int val_every;		   /* -v */
+	int sample_every;	   /* -s */
+	int gen_tokens;		   /* --gen */
+	float temperature;	   /* --temp */
+	int top_k;		   /* --top-k */
+	int ckpt_every;		   /* -c */
+	uint64_t init_seed;	   /* --init-seed */
+	int threads;		   /* --threads */
+	double peak_gflops;	   /* --peak-gflops, per rank */
+	int print_hash;		   /* --print-hash */
+	int quiet;		   /* --quiet: no per-step lines */
 	struct train_config tc;
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: ibc_gpt2 [options]\n"
-		"data\n"
-		"  -i PATTERN   training shards (llm.c format, glob) [data/corpus/corpus_train_*.bin]\n"
-		"  -j PATTERN   validation shards [data/corpus/corpus_val_*.bin]; '' for none\n"
-		"  -k FILE      llm.c GPT-2 tokenizer, for samples [data/corpus/gpt2_tokenizer.bin]\n"
-		"model\n"
-		"  -d N         depth: L = N layers, C = 64N, NH = N (d2 tiny, d6 small, d12 = 124M) [2]\n"
-		"  --max-seq-len N  wpe rows of a new model [1024]\n"
-		"  -e FILE      start from an llm.c model file (v3 fp32 or v5 bf16) instead of random\n"
-		"  --init-seed N    seed of the random initialisation [1337]\n"
-		"  --resume FILE    continue from OUT/model_NNNNNNNN.bin and its state_NNNNNNNN.bin\n"
-		"batch and schedule\n"
-		"  -T N         sequence length [64]\n"
-		"  -b N         micro-batch per rank [4]\n"
-		"  -g N         gradient accumulation steps [1]; global batch R*b*g sequences\n"
-		"  -n N         optimizer steps (length of the lr schedule) [100]\n"
-		"  --stop N     stop after step N (for interrupted runs) [n]\n"
-		"  -l LR        peak learning rate [1e-3]\n"
-		"  -u N         warm-up steps [10]\n"
-		"  -q F         final lr fraction of the cosine decay [0.1]\n"
-		"  -w WD        AdamW weight decay on matrices and embeddings [0.1]\n"
-		"  --clip X     global gradient-norm clip, 0 off [1.0]\n"
-		"  --seed N     data order seed [42]\n"
-		"data parallelism\n"
-		"  --zero 0|1   1: ZeRO-1 (reduce-scatter, sharded AdamW, all-gather) [0]\n"
-		"  --bucket-mb X    gradient bucket cap, MiB [4]\n"
-		"  --overlap 0|1    reduce buckets while backward runs [1]\n"
-		"evaluation and output\n"
-		"  -v N         validation every N steps (and first/last) [20]\n"
-		"  -m N         validation micro-batches per rank [8]\n"
-		"  -s N         sample every N steps (and at the end) [0: end only]\n"
-		"  --gen N      tokens per sample [64]; --temp X [1.0]; --top-k N [40]\n"
-		"  -o DIR       checkpoints go to DIR/model_NNNNNNNN.bin + state_NNNNNNNN.bin\n"
-		"  -c N         checkpoint every N steps (and at the end) [0: end only, needs -o]\n"
-		"  --log FILE   CSV log, one row per step (rank 0)\n"
-		"  --threads N  OpenMP threads per rank [OMP_NUM_THREADS, else cores / local ranks]\n"
-		"  --peak-gflops X  per-rank peak for the utilisation column [measured at start]\n"
-		"  --print-hash     print the parameter hash of every rank at the end\n"
-		"  --dump-params FILE / --dump-grads FILE  raw fp32 dumps at the end (rank 0; tests)\n"
-		"  --quiet      no per-step lines\n");
+	fprintf(
+	    f,
+	    "usage: ibc_gpt2 [options]\n"
+	    "data\n"
+	    "  -i PATTERN   training shards (llm.c format, glob) [data/corpus/corpus_train_*.bin]\n"
+	    "  -j PATTERN   validation shards [data/corpus/corpus_val_*.bin]; '' for none\n"
+	    "  -k FILE      llm.c GPT-2 tokenizer, for samples [data/corpus/gpt2_tokenizer.bin]\n"
+	    "model\n"
+	    "  -d N         depth: L = N, C = 64N, NH = N (d2 tiny, d6 small, d12 124M) [2]\n"
+	    "  --max-seq-len N  wpe rows of a new model [1024]\n"
+	    "  -e FILE      start from an llm.c model file (v3 fp32 or v5 bf16) instead of random\n"
+	    "  --init-seed N    seed of the random initialisation [1337]\n"
+	    "  --resume FILE    continue from OUT/model_NNNNNNNN.bin and its state_NNNNNNNN.bin\n"
+	    "batch and schedule\n"
+	    "  -T N         sequence length [64]\n"
+	    "  -b N         micro-batch per rank [4]\n"
+	    "  -g N         gradient accumulation steps [1]; global batch R*b*g sequences\n"
+	    "  -n N         optimizer steps (length of the lr schedule) [100]\n"
+	    "  --stop N     stop after step N (for interrupted runs) [n]\n"
+	    "  -l LR        peak learning rate [1e-3]\n"
+	    "  -u N         warm-up steps [10]\n"
+	    "  -q F         final lr fraction of the cosine decay [0.1]\n"
+	    "  -w WD        AdamW weight decay on matrices and embeddings [0.1]\n"
+	    "  --clip X     global gradient-norm clip, 0 off [1.0]\n"
+	    "  --seed N     data order seed [42]\n"
+	    "data parallelism\n"
+	    "  --zero 0|1   1: ZeRO-1 (reduce-scatter, sharded AdamW, all-gather) [0]\n"
+	    "  --bucket-mb X    gradient bucket cap, MiB [4]\n"
+	    "  --overlap 0|1    reduce buckets while backward runs [1]\n"
+	    "evaluation and output\n"
+	    "  -v N         validation every N steps (and first/last) [20]\n"
+	    "  -m N         validation micro-batches per rank [8]\n"
+	    "  -s N         sample every N steps (and at the end) [0: end only]\n"
+	    "  --gen N      tokens per sample [64]; --temp X [1.0]; --top-k N [40]\n"
+	    "  -o DIR       checkpoints go to DIR/model_NNNNNNNN.bin + state_NNNNNNNN.bin\n"
+	    "  -c N         checkpoint every N steps (and at the end) [0: end only, needs -o]\n"
+	    "  --log FILE   CSV log, one row per step (rank 0)\n"
+	    "  --threads N  OpenMP threads per rank [OMP_NUM_THREADS, else cores / local ranks]\n"
+	    "  --peak-gflops X  per-rank peak for the utilisation column [measured at start]\n"
+	    "  --print-hash     print the parameter hash of every rank at the end\n"
+	    "  --dump-params FILE / --dump-grads FILE  raw fp32 dumps at the end (rank 0; tests)\n"
+	    "  --quiet      no per-step lines\n");
 }
 
 enum {
-	OPT_MAXT = 256, OPT_INIT_SEED, OPT_RESUME, OPT_STOP, OPT_CLIP, OPT_SEED, OPT_ZERO,
-	OPT_BUCKET, OPT_OVERLAP, OPT_GEN, OPT_TEMP, OPT_TOPK, OPT_LOG, OPT_THREADS, OPT_PEAK,
-	OPT_HASH, OPT_DUMP_P, OPT_DUMP_G, OPT_QUIET, OPT_HELP
+	OPT_MAXT = 256,
+	OPT_INIT_SEED,
+	OPT_RESUME,
+	OPT_STOP,
+	OPT_CLIP,
+	OPT_SEED,
+	OPT_ZERO,
+	OPT_BUCKET,
+	OPT_OVERLAP,
+	OPT_GEN,
+	OPT_TEMP,
+	OPT_TOPK,
+	OPT_LOG,
+	OPT_THREADS,
+	OPT_PEAK,
+	OPT_HASH,
+	OPT_DUMP_P,
+	OPT_DUMP_G,
+	OPT_QUIET,
+	OPT_HELP
 };
 
 static int parse_int(const char *s, int lo, int hi, const char *what, int *out)
@@ -145,27 +163,27 @@ static int parse_float(const char *s, double lo, double hi, const char *what, do
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
-		{ "max-seq-len", required_argument, NULL, OPT_MAXT },
-		{ "init-seed", required_argument, NULL, OPT_INIT_SEED },
-		{ "resume", required_argument, NULL, OPT_RESUME },
-		{ "stop", required_argument, NULL, OPT_STOP },
-		{ "clip", required_argument, NULL, OPT_CLIP },
-		{ "seed", required_argument, NULL, OPT_SEED },
-		{ "zero", required_argument, NULL, OPT_ZERO },
-		{ "bucket-mb", required_argument, NULL, OPT_BUCKET },
-		{ "overlap", required_argument, NULL, OPT_OVERLAP },
-		{ "gen", required_argument, NULL, OPT_GEN },
-		{ "temp", required_argument, NULL, OPT_TEMP },
-		{ "top-k", required_argument, NULL, OPT_TOPK },
-		{ "log", required_argument, NULL, OPT_LOG },
-		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "peak-gflops", required_argument, NULL, OPT_PEAK },
-		{ "print-hash", no_argument, NULL, OPT_HASH },
-		{ "dump-params", required_argument, NULL, OPT_DUMP_P },
-		{ "dump-grads", required_argument, NULL, OPT_DUMP_G },
-		{ "quiet", no_argument, NULL, OPT_QUIET },
-		{ "help", no_argument, NULL, OPT_HELP },
-		{ NULL, 0, NULL, 0 },
+	    {"max-seq-len", required_argument, NULL, OPT_MAXT},
+	    {"init-seed", required_argument, NULL, OPT_INIT_SEED},
+	    {"resume", required_argument, NULL, OPT_RESUME},
+	    {"stop", required_argument, NULL, OPT_STOP},
+	    {"clip", required_argument, NULL, OPT_CLIP},
+	    {"seed", required_argument, NULL, OPT_SEED},
+	    {"zero", required_argument, NULL, OPT_ZERO},
+	    {"bucket-mb", required_argument, NULL, OPT_BUCKET},
+	    {"overlap", required_argument, NULL, OPT_OVERLAP},
+	    {"gen", required_argument, NULL, OPT_GEN},
+	    {"temp", required_argument, NULL, OPT_TEMP},
+	    {"top-k", required_argument, NULL, OPT_TOPK},
+	    {"log", required_argument, NULL, OPT_LOG},
+	    {"threads", required_argument, NULL, OPT_THREADS},
+	    {"peak-gflops", required_argument, NULL, OPT_PEAK},
+	    {"print-hash", no_argument, NULL, OPT_HASH},
+	    {"dump-params", required_argument, NULL, OPT_DUMP_P},
+	    {"dump-grads", required_argument, NULL, OPT_DUMP_G},
+	    {"quiet", no_argument, NULL, OPT_QUIET},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 	int iv;
@@ -173,35 +191,83 @@ static int parse_args(int argc, char **argv, struct options *o)
 	int bad = 0;
 
 	*o = (struct options){
-		.train_pattern = "data/corpus/corpus_train_*.bin",
-		.val_pattern = "data/corpus/corpus_val_*.bin",
-		.tokenizer = "data/corpus/gpt2_tokenizer.bin",
-		.depth = 2, .max_seq_len = 1024, .stop_step = -1, .val_every = 20,
-		.gen_tokens = 64, .temperature = 1.0f, .top_k = 40, .init_seed = 1337,
-		.tc = { .B = 4, .T = 64, .G = 1, .max_steps = 100, .lr = 1e-3f,
-			.final_lr_frac = 0.1f, .warmup_steps = 10, .weight_decay = 0.1f,
-			.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_clip = 1.0f,
-			.zero = 0, .bucket_elems = (4u << 20) / sizeof(floatX), .overlap = 1,
-			.data_seed = 42, .val_batches = 8 },
+	    .train_pattern = "data/corpus/corpus_train_*.bin",
+	    .val_pattern = "data/corpus/corpus_val_*.bin",
+	    .tokenizer = "data/corpus/gpt2_tokenizer.bin",
+	    .depth = 2,
+	    .max_seq_len = 1024,
+	    .stop_step = -1,
+	    .val_every = 20,
+	    .gen_tokens = 64,
+	    .temperature = 1.0f,
+	    .top_k = 40,
+	    .init_seed = 1337,
+	    .tc = {.B = 4,
+		   .T = 64,
+		   .G = 1,
+		   .max_steps = 100,
+		   .lr = 1e-3f,
+		   .final_lr_frac = 0.1f,
+		   .warmup_steps = 10,
+		   .weight_decay = 0.1f,
+		   .beta1 = 0.9f,
+		   .beta2 = 0.95f,
+		   .eps = 1e-8f,
+		   .grad_clip = 1.0f,
+		   .zero = 0,
+		   .bucket_elems = (4u << 20) / sizeof(floatX),
+		   .overlap = 1,
+		   .data_seed = 42,
+		   .val_batches = 8},
 	};
 	while ((c = getopt_long(argc, argv, "i:j:k:e:o:d:T:b:g:n:l:u:q:w:v:m:s:c:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
-		case 'i': o->train_pattern = optarg; break;
-		case 'j': o->val_pattern = *optarg ? optarg : NULL; break;
-		case 'k': o->tokenizer = optarg; break;
-		case 'e': o->init_model = optarg; break;
-		case 'o': o->out_dir = optarg; break;
-		case 'd': bad |= parse_int(optarg, 1, 64, "-d", &o->depth); break;
-		case 'T': bad |= parse_int(optarg, 1, 1 << 20, "-T", &o->tc.T); break;
-		case 'b': bad |= parse_int(optarg, 1, 1 << 20, "-b", &o->tc.B); break;
-		case 'g': bad |= parse_int(optarg, 1, 1 << 20, "-g", &o->tc.G); break;
-		case 'n': bad |= parse_int(optarg, 1, 1 << 30, "-n", &o->tc.max_steps); break;
-		case 'u': bad |= parse_int(optarg, 0, 1 << 30, "-u", &o->tc.warmup_steps); break;
-		case 'v': bad |= parse_int(optarg, 0, 1 << 30, "-v", &o->val_every); break;
-		case 'm': bad |= parse_int(optarg, 0, 1 << 20, "-m", &o->tc.val_batches); break;
-		case 's': bad |= parse_int(optarg, 0, 1 << 30, "-s", &o->sample_every); break;
-		case 'c': bad |= parse_int(optarg, 0, 1 << 30, "-c", &o->ckpt_every); break;
+		case 'i':
+			o->train_pattern = optarg;
+			break;
+		case 'j':
+			o->val_pattern = *optarg ? optarg : NULL;
+			break;
+		case 'k':
+			o->tokenizer = optarg;
+			break;
+		case 'e':
+			o->init_model = optarg;
+			break;
+		case 'o':
+			o->out_dir = optarg;
+			break;
+		case 'd':
+			bad |= parse_int(optarg, 1, 64, "-d", &o->depth);
+			break;
+		case 'T':
+			bad |= parse_int(optarg, 1, 1 << 20, "-T", &o->tc.T);
+			break;
+		case 'b':
+			bad |= parse_int(optarg, 1, 1 << 20, "-b", &o->tc.B);
+			break;
+		case 'g':
+			bad |= parse_int(optarg, 1, 1 << 20, "-g", &o->tc.G);
+			break;
+		case 'n':
+			bad |= parse_int(optarg, 1, 1 << 30, "-n", &o->tc.max_steps);
+			break;
+		case 'u':
+			bad |= parse_int(optarg, 0, 1 << 30, "-u", &o->tc.warmup_steps);
+			break;
+		case 'v':
+			bad |= parse_int(optarg, 0, 1 << 30, "-v", &o->val_every);
+			break;
+		case 'm':
+			bad |= parse_int(optarg, 0, 1 << 20, "-m", &o->tc.val_batches);
+			break;
+		case 's':
+			bad |= parse_int(optarg, 0, 1 << 30, "-s", &o->sample_every);
+			break;
+		case 'c':
+			bad |= parse_int(optarg, 0, 1 << 30, "-c", &o->ckpt_every);
+			break;
 		case 'l':
 			bad |= parse_float(optarg, 0, 10, "-l", &dv);
 			o->tc.lr = (float)dv;
@@ -214,13 +280,19 @@ static int parse_args(int argc, char **argv, struct options *o)
 			bad |= parse_float(optarg, 0, 10, "-w", &dv);
 			o->tc.weight_decay = (float)dv;
 			break;
-		case OPT_MAXT: bad |= parse_int(optarg, 1, 1 << 20, "--max-seq-len", &o->max_seq_len); break;
+		case OPT_MAXT:
+			bad |= parse_int(optarg, 1, 1 << 20, "--max-seq-len", &o->max_seq_len);
+			break;
 		case OPT_INIT_SEED:
 			bad |= parse_int(optarg, 0, 0x7fffffff, "--init-seed", &iv);
 			o->init_seed = (uint64_t)iv;
 			break;
-		case OPT_RESUME: o->resume = optarg; break;
-		case OPT_STOP: bad |= parse_int(optarg, 0, 1 << 30, "--stop", &o->stop_step); break;
+		case OPT_RESUME:
+			o->resume = optarg;
+			break;
+		case OPT_STOP:
+			bad |= parse_int(optarg, 0, 1 << 30, "--stop", &o->stop_step);
+			break;
 		case OPT_CLIP:
 			bad |= parse_float(optarg, 0, 1e9, "--clip", &dv);
 			o->tc.grad_clip = (float)dv;
@@ -229,25 +301,47 @@ static int parse_args(int argc, char **argv, struct options *o)
 			bad |= parse_int(optarg, 0, 0x7fffffff, "--seed", &iv);
 			o->tc.data_seed = (uint64_t)iv;
 			break;
-		case OPT_ZERO: bad |= parse_int(optarg, 0, 1, "--zero", &o->tc.zero); break;
+		case OPT_ZERO:
+			bad |= parse_int(optarg, 0, 1, "--zero", &o->tc.zero);
+			break;
 		case OPT_BUCKET:
 			bad |= parse_float(optarg, 1.0 / 1024, 1 << 20, "--bucket-mb", &dv);
 			o->tc.bucket_elems = (size_t)(dv * (1 << 20) / sizeof(floatX));
 			break;
-		case OPT_OVERLAP: bad |= parse_int(optarg, 0, 1, "--overlap", &o->tc.overlap); break;
-		case OPT_GEN: bad |= parse_int(optarg, 0, 1 << 20, "--gen", &o->gen_tokens); break;
+		case OPT_OVERLAP:
+			bad |= parse_int(optarg, 0, 1, "--overlap", &o->tc.overlap);
+			break;
+		case OPT_GEN:
+			bad |= parse_int(optarg, 0, 1 << 20, "--gen", &o->gen_tokens);
+			break;
 		case OPT_TEMP:
 			bad |= parse_float(optarg, 1e-3, 100, "--temp", &dv);
 			o->temperature = (float)dv;
 			break;
-		case OPT_TOPK: bad |= parse_int(optarg, 0, 1 << 20, "--top-k", &o->top_k); break;
-		case OPT_LOG: o->log_csv = optarg; break;
-		case OPT_THREADS: bad |= parse_int(optarg, 1, 4096, "--threads", &o->threads); break;
-		case OPT_PEAK: bad |= parse_float(optarg, 1e-3, 1e9, "--peak-gflops", &o->peak_gflops); break;
-		case OPT_HASH: o->print_hash = 1; break;
-		case OPT_DUMP_P: o->dump_params = optarg; break;
-		case OPT_DUMP_G: o->dump_grads = optarg; break;
-		case OPT_QUIET: o->quiet = 1; break;
+		case OPT_TOPK:
+			bad |= parse_int(optarg, 0, 1 << 20, "--top-k", &o->top_k);
+			break;
+		case OPT_LOG:
+			o->log_csv = optarg;
+			break;
+		case OPT_THREADS:
+			bad |= parse_int(optarg, 1, 4096, "--threads", &o->threads);
+			break;
+		case OPT_PEAK:
+			bad |= parse_float(optarg, 1e-3, 1e9, "--peak-gflops", &o->peak_gflops);
+			break;
+		case OPT_HASH:
+			o->print_hash = 1;
+			break;
+		case OPT_DUMP_P:
+			o->dump_params = optarg;
+			break;
+		case OPT_DUMP_G:
+			o->dump_grads = optarg;
+			break;
+		case OPT_QUIET:
+			o->quiet = 1;
+			break;
 		case 'h':
 		case OPT_HELP:
 			usage(stdout);
@@ -402,7 +496,8 @@ static void print_sample(struct gpt2 *m, const struct tokenizer *tok, const stru
 
 		if (!logits)
 			break;
-		tokens[t] = sample_token(logits, m->cfg.vocab_size, o->temperature, o->top_k, &rng, p);
+		tokens[t] =
+		    sample_token(logits, m->cfg.vocab_size, o->temperature, o->top_k, &rng, p);
 		if (tok)
 			tokenizer_print(tok, tokens[t], stdout);
 		else
@@ -544,10 +639,13 @@ int main(int argc, char **argv)
 	if (rank0) {
 		const struct gpt2_config *c = &model->cfg;
 
-		printf("ibc_gpt2: GPT-2 L %d C %d NH %d V %d (Vp %d) maxT %d, %.2f M parameters%s\n",
-		       c->num_layers, c->channels, c->num_heads, c->vocab_size,
-		       c->padded_vocab_size, c->max_seq_len, model->num_params / 1e6,
-		       o.resume ? " (resumed)" : o.init_model ? " (loaded)" : " (random init)");
+		printf(
+		    "ibc_gpt2: GPT-2 L %d C %d NH %d V %d (Vp %d) maxT %d, %.2f M parameters%s\n",
+		    c->num_layers, c->channels, c->num_heads, c->vocab_size, c->padded_vocab_size,
+		    c->max_seq_len, model->num_params / 1e6,
+		    o.resume	   ? " (resumed)"
+		    : o.init_model ? " (loaded)"
+				   : " (random init)");
 		printf("ibc_gpt2: R %d ranks x B %d x T %d x G %d = %d tokens per step, %d threads "
 		       "per rank, %s, %d buckets (cap %.1f MiB)%s\n",
 		       R, o.tc.B, o.tc.T, o.tc.G, R * o.tc.B * o.tc.T * o.tc.G, omp_threads(),
@@ -555,7 +653,8 @@ int main(int argc, char **argv)
 		       o.tc.bucket_elems * sizeof(floatX) / 1048576.0,
 		       R > 1 ? (o.tc.overlap ? ", overlapped with backward" : ", after backward")
 			     : "");
-		printf("ibc_gpt2: train %s: %zu samples in %d shards; val %s; peak %.1f GFLOP/s (%s)\n",
+		printf("ibc_gpt2: train %s: %zu samples in %d shards; val %s; peak %.1f GFLOP/s "
+		       "(%s)\n",
 		       o.train_pattern, tr.train.nsamples, tr.train.nshards,
 		       tr.have_val ? o.val_pattern : "none", peak,
 		       o.peak_gflops > 0 ? "given" : "measured, all ranks");
@@ -566,8 +665,10 @@ int main(int argc, char **argv)
 					strerror(errno));
 				goto out_tok;
 			}
-			fprintf(csv, "step,train_loss,val_loss,lr,grad_norm,step_ms,tokens_per_s,"
-				     "gflops,flops_frac,allreduce_ms,exposed_ms,hidden_frac,gather_ms\n");
+			fprintf(
+			    csv,
+			    "step,train_loss,val_loss,lr,grad_norm,step_ms,tokens_per_s,"
+			    "gflops,flops_frac,allreduce_ms,exposed_ms,hidden_frac,gather_ms\n");
 		}
 	}
 	if (o.out_dir && rank0 && mkdir(o.out_dir, 0777) != 0 && errno != EEXIST) {
@@ -581,7 +682,8 @@ int main(int argc, char **argv)
 		int last = step >= o.stop_step;
 		double val = -1;
 
-		if (tr.have_val && (step == 0 || last || (o.val_every > 0 && step % o.val_every == 0))) {
+		if (tr.have_val &&
+		    (step == 0 || last || (o.val_every > 0 && step % o.val_every == 0))) {
 			val = trainer_val_loss(&tr);
 			if (val < 0)
 				goto out_csv;
@@ -596,7 +698,8 @@ int main(int argc, char **argv)
 		if (rank0 && o.gen_tokens > 0 && step > 0 &&
 		    (last || (o.sample_every > 0 && step % o.sample_every == 0)))
 			print_sample(tr.model, have_tok ? &tok : NULL, &o, o.tc.T, step);
-		if (o.out_dir && step > 0 && (last || (o.ckpt_every > 0 && step % o.ckpt_every == 0)) &&
+		if (o.out_dir && step > 0 &&
+		    (last || (o.ckpt_every > 0 && step % o.ckpt_every == 0)) &&
 		    save_checkpoint(&tr, &o) != 0)
 			goto out_csv;
 		if (last)
@@ -620,8 +723,9 @@ int main(int argc, char **argv)
 				char comm[96] = "";
 
 				if (R > 1)
-					snprintf(comm, sizeof(comm), " | allreduce %.1f ms, %.0f%% hidden",
-						 s->comm_ms, 100 * s->hidden_frac);
+					snprintf(comm, sizeof(comm),
+						 " | allreduce %.1f ms, %.0f%% hidden", s->comm_ms,
+						 100 * s->hidden_frac);
 				if (R > 1 && o.tc.zero)
 					snprintf(comm + strlen(comm), sizeof(comm) - strlen(comm),
 						 ", gather %.1f ms", s->gather_ms);
@@ -629,22 +733,26 @@ int main(int argc, char **argv)
 					char t[16];
 					int done = tr.step * 20 / o.stop_step;
 
-					format_eta(t, sizeof(t), (o.stop_step - tr.step) *
-						   (nsum ? sum_ms / nsum : s->step_ms) / 1e3);
+					format_eta(t, sizeof(t),
+						   (o.stop_step - tr.step) *
+						       (nsum ? sum_ms / nsum : s->step_ms) / 1e3);
 					snprintf(eta, sizeof(eta), " [%.*s%.*s] eta %s", done,
 						 "####################", 20 - done,
 						 "....................", t);
 				}
 				printf("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %.1f ms | "
 				       "%.0f tok/s | %.2f GFLOP/s %.1f%%%s%s\n",
-				       tr.step, o.tc.max_steps, s->loss, s->lr, s->grad_norm, s->step_ms,
-				       tok_s, gflops, peak > 0 ? 100 * gflops / peak : 0, comm, eta);
+				       tr.step, o.tc.max_steps, s->loss, s->lr, s->grad_norm,
+				       s->step_ms, tok_s, gflops,
+				       peak > 0 ? 100 * gflops / peak : 0, comm, eta);
 			}
 			if (csv)
-				fprintf(csv, "%d,%.6f,,%.6e,%.6f,%.3f,%.1f,%.4f,%.5f,%.3f,%.3f,%.4f,%.3f\n",
-					tr.step, s->loss, s->lr, s->grad_norm, s->step_ms, tok_s, gflops,
-					peak > 0 ? gflops / peak : 0, s->comm_ms, s->exposed_ms,
-					s->hidden_frac, s->gather_ms);
+				fprintf(
+				    csv,
+				    "%d,%.6f,,%.6e,%.6f,%.3f,%.1f,%.4f,%.5f,%.3f,%.3f,%.4f,%.3f\n",
+				    tr.step, s->loss, s->lr, s->grad_norm, s->step_ms, tok_s,
+				    gflops, peak > 0 ? gflops / peak : 0, s->comm_ms, s->exposed_ms,
+				    s->hidden_frac, s->gather_ms);
 		}
 	}
 	if (rank0) {
@@ -676,7 +784,8 @@ int main(int argc, char **argv)
 		goto out_csv;
 	if (rank0 && o.dump_grads) {
 		if (o.tc.zero && R > 1) {
-			fprintf(stderr, "ibc_gpt2: --dump-grads needs --zero 0 (ZeRO-1 keeps shards)\n");
+			fprintf(stderr,
+				"ibc_gpt2: --dump-grads needs --zero 0 (ZeRO-1 keeps shards)\n");
 			goto out_csv;
 		}
 		if (dump_floats(o.dump_grads, tr.model->grads.mem, tr.model->num_params) != 0)
