@@ -114,10 +114,11 @@ for R in 1 2 3; do
 	run "p$R" "$R" -b "$bsz" -n 3 --dump-params "$tmp/params$R.bin" --log "$tmp/p$R.csv"
 	st=$?
 	same_hash "p$R" "$R"
+	hs=$?
 	if [ "$R" = 1 ]; then
-		ok $(( st | $? )) "R 1 x b 6: 3 steps, reference run"
+		ok $(( st | hs )) "R 1 x b 6: 3 steps, reference run"
 	else
-		ok $(( st | $? )) "R $R x b $bsz: 3 steps, parameter hash identical on all $R ranks"
+		ok $(( st | hs )) "R $R x b $bsz: 3 steps, parameter hash identical on all $R ranks"
 	fi
 done
 for R in 2 3; do
