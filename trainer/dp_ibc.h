@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dp_ibc.h - the trainer's data-parallel collectives (struct dp_ops of
+ * train.h) over ibcoll. The only file of the trainer that calls ibcoll.
+ */
+#ifndef IBC_TRAINER_DP_IBC_H
+#define IBC_TRAINER_DP_IBC_H
+
+#include "train.h"
+
+/**
+ * dp_ibc_init() - Join the job described by the environment.
+ * @dp: [out] rank, size and ops.
+ *
+ * With a launcher environment (IBC_NRANKS, or mpirun's OMPI_COMM_WORLD_SIZE,
+ * PMI_SIZE, SLURM_NTASKS) of more than one rank, creates an ibcoll
+ * communicator with ibc_comm_init_env() (IBC_ROOT gives the rendezvous);
+ * otherwise runs as a single process (R = 1, no communicator).
+ * Return: 0, or -1 with the ibcoll error on stderr.
+ */
+int dp_ibc_init(struct dp *dp);
+
+/* Barrier (so no rank leaves while others still talk), then destroy. */
+void dp_ibc_fini(struct dp *dp);
+
+/* a barrier; 0 or -1 */
+int dp_ibc_barrier(struct dp *dp);
+
+#endif /* IBC_TRAINER_DP_IBC_H */

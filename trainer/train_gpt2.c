@@ -1,0 +1,807 @@
+// SPDX-License-Identifier: MIT
+/*
+ * train_gpt2.c - ibc_gpt2, the bundled data-parallel GPT-2 trainer: every
+ * rank computes gradients on its own micro-batches, ibcoll averages them
+ * (train.c: buckets reduced while backward runs, or ZeRO-1), and every rank
+ * takes the same optimizer step. This file is the command line, logging,
+ * validation, sampling and checkpoints; the model is gpt2.c, the step
+ * train.c, the collectives dp_ibc.c.
+ *
+ *   mpirun -np 4 -x IBC_ROOT=127.0.0.1:29500 trainer/ibc_gpt2 -d 2 -T 64 -b 4
+ *   IBC_RANK=r IBC_NRANKS=n IBC_ROOT=127.0.0.1:29500 trainer/ibc_gpt2 ...
+ *   trainer/ibc_gpt2 ...            (one process, no communicator)
+ *
+ * Shapes in comments use gpt2.h's legend plus R (world size) and r (rank).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "dp_ibc.h"
+#include "gpt2.h"
+#include "tokenizer.h"
+#include "train.h"
+
+struct options {
+	const char *train_pattern; /* -i */
+	const char *val_pattern;   /* -j */
+	const char *tokenizer;	   /* -k */
+	const char *init_model;	   /* -e */
+	const char *resume;	   /* --resume model file; state file alongside */
+	const char *out_dir;	   /* -o */
+	const char *log_csv;	   /* --log */
+	const char *dump_params;   /* --dump-params */
+	const char *dump_grads;	   /* --dump-grads */
+	int depth;		   /* -d */
+	int max_seq_len;	   /* --max-seq-len */
+	int stop_step;		   /* --stop: stop early (schedule still -n long) */
+	int val_every;		   /* -v */
+	int sample_every;	   /* -s */
+	int gen_tokens;		   /* --gen */
+	float temperature;	   /* --temp */
+	int top_k;		   /* --top-k */
+	int ckpt_every;		   /* -c */
+	uint64_t init_seed;	   /* --init-seed */
+	int threads;		   /* --threads */
+	double peak_gflops;	   /* --peak-gflops, per rank */
+	int print_hash;		   /* --print-hash */
+	int quiet;		   /* --quiet: no per-step lines */
+	struct train_config tc;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: ibc_gpt2 [options]\n"
+	    "data\n"
+	    "  -i PATTERN   training shards (llm.c format, glob) [data/corpus/corpus_train_*.bin]\n"
+	    "  -j PATTERN   validation shards [data/corpus/corpus_val_*.bin]; '' for none\n"
+	    "  -k FILE      llm.c GPT-2 tokenizer, for samples [data/corpus/gpt2_tokenizer.bin]\n"
+	    "model\n"
+	    "  -d N         depth: L = N, C = 64N, NH = N (d2 tiny, d6 small, d12 124M) [2]\n"
+	    "  --max-seq-len N  wpe rows of a new model [1024]\n"
+	    "  -e FILE      start from an llm.c model file (v3 fp32 or v5 bf16) instead of random\n"
+	    "  --init-seed N    seed of the random initialisation [1337]\n"
+	    "  --resume FILE    continue from OUT/model_NNNNNNNN.bin and its state_NNNNNNNN.bin\n"
+	    "batch and schedule\n"
+	    "  -T N         sequence length [64]\n"
+	    "  -b N         micro-batch per rank [4]\n"
+	    "  -g N         gradient accumulation steps [1]; global batch R*b*g sequences\n"
+	    "  -n N         optimizer steps (length of the lr schedule) [100]\n"
+	    "  --stop N     stop after step N (for interrupted runs) [n]\n"
+	    "  -l LR        peak learning rate [1e-3]\n"
+	    "  -u N         warm-up steps [10]\n"
+	    "  -q F         final lr fraction of the cosine decay [0.1]\n"
+	    "  -w WD        AdamW weight decay on matrices and embeddings [0.1]\n"
+	    "  --clip X     global gradient-norm clip, 0 off [1.0]\n"
+	    "  --seed N     data order seed [42]\n"
+	    "data parallelism\n"
+	    "  --zero 0|1   1: ZeRO-1 (reduce-scatter, sharded AdamW, all-gather) [0]\n"
+	    "  --bucket-mb X    gradient bucket cap, MiB [4]\n"
+	    "  --overlap 0|1    reduce buckets while backward runs [1]\n"
+	    "evaluation and output\n"
+	    "  -v N         validation every N steps (and first/last) [20]\n"
+	    "  -m N         validation micro-batches per rank [8]\n"
+	    "  -s N         sample every N steps (and at the end) [0: end only]\n"
+	    "  --gen N      tokens per sample [64]; --temp X [1.0]; --top-k N [40]\n"
+	    "  -o DIR       checkpoints go to DIR/model_NNNNNNNN.bin + state_NNNNNNNN.bin\n"
+	    "  -c N         checkpoint every N steps (and at the end) [0: end only, needs -o]\n"
+	    "  --log FILE   CSV log, one row per step (rank 0)\n"
+	    "  --threads N  OpenMP threads per rank [OMP_NUM_THREADS, else cores / local ranks]\n"
+	    "  --peak-gflops X  per-rank peak for the utilisation column [measured at start]\n"
+	    "  --print-hash     print the parameter hash of every rank at the end\n"
+	    "  --dump-params FILE / --dump-grads FILE  raw fp32 dumps at the end (rank 0; tests)\n"
+	    "  --quiet      no per-step lines\n");
+}
+
+enum {
+	OPT_MAXT = 256,
+	OPT_INIT_SEED,
+	OPT_RESUME,
+	OPT_STOP,
+	OPT_CLIP,
+	OPT_SEED,
+	OPT_ZERO,
+	OPT_BUCKET,
+	OPT_OVERLAP,
+	OPT_GEN,
+	OPT_TEMP,
+	OPT_TOPK,
+	OPT_LOG,
+	OPT_THREADS,
+	OPT_PEAK,
+	OPT_HASH,
+	OPT_DUMP_P,
+	OPT_DUMP_G,
+	OPT_QUIET,
+	OPT_HELP
+};
+
+static int parse_int(const char *s, int lo, int hi, const char *what, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		fprintf(stderr, "ibc_gpt2: %s must be an integer in [%d, %d], got '%s'\n", what, lo,
+			hi, s);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_float(const char *s, double lo, double hi, const char *what, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+		fprintf(stderr, "ibc_gpt2: %s must be a number in [%g, %g], got '%s'\n", what, lo,
+			hi, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+	    {"max-seq-len", required_argument, NULL, OPT_MAXT},
+	    {"init-seed", required_argument, NULL, OPT_INIT_SEED},
+	    {"resume", required_argument, NULL, OPT_RESUME},
+	    {"stop", required_argument, NULL, OPT_STOP},
+	    {"clip", required_argument, NULL, OPT_CLIP},
+	    {"seed", required_argument, NULL, OPT_SEED},
+	    {"zero", required_argument, NULL, OPT_ZERO},
+	    {"bucket-mb", required_argument, NULL, OPT_BUCKET},
+	    {"overlap", required_argument, NULL, OPT_OVERLAP},
+	    {"gen", required_argument, NULL, OPT_GEN},
+	    {"temp", required_argument, NULL, OPT_TEMP},
+	    {"top-k", required_argument, NULL, OPT_TOPK},
+	    {"log", required_argument, NULL, OPT_LOG},
+	    {"threads", required_argument, NULL, OPT_THREADS},
+	    {"peak-gflops", required_argument, NULL, OPT_PEAK},
+	    {"print-hash", no_argument, NULL, OPT_HASH},
+	    {"dump-params", required_argument, NULL, OPT_DUMP_P},
+	    {"dump-grads", required_argument, NULL, OPT_DUMP_G},
+	    {"quiet", no_argument, NULL, OPT_QUIET},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+	int iv;
+	double dv;
+	int bad = 0;
+
+	*o = (struct options){
+	    .train_pattern = "data/corpus/corpus_train_*.bin",
+	    .val_pattern = "data/corpus/corpus_val_*.bin",
+	    .tokenizer = "data/corpus/gpt2_tokenizer.bin",
+	    .depth = 2,
+	    .max_seq_len = 1024,
+	    .stop_step = -1,
+	    .val_every = 20,
+	    .gen_tokens = 64,
+	    .temperature = 1.0f,
+	    .top_k = 40,
+	    .init_seed = 1337,
+	    .tc = {.B = 4,
+		   .T = 64,
+		   .G = 1,
+		   .max_steps = 100,
+		   .lr = 1e-3f,
+		   .final_lr_frac = 0.1f,
+		   .warmup_steps = 10,
+		   .weight_decay = 0.1f,
+		   .beta1 = 0.9f,
+		   .beta2 = 0.95f,
+		   .eps = 1e-8f,
+		   .grad_clip = 1.0f,
+		   .zero = 0,
+		   .bucket_elems = (4u << 20) / sizeof(floatX),
+		   .overlap = 1,
+		   .data_seed = 42,
+		   .val_batches = 8},
+	};
+	while ((c = getopt_long(argc, argv, "i:j:k:e:o:d:T:b:g:n:l:u:q:w:v:m:s:c:h", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o->train_pattern = optarg;
+			break;
+		case 'j':
+			o->val_pattern = *optarg ? optarg : NULL;
+			break;
+		case 'k':
+			o->tokenizer = optarg;
+			break;
+		case 'e':
+			o->init_model = optarg;
+			break;
+		case 'o':
+			o->out_dir = optarg;
+			break;
+		case 'd':
+			bad |= parse_int(optarg, 1, 64, "-d", &o->depth);
+			break;
+		case 'T':
+			bad |= parse_int(optarg, 1, 1 << 20, "-T", &o->tc.T);
+			break;
+		case 'b':
+			bad |= parse_int(optarg, 1, 1 << 20, "-b", &o->tc.B);
+			break;
+		case 'g':
+			bad |= parse_int(optarg, 1, 1 << 20, "-g", &o->tc.G);
+			break;
+		case 'n':
+			bad |= parse_int(optarg, 1, 1 << 30, "-n", &o->tc.max_steps);
+			break;
+		case 'u':
+			bad |= parse_int(optarg, 0, 1 << 30, "-u", &o->tc.warmup_steps);
+			break;
+		case 'v':
+			bad |= parse_int(optarg, 0, 1 << 30, "-v", &o->val_every);
+			break;
+		case 'm':
+			bad |= parse_int(optarg, 0, 1 << 20, "-m", &o->tc.val_batches);
+			break;
+		case 's':
+			bad |= parse_int(optarg, 0, 1 << 30, "-s", &o->sample_every);
+			break;
+		case 'c':
+			bad |= parse_int(optarg, 0, 1 << 30, "-c", &o->ckpt_every);
+			break;
+		case 'l':
+			bad |= parse_float(optarg, 0, 10, "-l", &dv);
+			o->tc.lr = (float)dv;
+			break;
+		case 'q':
+			bad |= parse_float(optarg, 0, 1, "-q", &dv);
+			o->tc.final_lr_frac = (float)dv;
+			break;
+		case 'w':
+			bad |= parse_float(optarg, 0, 10, "-w", &dv);
+			o->tc.weight_decay = (float)dv;
+			break;
+		case OPT_MAXT:
+			bad |= parse_int(optarg, 1, 1 << 20, "--max-seq-len", &o->max_seq_len);
+			break;
+		case OPT_INIT_SEED:
+			bad |= parse_int(optarg, 0, 0x7fffffff, "--init-seed", &iv);
+			o->init_seed = (uint64_t)iv;
+			break;
+		case OPT_RESUME:
+			o->resume = optarg;
+			break;
+		case OPT_STOP:
+			bad |= parse_int(optarg, 0, 1 << 30, "--stop", &o->stop_step);
+			break;
+		case OPT_CLIP:
+			bad |= parse_float(optarg, 0, 1e9, "--clip", &dv);
+			o->tc.grad_clip = (float)dv;
+			break;
+		case OPT_SEED:
+			bad |= parse_int(optarg, 0, 0x7fffffff, "--seed", &iv);
+			o->tc.data_seed = (uint64_t)iv;
+			break;
+		case OPT_ZERO:
+			bad |= parse_int(optarg, 0, 1, "--zero", &o->tc.zero);
+			break;
+		case OPT_BUCKET:
+			bad |= parse_float(optarg, 1.0 / 1024, 1 << 20, "--bucket-mb", &dv);
+			o->tc.bucket_elems = (size_t)(dv * (1 << 20) / sizeof(floatX));
+			break;
+		case OPT_OVERLAP:
+			bad |= parse_int(optarg, 0, 1, "--overlap", &o->tc.overlap);
+			break;
+		case OPT_GEN:
+			bad |= parse_int(optarg, 0, 1 << 20, "--gen", &o->gen_tokens);
+			break;
+		case OPT_TEMP:
+			bad |= parse_float(optarg, 1e-3, 100, "--temp", &dv);
+			o->temperature = (float)dv;
+			break;
+		case OPT_TOPK:
+			bad |= parse_int(optarg, 0, 1 << 20, "--top-k", &o->top_k);
+			break;
+		case OPT_LOG:
+			o->log_csv = optarg;
+			break;
+		case OPT_THREADS:
+			bad |= parse_int(optarg, 1, 4096, "--threads", &o->threads);
+			break;
+		case OPT_PEAK:
+			bad |= parse_float(optarg, 1e-3, 1e9, "--peak-gflops", &o->peak_gflops);
+			break;
+		case OPT_HASH:
+			o->print_hash = 1;
+			break;
+		case OPT_DUMP_P:
+			o->dump_params = optarg;
+			break;
+		case OPT_DUMP_G:
+			o->dump_grads = optarg;
+			break;
+		case OPT_QUIET:
+			o->quiet = 1;
+			break;
+		case 'h':
+		case OPT_HELP:
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ibc_gpt2: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (o->stop_step < 0 || o->stop_step > o->tc.max_steps)
+		o->stop_step = o->tc.max_steps;
+	if (o->tc.warmup_steps < 1)
+		o->tc.warmup_steps = 1;
+	return bad ? -1 : 0;
+}
+
+/* OpenMP threads: flag, else OMP_NUM_THREADS, else cores / ranks on this host */
+static int pick_threads(const struct options *o, int nranks)
+{
+	const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int nlocal = local && atoi(local) > 0 ? atoi(local) : nranks;
+	int n;
+
+	if (o->threads > 0)
+		n = o->threads;
+	else if (getenv("OMP_NUM_THREADS"))
+		return 0; /* leave it to the OpenMP runtime */
+	else
+		n = ncpu / nlocal > 0 ? (int)(ncpu / nlocal) : 1;
+#ifdef _OPENMP
+	omp_set_num_threads(n);
+#endif
+	return n;
+}
+
+static int omp_threads(void)
+{
+#ifdef _OPENMP
+	return omp_get_max_threads();
+#else
+	return 1;
+#endif
+}
+
+/* measured fp32 matmul rate of this rank (GFLOP/s), with its threads */
+static double measure_peak_gflops(void)
+{
+	int n = 512;
+	floatX *a = calloc((size_t)n * n, sizeof(floatX));
+	floatX *b = calloc((size_t)n * n, sizeof(floatX));
+	floatX *c = calloc((size_t)n * n, sizeof(floatX));
+	double best = 0;
+
+	if (!a || !b || !c)
+		goto out;
+	for (size_t i = 0; i < (size_t)n * n; i++) {
+		a[i] = (floatX)((i % 7) * 0.01);
+		b[i] = (floatX)((i % 5) * 0.01);
+	}
+	for (int rep = 0; rep < 3; rep++) {
+		double t = trainer_now_s();
+
+		gpt2_gemm(n, n, n, a, n, 0, b, n, c, n);
+		t = trainer_now_s() - t;
+		if (2.0 * n * n * n / t / 1e9 > best)
+			best = 2.0 * n * n * n / t / 1e9;
+	}
+out:
+	free(a);
+	free(b);
+	free(c);
+	return best;
+}
+
+/* ---- sampling ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* next token from logits (V): temperature, then top-k, then multinomial */
+static int sample_token(const floatX *logits, int V, float temp, int top_k, uint64_t *rng,
+			double *p)
+{
+	double maxv = -INFINITY;
+	double sum = 0;
+	double u;
+	double thresh = -INFINITY;
+
+	for (int i = 0; i < V; i++)
+		if (logits[i] > maxv)
+			maxv = logits[i];
+	if (top_k > 0 && top_k < V) {
+		/* the k-th largest logit, by repeated selection of a few maxima */
+		double hi = INFINITY;
+
+		for (int k = 0; k < top_k; k++) {
+			double best = -INFINITY;
+
+			for (int i = 0; i < V; i++)
+				if (logits[i] < hi && logits[i] > best)
+					best = logits[i];
+			if (best == -INFINITY)
+				break;
+			thresh = best;
+			hi = best;
+		}
+	}
+	for (int i = 0; i < V; i++) {
+		p[i] = logits[i] >= thresh ? exp((logits[i] - maxv) / temp) : 0;
+		sum += p[i];
+	}
+	u = (rng_next(rng) >> 11) / 9007199254740992.0 * sum;
+	for (int i = 0; i < V; i++) {
+		u -= p[i];
+		if (u <= 0 && p[i] > 0)
+			return i;
+	}
+	return V - 1;
+}
+
+static void print_sample(struct gpt2 *m, const struct tokenizer *tok, const struct options *o,
+			 int T, int step)
+{
+	int n = o->gen_tokens;
+	int *tokens = malloc((n + 1) * sizeof(int));
+	double *p = malloc(m->cfg.vocab_size * sizeof(double));
+	uint64_t rng = 0x5eed0000ULL + step;
+	int eot = tok ? tok->eot_token : 50256;
+
+	if (!tokens || !p) {
+		free(tokens);
+		free(p);
+		return;
+	}
+	tokens[0] = eot;
+	printf("---- sample at step %d (%d tokens, temperature %.2f, top-k %d) ----\n", step, n,
+	       o->temperature, o->top_k);
+	for (int t = 1; t <= n; t++) {
+		int ctx = t < T ? t : T; /* the last T tokens at most */
+		const floatX *logits = gpt2_logits_last(m, tokens + t - ctx, ctx);
+
+		if (!logits)
+			break;
+		tokens[t] =
+		    sample_token(logits, m->cfg.vocab_size, o->temperature, o->top_k, &rng, p);
+		if (tok)
+			tokenizer_print(tok, tokens[t], stdout);
+		else
+			printf(" %d", tokens[t]);
+	}
+	printf("\n----\n");
+	fflush(stdout);
+	free(tokens);
+	free(p);
+}
+
+/* ---- files ---- */
+
+static int dump_floats(const char *path, const floatX *x, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	int bad = !f;
+
+	for (size_t i = 0; f && i < n && !bad; i++) {
+		float v = (float)x[i];
+
+		bad |= fwrite(&v, sizeof(v), 1, f) != 1;
+	}
+	if (f)
+		bad |= fclose(f) != 0;
+	if (bad)
+		fprintf(stderr, "ibc_gpt2: cannot write %s\n", path);
+	return bad ? -1 : 0;
+}
+
+/* state file next to a model file: .../model_N.bin -> .../state_N.bin */
+static int state_path_for(const char *model_path, char *out, size_t n)
+{
+	const char *base = strrchr(model_path, '/');
+	size_t dir = base ? (size_t)(base + 1 - model_path) : 0;
+
+	base = model_path + dir;
+	if (strncmp(base, "model_", 6) != 0) {
+		fprintf(stderr, "ibc_gpt2: --resume wants a DIR/model_NNNNNNNN.bin file, got %s\n",
+			model_path);
+		return -1;
+	}
+	if ((size_t)snprintf(out, n, "%.*sstate_%s", (int)dir, model_path, base + 6) >= n)
+		return -1;
+	return 0;
+}
+
+static int save_checkpoint(struct trainer *tr, const struct options *o)
+{
+	char mpath[4096];
+	char spath[4096];
+
+	snprintf(mpath, sizeof(mpath), "%s/model_%08d.bin", o->out_dir, tr->step);
+	snprintf(spath, sizeof(spath), "%s/state_%08d.bin", o->out_dir, tr->step);
+	if (tr->dp.rank == 0 && gpt2_save(tr->model, mpath) != 0)
+		return -1;
+	if (trainer_save_state(tr, spath) != 0)
+		return -1;
+	if (tr->dp.rank == 0)
+		printf("checkpoint: %s + %s\n", mpath, spath);
+	return 0;
+}
+
+static void format_eta(char *buf, size_t n, double s)
+{
+	if (s < 60)
+		snprintf(buf, n, "%.0fs", s);
+	else if (s < 3600)
+		snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+	else
+		snprintf(buf, n, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct dp dp;
+	struct trainer tr;
+	struct tokenizer tok;
+	struct gpt2 *model;
+	int have_tok = 0;
+	int rank0;
+	int R;
+	FILE *csv = NULL;
+	double peak = 0;
+	double flops_per_step;
+	double sum_ms = 0;
+	double sum_comm_ms = 0;
+	double sum_exposed_ms = 0;
+	int nsum = 0;
+	int tty = isatty(STDOUT_FILENO);
+	double t_run;
+	double val0 = -1;
+	double val_last = -1;
+	int ret = 1;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (parse_args(argc, argv, &o) != 0)
+		return 2;
+	if (dp_ibc_init(&dp) != 0)
+		return 1;
+	R = dp.nranks;
+	rank0 = dp.rank == 0;
+	pick_threads(&o, R);
+
+	/* model: resume > -e checkpoint > random init */
+	if (o.resume || o.init_model) {
+		model = gpt2_load(o.resume ? o.resume : o.init_model);
+	} else {
+		struct gpt2_config cfg;
+
+		gpt2_config_preset(&cfg, o.depth, o.max_seq_len);
+		model = gpt2_create(&cfg);
+		if (model)
+			gpt2_init_random(model, o.init_seed);
+	}
+	if (!model)
+		goto out_dp;
+	if (trainer_init(&tr, model, &o.tc, &dp, o.train_pattern, o.val_pattern) != 0)
+		goto out_dp;
+	if (o.resume) {
+		char spath[4096];
+
+		if (state_path_for(o.resume, spath, sizeof(spath)) != 0 ||
+		    trainer_load_state(&tr, spath) != 0)
+			goto out_tr;
+	}
+	if (rank0 && o.gen_tokens > 0 && access(o.tokenizer, R_OK) == 0)
+		have_tok = tokenizer_init(&tok, o.tokenizer) == 0;
+
+	/* peak: each rank measures itself (all at once, so sharing counts) */
+	peak = o.peak_gflops > 0 ? o.peak_gflops : measure_peak_gflops();
+	if (R > 1 && dp.ops->allreduce_sum_f64(dp.ctx, &peak, 1) != 0)
+		goto out_tok;
+	if (R == 1 || o.peak_gflops > 0)
+		peak = o.peak_gflops > 0 ? o.peak_gflops * R : peak;
+	flops_per_step = gpt2_flops_per_token(&model->cfg, o.tc.T) * R * o.tc.B * o.tc.G * o.tc.T;
+
+	if (rank0) {
+		const struct gpt2_config *c = &model->cfg;
+
+		printf(
+		    "ibc_gpt2: GPT-2 L %d C %d NH %d V %d (Vp %d) maxT %d, %.2f M parameters%s\n",
+		    c->num_layers, c->channels, c->num_heads, c->vocab_size, c->padded_vocab_size,
+		    c->max_seq_len, model->num_params / 1e6,
+		    o.resume	   ? " (resumed)"
+		    : o.init_model ? " (loaded)"
+				   : " (random init)");
+		printf("ibc_gpt2: R %d ranks x B %d x T %d x G %d = %d tokens per step, %d threads "
+		       "per rank, %s, %d buckets (cap %.1f MiB)%s\n",
+		       R, o.tc.B, o.tc.T, o.tc.G, R * o.tc.B * o.tc.T * o.tc.G, omp_threads(),
+		       o.tc.zero ? "ZeRO-1" : "all-reduce", tr.nbuckets,
+		       o.tc.bucket_elems * sizeof(floatX) / 1048576.0,
+		       R > 1 ? (o.tc.overlap ? ", overlapped with backward" : ", after backward")
+			     : "");
+		printf("ibc_gpt2: train %s: %zu samples in %d shards; val %s; peak %.1f GFLOP/s "
+		       "(%s)\n",
+		       o.train_pattern, tr.train.nsamples, tr.train.nshards,
+		       tr.have_val ? o.val_pattern : "none", peak,
+		       o.peak_gflops > 0 ? "given" : "measured, all ranks");
+		if (o.log_csv) {
+			csv = fopen(o.log_csv, "w");
+			if (!csv) {
+				fprintf(stderr, "ibc_gpt2: cannot write %s: %s\n", o.log_csv,
+					strerror(errno));
+				goto out_tok;
+			}
+			fprintf(
+			    csv,
+			    "step,train_loss,val_loss,lr,grad_norm,step_ms,tokens_per_s,"
+			    "gflops,flops_frac,allreduce_ms,exposed_ms,hidden_frac,gather_ms\n");
+		}
+	}
+	if (o.out_dir && rank0 && mkdir(o.out_dir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "ibc_gpt2: cannot create %s: %s\n", o.out_dir, strerror(errno));
+		goto out_csv;
+	}
+
+	t_run = trainer_now_s();
+	while (1) {
+		int step = tr.step; /* steps done so far */
+		int last = step >= o.stop_step;
+		double val = -1;
+
+		if (tr.have_val &&
+		    (step == 0 || last || (o.val_every > 0 && step % o.val_every == 0))) {
+			val = trainer_val_loss(&tr);
+			if (val < 0)
+				goto out_csv;
+			if (val0 < 0)
+				val0 = val;
+			val_last = val;
+			if (rank0)
+				printf("step %5d | val loss %.4f\n", step, val);
+			if (csv)
+				fprintf(csv, "%d,,%.6f,,,,,,,,,,\n", step, val);
+		}
+		if (rank0 && o.gen_tokens > 0 && step > 0 &&
+		    (last || (o.sample_every > 0 && step % o.sample_every == 0)))
+			print_sample(tr.model, have_tok ? &tok : NULL, &o, o.tc.T, step);
+		if (o.out_dir && step > 0 &&
+		    (last || (o.ckpt_every > 0 && step % o.ckpt_every == 0)) &&
+		    save_checkpoint(&tr, &o) != 0)
+			goto out_csv;
+		if (last)
+			break;
+
+		if (trainer_step(&tr) != 0)
+			goto out_csv;
+		{
+			const struct step_stats *s = &tr.stats;
+			double tok_s = R * o.tc.B * o.tc.T * o.tc.G / (s->step_ms / 1e3);
+			double gflops = flops_per_step / (s->step_ms / 1e3) / 1e9;
+
+			if (tr.step > 1) { /* the first step pays one-time costs */
+				sum_ms += s->step_ms;
+				sum_comm_ms += s->comm_ms;
+				sum_exposed_ms += s->exposed_ms;
+				nsum++;
+			}
+			if (rank0 && !o.quiet) {
+				char eta[64] = "";
+				char comm[96] = "";
+
+				if (R > 1)
+					snprintf(comm, sizeof(comm),
+						 " | allreduce %.1f ms, %.0f%% hidden", s->comm_ms,
+						 100 * s->hidden_frac);
+				if (R > 1 && o.tc.zero)
+					snprintf(comm + strlen(comm), sizeof(comm) - strlen(comm),
+						 ", gather %.1f ms", s->gather_ms);
+				if (tty) {
+					char t[16];
+					int done = tr.step * 20 / o.stop_step;
+
+					format_eta(t, sizeof(t),
+						   (o.stop_step - tr.step) *
+						       (nsum ? sum_ms / nsum : s->step_ms) / 1e3);
+					snprintf(eta, sizeof(eta), " [%.*s%.*s] eta %s", done,
+						 "####################", 20 - done,
+						 "....................", t);
+				}
+				printf("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %.1f ms | "
+				       "%.0f tok/s | %.2f GFLOP/s %.1f%%%s%s\n",
+				       tr.step, o.tc.max_steps, s->loss, s->lr, s->grad_norm,
+				       s->step_ms, tok_s, gflops,
+				       peak > 0 ? 100 * gflops / peak : 0, comm, eta);
+			}
+			if (csv)
+				fprintf(
+				    csv,
+				    "%d,%.6f,,%.6e,%.6f,%.3f,%.1f,%.4f,%.5f,%.3f,%.3f,%.4f,%.3f\n",
+				    tr.step, s->loss, s->lr, s->grad_norm, s->step_ms, tok_s,
+				    gflops, peak > 0 ? gflops / peak : 0, s->comm_ms, s->exposed_ms,
+				    s->hidden_frac, s->gather_ms);
+		}
+	}
+	if (rank0) {
+		printf("ibc_gpt2: done %d steps in %.1f s; mean step %.1f ms (steps 2..%d)",
+		       tr.step, trainer_now_s() - t_run, nsum ? sum_ms / nsum : 0, tr.step);
+		if (R > 1 && nsum && sum_comm_ms > 0) {
+			double hidden = 1 - sum_exposed_ms / sum_comm_ms;
+
+			printf(", all-reduce %.1f ms, %.0f%% hidden", sum_comm_ms / nsum,
+			       100 * (hidden > 0 ? hidden : 0));
+		}
+		if (val0 >= 0)
+			printf("; val loss %.4f -> %.4f", val0, val_last);
+		printf("\n");
+	}
+	if (o.print_hash) {
+		/* one line per rank, in rank order */
+		for (int r = 0; r < R; r++) {
+			if (r == dp.rank)
+				printf("param hash rank %d: %016llx\n", dp.rank,
+				       (unsigned long long)trainer_param_hash(&tr));
+			fflush(stdout);
+			if (dp_ibc_barrier(&dp) != 0)
+				goto out_csv;
+		}
+	}
+	if (rank0 && o.dump_params &&
+	    dump_floats(o.dump_params, tr.model->params.mem, tr.model->num_params) != 0)
+		goto out_csv;
+	if (rank0 && o.dump_grads) {
+		if (o.tc.zero && R > 1) {
+			fprintf(stderr,
+				"ibc_gpt2: --dump-grads needs --zero 0 (ZeRO-1 keeps shards)\n");
+			goto out_csv;
+		}
+		if (dump_floats(o.dump_grads, tr.model->grads.mem, tr.model->num_params) != 0)
+			goto out_csv;
+	}
+	ret = 0;
+
+out_csv:
+	if (csv)
+		fclose(csv);
+out_tok:
+	if (have_tok)
+		tokenizer_free(&tok);
+out_tr:
+	trainer_free(&tr);
+out_dp:
+	dp_ibc_fini(&dp);
+	return ret;
+}
