@@ -43,7 +43,7 @@ struct ibc_request {
 	ibc_redop_t op;
 	int root;               /* root, or peer for send/recv; -1 */
 	uint32_t seq;           /* collective seq, or per-pair p2p seq */
-	int done;               /* under comm->lock */
+	int done;               /* atomic (release after status and errmsg) */
 	int freed_by_wait;
 	ibc_status_t status;
 	char errmsg[1024];      /* ibc_last_error() text for the waiting thread */
@@ -127,6 +127,9 @@ static inline ibc_status_t ibc_comm_poison_status(const struct ibc_comm *comm)
 }
 
 const char *ibc_comm_peer_host(const struct ibc_comm *comm, int peer);
+
+/* @text without the "rank R: " that ibc_last_error() puts in front of it */
+const char *ibc_comm_strip_rank(const char *text);
 static inline int64_t ibc_comm_timeout_ms(const struct ibc_comm *comm)
 {
 	return comm->timeout_ms;
@@ -144,6 +147,16 @@ void ibc_comm_leave(struct ibc_comm *comm);
 ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int blocking);
 ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req);
 ibc_status_t ibc_comm_test_req(struct ibc_comm *comm, struct ibc_request *req, int *done_p);
+
+/*
+ * ibc_comm_request_wait() / ibc_comm_request_test() - ibc_wait()/ibc_test()
+ * on a request: a finished request answers without touching its
+ * communicator, which may have been aborted since (abort completes every
+ * outstanding request); otherwise the caller is counted in, so that abort
+ * never frees the communicator under it.
+ */
+ibc_status_t ibc_comm_request_wait(struct ibc_request *req);
+ibc_status_t ibc_comm_request_test(struct ibc_request *req, int *done_p);
 /* wait until no operation is queued or running; first error of those it ran */
 ibc_status_t ibc_comm_drain(struct ibc_comm *comm);
 

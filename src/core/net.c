@@ -109,9 +109,14 @@ ibc_status_t ibc_net_connect(struct ibc_comm *comm, const int *peers, int npeers
 				continue;
 			}
 			if (st != IBC_INPROGRESS) {
+				char why[512];
+
 				pe->conn = NULL;
-				return ibc_comm_fail(comm, st, p, "connection set-up over %s failed",
-						     pe->ops->name);
+				if (ibc_comm_poison_status(comm) != IBC_OK)
+					return ibc_comm_poison_status(comm);
+				snprintf(why, sizeof(why), "%s", ibc_comm_strip_rank(ibc_last_error()));
+				return ibc_comm_fail(comm, st, p, "connection set-up over %s failed: %s",
+						     pe->ops->name, *why ? why : ibc_status_str(st));
 			}
 			npending++;
 		}
@@ -146,6 +151,7 @@ ibc_status_t ibc_net_isend(struct ibc_comm *comm, int peer, const void *buf, siz
 	req->peer = peer;
 	req->is_send = 1;
 	req->counted = 0;
+	req->moved_p = &comm->cur_bytes_done;
 	comm->cur_bytes_total += nbytes;
 	return pe->ops->isend(pe->conn, buf, nbytes, desc, req);
 }
@@ -161,6 +167,7 @@ ibc_status_t ibc_net_irecv(struct ibc_comm *comm, int peer, void *buf, size_t nb
 	req->peer = peer;
 	req->is_send = 0;
 	req->counted = 0;
+	req->moved_p = &comm->cur_bytes_done;
 	comm->cur_bytes_total += nbytes;
 	return pe->ops->irecv(pe->conn, buf, nbytes, desc, req);
 }
@@ -236,10 +243,6 @@ static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs
 				continue;
 			if (reqs[i]->status != IBC_OK)
 				return reqs[i]->status;
-			if (!reqs[i]->counted) {
-				reqs[i]->counted = 1;
-				comm->cur_bytes_done += reqs[i]->nbytes;
-			}
 			ndone++;
 		}
 		now = ibc_time_ns();
@@ -292,9 +295,5 @@ ibc_status_t ibc_net_test(struct ibc_comm *comm, struct ibc_treq *req, int *done
 	*done_p = ibc_treq_is_done(req);
 	if (*done_p && req->status != IBC_OK)
 		return req->status;
-	if (*done_p && !req->counted) {
-		req->counted = 1;
-		comm->cur_bytes_done += req->nbytes;
-	}
 	return IBC_OK;
 }
