@@ -46,11 +46,14 @@ void ibc_msg_desc_unpack(const uint8_t in[IBC_MSG_DESC_WIRE_BYTES], struct ibc_m
 
 static void desc_text(const struct ibc_msg_desc *d, size_t nbytes, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s #%u count %llu %s %s root %d step %u (%zu bytes)",
+	int reduces = d->coll == IBC_COLL_ALLREDUCE || d->coll == IBC_COLL_REDUCE ||
+		      d->coll == IBC_COLL_REDUCE_SCATTER;
+
+	snprintf(buf, len, "%s #%u count %llu %s%s%s root %d step 0x%x flags 0x%x (%zu bytes)",
 		 ibc_coll_name(d->coll == IBC_COLL_RECV ? IBC_COLL_SEND : d->coll), d->seq,
-		 (unsigned long long)d->count,
-		 ibc_dtype_name((ibc_dtype_t)d->dtype), ibc_redop_name((ibc_redop_t)d->op), d->root,
-		 d->step, nbytes);
+		 (unsigned long long)d->count, ibc_dtype_name((ibc_dtype_t)d->dtype),
+		 reduces ? " " : "", reduces ? ibc_redop_name((ibc_redop_t)d->op) : "", d->root,
+		 d->step, d->flags, nbytes);
 }
 
 ibc_status_t ibc_msg_desc_check(struct ibc_comm *comm, int peer, const struct ibc_msg_desc *mine,
