@@ -9,7 +9,11 @@
  *
  * usage: rel_worker coll    [--count N] [--dtype f32|f64|i32|u8] [--coll NAME]
  *                           [--iters K] [--gap-ms G] [--nb] [--again]
- *                           [--hold-ms H] [--abort-on-error] [--init-env]
+ *                           [--hold-ms H] [--abort-on-error] [--init-env] [--warm]
+ *          --gap-ms: pause between iterations, polling ibc_comm_get_async_error();
+ *          --warm: one 1-element allreduce first (connections are made lazily)
+ *          --watch-ms: when every call succeeded, poll ibc_comm_get_async_error()
+ *          this long; --again: after an error, call once more (poisoned comm)
  *        rel_worker abort   --mode blocking|wait|split|queued [--delay-ms D]
  *        rel_worker idle    [--max-ms M]      (poll ibc_comm_get_async_error)
  *        rel_worker hygiene --cycles C --warmup W
@@ -109,6 +113,9 @@ struct opts {
 	int hold_ms;
 	int abort_on_error;
 	int init_env;
+	int warm;
+	int watch_ms;
+	int root;
 	const char *mode;
 	int delay_ms;
 	int max_ms;
@@ -201,11 +208,11 @@ static ibc_status_t run_coll(const struct opts *o, ibc_comm_h comm, struct bufs 
 		st = rp ? ibc_iallreduce(b->send, b->recv, o->count, o->dtype, IBC_SUM, comm, rp)
 			: ibc_allreduce(b->send, b->recv, o->count, o->dtype, IBC_SUM, comm);
 	else if (!strcmp(c, "broadcast"))
-		st = rp ? ibc_ibroadcast(b->send, b->recv, o->count, o->dtype, 0, comm, rp)
-			: ibc_broadcast(b->send, b->recv, o->count, o->dtype, 0, comm);
+		st = rp ? ibc_ibroadcast(b->send, b->recv, o->count, o->dtype, o->root, comm, rp)
+			: ibc_broadcast(b->send, b->recv, o->count, o->dtype, o->root, comm);
 	else if (!strcmp(c, "reduce"))
-		st = rp ? ibc_ireduce(b->send, b->recv, o->count, o->dtype, IBC_SUM, 0, comm, rp)
-			: ibc_reduce(b->send, b->recv, o->count, o->dtype, IBC_SUM, 0, comm);
+		st = rp ? ibc_ireduce(b->send, b->recv, o->count, o->dtype, IBC_SUM, o->root, comm, rp)
+			: ibc_reduce(b->send, b->recv, o->count, o->dtype, IBC_SUM, o->root, comm);
 	else if (!strcmp(c, "allgather"))
 		st = rp ? ibc_iallgather(b->send, b->recv, o->count, o->dtype, comm, rp)
 			: ibc_allgather(b->send, b->recv, o->count, o->dtype, comm);
@@ -255,12 +262,12 @@ static int check_coll(const struct opts *o, const struct bufs *b, char *why, siz
 		double want;
 		double got;
 
-		if (!strcmp(o->coll, "allreduce") || (!strcmp(o->coll, "reduce") && g_rank == 0)) {
+		if (!strcmp(o->coll, "allreduce") || (!strcmp(o->coll, "reduce") && g_rank == o->root)) {
 			want = (double)n * (n + 1) / 2 + (double)n * (double)(i % 7);
 		} else if (!strcmp(o->coll, "reduce")) {
 			return 0;
 		} else if (!strcmp(o->coll, "broadcast")) {
-			want = input_val(0, i);
+			want = input_val(o->root, i);
 		} else if (!strcmp(o->coll, "allgather")) {
 			want = input_val((int)(i / o->count), i % o->count);
 		} else if (!strcmp(o->coll, "reduce_scatter")) {
@@ -290,6 +297,20 @@ static int check_coll(const struct opts *o, const struct bufs *b, char *why, siz
 	return 0;
 }
 
+/* connections are made on first use: a 1-element allreduce makes them */
+static ibc_status_t warm_allreduce(ibc_comm_h comm)
+{
+	float x = 1.0f;
+	float y = 0;
+	ibc_status_t st = ibc_allreduce(&x, &y, 1, IBC_FLOAT32, IBC_SUM, comm);
+
+	if (st == IBC_OK && y != (float)g_nranks) {
+		fprintf(stderr, "rel_worker: warm-up allreduce gave %g, want %d\n", y, g_nranks);
+		return IBC_ERR_INTERNAL;
+	}
+	return st;
+}
+
 static int scenario_coll(const struct opts *o)
 {
 	ibc_comm_h comm = NULL;
@@ -297,6 +318,7 @@ static int scenario_coll(const struct opts *o)
 	ibc_status_t st;
 	int64_t t0;
 	int failed = 0;
+	int async_seen = 0;
 	int i;
 
 	if (bufs_alloc(o, &b) != 0) {
@@ -309,7 +331,13 @@ static int scenario_coll(const struct opts *o)
 	res("init", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
 	if (st != IBC_OK)
 		goto out;
-	for (i = 0; i < o->iters; i++) {
+	if (o->warm) {
+		t0 = now_ms();
+		st = warm_allreduce(comm);
+		res("warm", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
+		failed = st != IBC_OK;
+	}
+	for (i = 0; i < o->iters && !failed; i++) {
 		char why[256];
 
 		ev("coll-start", i);
@@ -325,8 +353,35 @@ static int scenario_coll(const struct opts *o)
 			failed = 1;
 			break;
 		}
-		if (o->gap_ms)
-			sleep_ms(o->gap_ms);
+		if (o->gap_ms && i + 1 < o->iters) {
+			/* between collectives: watch for an error raised outside any call */
+			int64_t tg = now_ms();
+			ibc_status_t ast = IBC_OK;
+
+			ev("gap", i);
+			while (now_ms() - tg < o->gap_ms) {
+				if (!async_seen && ibc_comm_get_async_error(comm, &ast) == IBC_OK &&
+				    ast != IBC_OK) {
+					res("async", i, ast, tg, ibc_last_error());
+					async_seen = 1;
+				}
+				sleep_ms(2);
+			}
+		}
+	}
+	if (!failed && o->watch_ms) {
+		/* our calls succeeded (e.g. a broadcast root's sends were buffered):
+		 * a peer's error must still reach us, outside any call */
+		ibc_status_t ast = IBC_OK;
+
+		t0 = now_ms();
+		while (now_ms() - t0 < o->watch_ms) {
+			if (ibc_comm_get_async_error(comm, &ast) == IBC_OK && ast != IBC_OK)
+				break;
+			sleep_ms(2);
+		}
+		res("async", 0, ast, t0, ast == IBC_OK ? "" : ibc_last_error());
+		failed = ast != IBC_OK;
 	}
 	if (failed && o->again) {
 		/* a poisoned communicator answers at once with the same error */
@@ -341,7 +396,7 @@ static int scenario_coll(const struct opts *o)
 		printf("EV again-same-text %d %lld\n", !strcmp(first, ibc_last_error()),
 		       (long long)now_ms());
 		ibc_comm_get_async_error(comm, &ast);
-		res("async", 0, ast, t0, ibc_last_error());
+		res("async", 1, ast, t0, ibc_last_error());
 	}
 	if (o->hold_ms)
 		sleep_ms(o->hold_ms);
@@ -366,6 +421,17 @@ out:
 /* ---------------------------------------------------------------------- */
 /* abort from another thread                                              */
 /* ---------------------------------------------------------------------- */
+
+struct usage {
+	long fds;
+	long threads;
+	long shm;
+	long rss_kb;
+};
+
+static void measure(struct usage *u, long want_threads);
+static void print_usage(const char *what, const struct usage *u);
+static ibc_status_t warm_allreduce(ibc_comm_h comm);
 
 struct blocked_arg {
 	const struct opts *o;
@@ -405,14 +471,23 @@ static int scenario_abort(const struct opts *o)
 	int64_t t_abort;
 	int i;
 
+	struct usage before;
+	struct usage after;
+
 	if (bufs_alloc(o, &b) != 0)
 		return 2;
 	a.b = &b;
+	measure(&before, -1);
 	t0 = now_ms();
 	st = do_init(o, &a.comm);
 	res("init", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
 	if (st != IBC_OK)
 		return 0;
+	if (o->warm) {
+		t0 = now_ms();
+		st = warm_allreduce(a.comm);
+		res("warm", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
+	}
 	if (!strcmp(o->mode, "wait") || !strcmp(o->mode, "queued")) {
 		st = ibc_iallreduce(b.send, b.recv, o->count, o->dtype, IBC_SUM, a.comm, &a.req);
 		if (st != IBC_OK) {
@@ -442,6 +517,10 @@ static int scenario_abort(const struct opts *o)
 		st = ibc_wait(extra[i]);
 		res("queued", i, st, t0, ibc_last_error());
 	}
+	/* abort freed everything: the process is back where it was before init */
+	measure(&after, before.threads);
+	print_usage("before", &before);
+	print_usage("after", &after);
 	free(b.send);
 	free(b.recv);
 	ev("exit", 0);
@@ -460,6 +539,11 @@ static int scenario_idle(const struct opts *o)
 	res("init", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
 	if (st != IBC_OK)
 		return 0;
+	if (o->warm) {
+		t0 = now_ms();
+		st = warm_allreduce(comm);
+		res("warm", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
+	}
 	ev("ready", 0);
 	t_ready = now_ms();
 	while (now_ms() - t_ready < o->max_ms) {
@@ -516,13 +600,6 @@ static long rss_kb(void)
 	fclose(f);
 	return kb;
 }
-
-struct usage {
-	long fds;
-	long threads;
-	long shm;
-	long rss_kb;
-};
 
 /* measure; threads settle first (a finished bootstrap root thread may still be exiting) */
 static void measure(struct usage *u, long want_threads)
@@ -688,6 +765,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--warmup")) {
 			o.warmup = atoi(v);
 			i++;
+		} else if (!strcmp(a, "--watch-ms")) {
+			o.watch_ms = atoi(v);
+			i++;
+		} else if (!strcmp(a, "--root")) {
+			o.root = atoi(v);
+			i++;
+		} else if (!strcmp(a, "--warm")) {
+			o.warm = 1;
 		} else if (!strcmp(a, "--nb")) {
 			o.nb = 1;
 		} else if (!strcmp(a, "--again")) {

@@ -120,8 +120,8 @@ static void case_init(int n, int victim)
 			rel_expect(&ps[i], "EV init-start", rel_now_ms() + 10000, line, sizeof(line));
 	}
 	usleep(300 * 1000); /* the victim's join reaches the root */
-	rel_signal(&ps[victim], SIGKILL);
 	t_kill = rel_now_ms();
+	rel_signal(&ps[victim], SIGKILL);
 	rel_reap(&ps[victim], t_kill + 5000);
 	if (rel_spawn(&ps[late], late, n, uid, argv, NULL) != 0)
 		tap_bail_out("spawn failed");
@@ -147,10 +147,23 @@ static void case_init(int n, int victim)
 		g_worst_ms = worst;
 }
 
+/* "N bytes moved so far" in an error text, -1 when absent */
+static long long bytes_moved(const char *text)
+{
+	const char *p = strstr(text, " bytes moved so far");
+
+	while (p && p > text && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return p ? atoll(p) : -1;
+}
+
 /*
- * (b) mid: kill @victim 100 ms after every rank entered a 256 MiB allreduce;
- * (c) between: kill it right after its first collective returned, while the
- * others wait in the second. @sig SIGSTOP: the hang variant.
+ * (b) mid: kill (or stop) @victim 200 ms into a 256 MiB allreduce (after a
+ * 1-element warm-up made the connections; the allreduce takes about 1 s
+ * here), and check that data was moving. (c) between: every rank finished
+ * its first collective and pauses 1.5 s, polling ibc_comm_get_async_error();
+ * the victim dies in the pause: the survivors' async error names it, and
+ * their second collective fails at once with the same error.
  */
 static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int want_st)
 {
@@ -159,9 +172,10 @@ static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int
 	char what[160];
 	char line[REL_LINE_MAX];
 	char count_s[32];
-	char *argv_mid[] = { "coll", "--count", count_s, "--iters", "1", NULL };
-	char *argv_between[] = { "coll", "--count", "1024", "--iters", "2", NULL };
+	char *argv_mid[] = { "coll", "--count", count_s, "--iters", "1", "--warm", NULL };
+	char *argv_between[] = { "coll", "--count", "1024", "--iters", "2", "--gap-ms", "1500", NULL };
 	char **argv = mid ? argv_mid : argv_between;
+	long long moved = -1;
 	int64_t t_kill;
 	int64_t worst = 0;
 	int i;
@@ -175,37 +189,55 @@ static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int
 	for (i = 0; i < n; i++)
 		if (rel_spawn(&ps[i], i, n, uid, argv, NULL) != 0)
 			tap_bail_out("spawn failed");
-	if (mid) {
-		for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (mid) {
 			if (rel_expect(&ps[i], "EV coll-start 0", rel_now_ms() + 60000, line,
 				       sizeof(line)) != 1)
 				break;
-		usleep(100 * 1000);
-	} else {
-		struct rel_res r;
+		} else {
+			struct rel_res r;
 
-		i = rel_expect_res(&ps[victim], "coll", rel_now_ms() + 60000, &r) == 1 ? n : 0;
+			if (rel_expect_res(&ps[i], "coll", rel_now_ms() + 60000, &r) != 1 ||
+			    r.status != IBC_OK)
+				break;
+		}
 	}
 	if (i < n) {
-		tap_ok(0, "%s: ranks did not reach the collective", what);
+		tap_ok(0, "%s: rank %d did not reach the %s", what, i,
+		       mid ? "allreduce" : "pause after the first collective");
 		rel_kill_all(ps, n);
 		return;
 	}
-	rel_signal(&ps[victim], sig);
+	if (mid)
+		usleep(200 * 1000);
 	t_kill = rel_now_ms();
+	rel_signal(&ps[victim], sig);
 	for (i = 0; i < n; i++) {
 		struct rel_res r;
 		int found;
 
 		if (i == victim)
 			continue;
-		found = rel_expect_res(&ps[i], "coll", t_kill + bound_ms + 5000, &r) == 1;
-		if (found && !mid && r.idx == 0)
-			found = rel_expect_res(&ps[i], "coll", t_kill + bound_ms + 5000, &r) == 1;
-		if (found && mid && r.status != IBC_OK && r.status != 100)
-			tap_diag("rank %d: %s", i, r.text);
+		found = rel_expect_res(&ps[i], mid ? "coll" : "async", t_kill + bound_ms + 5000, &r) == 1;
+		if (found && r.status != IBC_OK && r.status != 100)
+			tap_diag("rank %d said: %s", i, r.text);
+		if (found && bytes_moved(r.text) > moved)
+			moved = bytes_moved(r.text);
 		check_survivor(what, i, found, &r, victim, t_kill, bound_ms, want_st, &worst);
+		if (!mid && found) {
+			struct rel_res r2;
+			int st1 = r.status;
+
+			found = rel_expect_res(&ps[i], "coll", rel_now_ms() + 5000, &r2) == 1;
+			tap_ok(found && r2.status == st1 && r2.el_ms < 100 && rel_names_rank(r2.text, victim),
+			       "%s: rank %d's next collective fails at once with the same error (%s, %lld ms)",
+			       what, i, found ? ibc_status_str(r2.status) : "none",
+			       found ? (long long)r2.el_ms : -1LL);
+		}
 	}
+	if (mid)
+		tap_ok(moved > 0, "%s: data was moving when the victim went (%lld bytes moved)", what,
+		       moved);
 	finish(what, ps, n, victim);
 	tap_diag("detect %s: worst %lld ms", what, (long long)worst);
 	if (worst > g_worst_ms)
