@@ -125,6 +125,7 @@ struct ibc_tconn {
 	struct shm_q recvq;
 	struct shm_op *free_ops;
 	int broken;
+	int peer_closed;                /* doorbell EOF: the peer process closed or died */
 	uint64_t seen_in_head;          /* for the sleep decision */
 	uint64_t seen_out_tail;
 	struct ibc_tconn *next;
@@ -705,8 +706,13 @@ static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
 	return IBC_OK;
 }
 
-/* the doorbell: drain wake-up bytes; EOF means the peer process is gone */
-static ibc_status_t bell_drain(struct ibc_tconn *c)
+/*
+ * The doorbell: drain wake-up bytes. EOF means the peer process closed the
+ * connection or died; what it published before that is still in the ring
+ * (our mapping outlives its), so the failure is decided by shm_progress()
+ * once the ring is drained, not here.
+ */
+static void bell_drain(struct ibc_tconn *c)
 {
 	char buf[64];
 
@@ -715,13 +721,9 @@ static ibc_status_t bell_drain(struct ibc_tconn *c)
 
 		if (n > 0)
 			continue;
-		if (n == 0) {
-			ibc_status_t st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
-							"peer closed its shared-memory doorbell: process exited or crashed");
-
-			return conn_fail(c, st);
-		}
-		return IBC_OK;
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			c->peer_closed = 1;
+		return;
 	}
 }
 
@@ -732,14 +734,25 @@ static ibc_status_t shm_progress(void *vctx)
 
 	for (c = ctx->conns; c; c = c->next) {
 		int moved = 0;
+		int closed;
 
 		if (c->broken || (!c->sendq.head && !c->recvq.head))
 			continue;
+		/* read the EOF flag before the ring: what was published before it is seen */
+		closed = __atomic_load_n(&c->peer_closed, __ATOMIC_ACQUIRE);
 		moved |= progress_send(c);
 		IBC_CHECK(progress_recv(c, &moved));
 		/* a receive may have freed credits for a blocked send */
 		if (moved && c->sendq.head)
 			progress_send(c);
+		if (closed && (c->sendq.head || c->recvq.head)) {
+			/* the peer is gone and the ring holds nothing more for us */
+			ibc_status_t st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
+							"peer closed its shared-memory doorbell with %s pending: process exited or crashed",
+							c->recvq.head ? "a receive" : "a send");
+
+			return conn_fail(c, st);
+		}
 	}
 	return IBC_OK;
 }
