@@ -67,6 +67,13 @@ enum ibc_boot_kind {
 	IBC_BOOT_KIND_HUB = 4,          /* liveness: rank r > 0 -> rank 0 */
 };
 
+/*
+ * HELLO tag of a JOIN from a rank that cannot join (a local failure before it
+ * reached the root): it is not counted as joined, and a FAIL frame with the
+ * reason follows, which fails the bootstrap at once for every rank.
+ */
+#define IBC_BOOT_JOIN_TAG_FAILED 1u
+
 /* NOTICE kinds, sent on hub connections */
 enum ibc_boot_notice {
 	IBC_BOOT_NOTICE_DEAD = 1,       /* rank closed its connection without goodbye */

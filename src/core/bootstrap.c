@@ -141,6 +141,22 @@ struct ibc_bootstrap {
 	int said_goodbye;                       /* the final BYE/ABORT was posted */
 };
 
+/* the calling thread's last error, without the "rank R: " in front */
+static const char *boot_local_reason(void)
+{
+	const char *t = ibc_last_error();
+	const char *p = t;
+
+	if (!strncmp(p, "rank ", 5)) {
+		p += 5;
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (p[0] == ':' && p[1] == ' ')
+			return p + 2;
+	}
+	return *t ? t : "local error";
+}
+
 /* ------------------------------------------------------------------------ */
 /* frames                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -263,17 +279,19 @@ static void peer_addr_text(int fd, char *buf, size_t len)
 /*
  * Connector side of the handshake: connect to @addr, answer the challenge
  * with @h (nonce and mac filled in here), check the acceptor's proof.
- * @what names the target for log lines ("root", "rank 3 (host b07)").
+ * @what names the target in @why ("bootstrap root", "rank 3 (host b07)").
  * @retry_refused: 1 for the root (it may not listen yet), 0 for ranks (their
  * listener exists before anyone learns its address: a refusal means the
- * process is gone). @cancel_p: NULL, or a flag that ends the wait early
- * (the communicator failed or is being aborted); then nothing is logged
- * above DEBUG, the failure that set it was logged where it was seen.
+ * process is gone). @cancel_p: NULL, or a flag that ends the wait early.
+ * Nothing is logged: on failure @why (@why_len bytes) says what happened and
+ * *@final_p is 1 when the peer answered for good (it refused us, or could
+ * not prove the secret), 0 for trouble on the way (reset, timeout, a local
+ * error), which a caller may retry.
  */
 static ibc_status_t boot_connect_auth(const uint8_t *secret, const union ibc_sockaddr *addr,
 				      struct ibc_boot_hello *h, uint64_t deadline_ms,
 				      const char *what, int retry_refused, const int *cancel_p,
-				      int *fd_p)
+				      int *fd_p, char *why, size_t why_len, int *final_p)
 {
 	uint8_t buf[IBC_BOOT_TEXT_MAX];
 	uint8_t mac[IBC_BOOT_MAC_BYTES];
@@ -285,39 +303,45 @@ static ibc_status_t boot_connect_auth(const uint8_t *secret, const union ibc_soc
 	int fd = -1;
 	ibc_status_t st;
 
+	*final_p = 0;
 	ibc_sock_addr_str(addr, astr, sizeof(astr));
 	st = ibc_sock_connect_opts(addr, deadline_ms, retry_refused, cancel_p, &fd);
 	if (st != IBC_OK && cancel_p && __atomic_load_n(cancel_p, __ATOMIC_ACQUIRE)) {
-		IBC_LOG_DEBUG(BOOT, "connection to %s abandoned: the communicator failed", what);
+		snprintf(why, why_len, "connection to %s abandoned: the communicator failed", what);
 		return IBC_ERR_REMOTE;
 	}
 	if (st == IBC_ERR_TIMEOUT) {
-		IBC_LOG_ERROR(BOOT, "cannot connect to %s at %s within %lld ms", what, astr,
-			      (long long)ibc_param_bootstrap_timeout_ms());
+		snprintf(why, why_len, "cannot connect to %s at %s within %lld ms", what, astr,
+			 (long long)ibc_param_bootstrap_timeout_ms());
 		return st;
 	}
 	if (st == IBC_ERR_REMOTE) {
-		IBC_LOG_ERROR(BOOT, "%s at %s refused the connection: its process exited or crashed",
-			      what, astr);
+		snprintf(why, why_len, "%s at %s refused the connection: its process exited or crashed",
+			 what, astr);
+		*final_p = 1;
 		return st;
 	}
-	if (st != IBC_OK)
+	if (st != IBC_OK) {
+		snprintf(why, why_len, "cannot connect to %s at %s: %s", what, astr,
+			 boot_local_reason());
 		return st;
+	}
 	st = frame_read_blocking(fd, h->nranks, deadline_ms, cancel_p, &type, buf, sizeof(buf),
 				 &len);
 	if (st != IBC_OK || type != IBC_BOOT_CHALLENGE || len != 4 + IBC_BOOT_NONCE_BYTES) {
-		if (cancel_p && __atomic_load_n(cancel_p, __ATOMIC_ACQUIRE))
-			IBC_LOG_DEBUG(BOOT, "handshake with %s abandoned: the communicator failed", what);
-		else
-			IBC_LOG_ERROR(BOOT, "%s at %s sent no valid challenge (%s)", what, astr,
-				      st != IBC_OK ? ibc_status_str(st) : "unexpected frame");
+		snprintf(why, why_len, "%s at %s sent no valid challenge (%s)", what, astr,
+			 st != IBC_OK ? ibc_status_str(st) : "unexpected frame");
 		st = st == IBC_ERR_TIMEOUT ? IBC_ERR_TIMEOUT : IBC_ERR_REMOTE;
 		goto err_close;
 	}
 	memcpy(nonce_a, buf + 4, IBC_BOOT_NONCE_BYTES);
-	IBC_CHECK_GOTO(ibc_random_bytes(h->nonce_c, sizeof(h->nonce_c)), st, err_close);
+	st = ibc_random_bytes(h->nonce_c, sizeof(h->nonce_c));
+	if (st != IBC_OK) {
+		snprintf(why, why_len, "no randomness for the handshake with %s", what);
+		goto err_close;
+	}
 	if (ibc_boot_mac_hello(secret, nonce_a, h, h->mac) != 0) {
-		IBC_LOG_ERROR(BOOT, "HMAC computation failed");
+		snprintf(why, why_len, "HMAC computation failed");
 		st = IBC_ERR_INTERNAL;
 		goto err_close;
 	}
@@ -327,24 +351,23 @@ static ibc_status_t boot_connect_auth(const uint8_t *secret, const union ibc_soc
 		st = frame_read_blocking(fd, h->nranks, deadline_ms, cancel_p, &type, buf,
 					 sizeof(buf), &len);
 	if (st != IBC_OK) {
-		if (cancel_p && __atomic_load_n(cancel_p, __ATOMIC_ACQUIRE))
-			IBC_LOG_DEBUG(BOOT, "handshake with %s abandoned: the communicator failed", what);
-		else
-			IBC_LOG_ERROR(BOOT, "handshake with %s at %s failed: %s", what, astr,
-				      ibc_status_str(st));
+		snprintf(why, why_len, "handshake with %s at %s failed: %s", what, astr,
+			 ibc_status_str(st));
 		goto err_close;
 	}
 	if (type == IBC_BOOT_REJECT) {
 		ibc_boot_parse_text(buf, len, text, sizeof(text));
-		IBC_LOG_ERROR(BOOT, "%s at %s refused us: %s", what, astr, text);
+		snprintf(why, why_len, "%s at %s refused us: %s", what, astr, text);
+		*final_p = 1;
 		st = IBC_ERR_REMOTE;
 		goto err_close;
 	}
 	if (type != IBC_BOOT_WELCOME || len != IBC_BOOT_MAC_BYTES ||
 	    ibc_boot_mac_welcome(secret, nonce_a, h->nonce_c, mac) != 0 ||
 	    !ibc_boot_mac_equal(mac, buf)) {
-		IBC_LOG_ERROR(BOOT, "%s at %s did not prove knowledge of the secret: wrong unique id or not an ibcoll peer",
-			      what, astr);
+		snprintf(why, why_len, "%s at %s did not prove knowledge of the secret: wrong unique id or not an ibcoll peer",
+			 what, astr);
+		*final_p = 1;
 		st = IBC_ERR_REMOTE;
 		goto err_close;
 	}
@@ -352,6 +375,26 @@ static ibc_status_t boot_connect_auth(const uint8_t *secret, const union ibc_soc
 	return IBC_OK;
 err_close:
 	close(fd);
+	return st;
+}
+
+/* boot_connect_auth() that logs its failure (at DEBUG when cancelled) */
+static ibc_status_t boot_connect_log(const uint8_t *secret, const union ibc_sockaddr *addr,
+				     struct ibc_boot_hello *h, uint64_t deadline_ms,
+				     const char *what, int retry_refused, const int *cancel_p,
+				     int *fd_p)
+{
+	char why[IBC_BOOT_TEXT_MAX + 256];
+	int final;
+	ibc_status_t st = boot_connect_auth(secret, addr, h, deadline_ms, what, retry_refused,
+					    cancel_p, fd_p, why, sizeof(why), &final);
+
+	if (st == IBC_OK)
+		return st;
+	if (cancel_p && __atomic_load_n(cancel_p, __ATOMIC_ACQUIRE))
+		IBC_LOG_DEBUG(BOOT, "%s (the communicator failed)", why);
+	else
+		IBC_LOG_ERROR(BOOT, "%s", why);
 	return st;
 }
 
@@ -412,6 +455,7 @@ static void sockaddr_to_info(const union ibc_sockaddr *a, struct ibc_peer_info *
 struct root_conn {
 	int fd;
 	int rank;               /* -1 until joined */
+	int reporter;           /* >= 0: this rank reports that it cannot join (FAIL follows) */
 	uint64_t deadline_ms;
 	uint8_t nonce_a[IBC_BOOT_NONCE_BYTES];
 	char addr[80];
@@ -524,6 +568,16 @@ static int root_on_hello(struct boot_root *r, int i)
 		root_reject(c, "rank %d says the job has %d ranks, others said %d", h.src, h.nranks,
 			    r->nranks);
 		return -1;
+	}
+	if (h.tag == IBC_BOOT_JOIN_TAG_FAILED) {
+		/* a rank that cannot join: welcome it, its FAIL frame comes next */
+		ibc_boot_mac_welcome(r->secret, c->nonce_a, h.nonce_c, mac);
+		if (frame_write(c->fd, IBC_BOOT_WELCOME, mac, sizeof(mac), ibc_time_ms() + 1000) !=
+		    IBC_OK)
+			return -1;
+		c->reporter = h.src;
+		snprintf(r->infos[h.src].host, sizeof(r->infos[h.src].host), "%s", h.info.host);
+		return 0;
 	}
 	if (r->rank_conn[h.src] >= 0) {
 		root_reject(c, "rank %d already joined from host %s", h.src, r->infos[h.src].host);
@@ -684,9 +738,28 @@ static void *root_thread(void *arg)
 				}
 				continue;
 			}
-			ret = frame_rd_step(c->fd, 0, c->rank < 0 ? IBC_BOOT_HELLO : 0, &c->rd);
+			ret = frame_rd_step(c->fd, 0,
+					    c->reporter >= 0 ? IBC_BOOT_FAIL
+					    : c->rank < 0 ? IBC_BOOT_HELLO : 0, &c->rd);
 			if (ret == 0)
 				continue;
+			if (c->reporter >= 0) {
+				int rank = c->reporter;
+				ibc_status_t fst = IBC_ERR_REMOTE;
+				char why[IBC_BOOT_TEXT_MAX];
+
+				if (ret != 1 || ibc_boot_parse_fail(c->rd.buf, c->rd.len, &fst, why,
+								    sizeof(why)) != 0) {
+					root_close(r, i);
+					continue;
+				}
+				root_close(r, i);
+				root_tell(r, rank);
+				if (!r->failed)
+					root_fail(r, IBC_ERR_REMOTE, "rank %d (host %s) failed during initialisation: %s",
+						  rank, r->infos[rank].host, why);
+				break; /* indexes changed: poll again */
+			}
 			if (c->rank >= 0) {
 				/* a joined rank has nothing more to say: it died or failed */
 				int rank = c->rank;
@@ -761,6 +834,7 @@ static void *root_thread(void *arg)
 				memset(c, 0, sizeof(*c));
 				c->fd = fd;
 				c->rank = -1;
+				c->reporter = -1;
 				c->deadline_ms = ibc_time_ms() + (uint64_t)r->handshake_ms;
 				peer_addr_text(fd, c->addr, sizeof(c->addr));
 				if (ibc_random_bytes(c->nonce_a, sizeof(c->nonce_a)) != IBC_OK) {
@@ -1474,8 +1548,8 @@ static ibc_status_t boot_connect_hub(struct ibc_bootstrap *bs)
 	h.nranks = bs->nranks;
 	memcpy(h.comm_id, bs->comm_id, sizeof(h.comm_id));
 	info_to_sockaddr(&bs->peers[0], &a);
-	IBC_CHECK(boot_connect_auth(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms,
-				    "rank 0 (liveness hub)", 0, &bs->stop_io, &fd));
+	IBC_CHECK(boot_connect_log(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms,
+				   "rank 0 (liveness hub)", 0, &bs->stop_io, &fd));
 	ibc_sock_set_nonblock(fd, 1);
 	if (svc_add_conn(bs, fd, CS_HUB, 0) != 0) {
 		close(fd);
@@ -1501,6 +1575,49 @@ static ibc_status_t boot_start(struct ibc_bootstrap *bs)
 	return IBC_OK;
 }
 
+/*
+ * Best effort, bounded by 2 s: this rank cannot join (a local failure before
+ * it reached the root). Join anyway and send FAIL with @st and the reason,
+ * so that the root fails the ranks that joined at once, naming this one,
+ * instead of letting them wait for IBC_BOOTSTRAP_TIMEOUT_MS. The caller's
+ * ibc_last_error() text is kept.
+ */
+void ibc_bootstrap_report_join_failure(const struct ibc_boot_uid *uid, int rank, int nranks,
+				       ibc_status_t st)
+{
+	struct ibc_boot_hello h;
+	union ibc_sockaddr root;
+	uint8_t buf[4 + IBC_BOOT_TEXT_MAX];
+	char saved[IBC_BOOT_TEXT_MAX];
+	char why[IBC_BOOT_TEXT_MAX + 256];
+	size_t len;
+	int final;
+	int fd = -1;
+
+	snprintf(saved, sizeof(saved), "%s", ibc_last_error());
+	memset(&h, 0, sizeof(h));
+	h.kind = IBC_BOOT_KIND_JOIN;
+	h.tag = IBC_BOOT_JOIN_TAG_FAILED;
+	h.src = rank;
+	h.dst = -1;
+	h.nranks = nranks;
+	h.has_info = 1;
+	if (gethostname(h.info.host, sizeof(h.info.host)) != 0)
+		snprintf(h.info.host, sizeof(h.info.host), "unknown");
+	h.info.host[sizeof(h.info.host) - 1] = '\0';
+	h.info.pid = (uint32_t)getpid();
+	h.info.family = uid->family;
+	uid_to_sockaddr(uid, &root);
+	if (boot_connect_auth(uid->secret, &root, &h, ibc_time_ms() + 2000, "bootstrap root", 1, NULL,
+			      &fd, why, sizeof(why), &final) == IBC_OK) {
+		len = ibc_boot_pack_fail(st, saved[0] ? boot_local_reason() : "local error", buf,
+					 sizeof(buf));
+		frame_write(fd, IBC_BOOT_FAIL, buf, len, ibc_time_ms() + 500);
+		close(fd);
+	}
+	ibc_log_set_last_error(saved);
+}
+
 ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int nranks,
 				  ibc_bootstrap_error_fn on_error, void *arg,
 				  struct ibc_bootstrap **bs_p)
@@ -1513,16 +1630,26 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 	size_t len;
 	char text[IBC_BOOT_TEXT_MAX];
 	uint64_t deadline;
+	int attempt;
 	int type;
 	int fd = -1;
 	ibc_status_t st;
 
-	IBC_CHECK(boot_alloc(rank, nranks, on_error, arg, &bs));
+	st = boot_alloc(rank, nranks, on_error, arg, &bs);
+	if (st != IBC_OK) {
+		ibc_bootstrap_report_join_failure(uid, rank, nranks, st);
+		return st;
+	}
 	memcpy(bs->secret, uid->secret, sizeof(bs->secret));
 	uid_to_sockaddr(uid, &root);
 	IBC_CHECK_GOTO(boot_listen(uid->family, ibc_sock_addr_is_loopback(&root), &bs->listen_fd,
 				   &bs->listen_addr, &bs->peers[rank]),
-		       st, err_destroy);
+		       st, err_report);
+	buf = ibc_malloc(cap, "bootstrap table");
+	if (!buf) {
+		st = IBC_ERR_NO_MEMORY;
+		goto err_report;
+	}
 
 	deadline = ibc_time_ms() + (uint64_t)bs->timeout_ms;
 	memset(&h, 0, sizeof(h));
@@ -1532,13 +1659,30 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 	h.nranks = nranks;
 	h.has_info = 1;
 	h.info = bs->peers[rank];
-	IBC_CHECK_GOTO(boot_connect_auth(bs->secret, &root, &h, deadline, "bootstrap root", 1, NULL,
-					 &fd),
-		       st, err_destroy);
-	buf = ibc_malloc(cap, "bootstrap table");
-	if (!buf) {
-		st = IBC_ERR_NO_MEMORY;
-		goto err_close;
+	for (attempt = 0;; attempt++) {
+		char why[IBC_BOOT_TEXT_MAX + 256];
+		int final;
+
+		/* after a first contact, a refusal means the root finished or died: no retry */
+		st = boot_connect_auth(bs->secret, &root, &h, deadline, "bootstrap root",
+				       attempt == 0, NULL, &fd, why, sizeof(why), &final);
+		if (st == IBC_OK)
+			break;
+		if (attempt > 0 && final && st == IBC_ERR_REMOTE && strstr(why, "refused the connection"))
+			snprintf(why, sizeof(why), "the bootstrap root stopped accepting connections after a failed handshake: it finished without this rank, or died");
+		if (st != IBC_ERR_REMOTE && st != IBC_ERR_TIMEOUT) {
+			/* a local failure: tell the root, so that the others need not wait */
+			IBC_LOG_ERROR(BOOT, "%s", why);
+			goto err_report;
+		}
+		if (final || st == IBC_ERR_TIMEOUT || ibc_time_ms() + 100 >= deadline) {
+			/* refused for good, or no time left: the root knows or cannot be told */
+			IBC_LOG_ERROR(BOOT, "%s", why);
+			goto err_close;
+		}
+		/* dropped on the way (a reset, or a flood made the root shed us): again */
+		IBC_LOG_WARN(BOOT, "%s; trying again", why);
+		usleep(50 * 1000);
 	}
 	/* the root answers when everyone joined, or fails at its own deadline */
 	st = frame_read_blocking(fd, nranks, deadline + 5000, NULL, &type, buf, cap, &len);
@@ -1568,6 +1712,8 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 	IBC_CHECK_GOTO(boot_start(bs), st, err_destroy);
 	*bs_p = bs;
 	return IBC_OK;
+err_report:
+	ibc_bootstrap_report_join_failure(uid, rank, nranks, st);
 err_close:
 	ibc_sock_close(fd);
 	ibc_free(buf);
@@ -1779,8 +1925,8 @@ static ibc_status_t boot_open(struct ibc_bootstrap *bs, int peer, int kind, uint
 	memcpy(h.comm_id, bs->comm_id, sizeof(h.comm_id));
 	info_to_sockaddr(&bs->peers[peer], &a);
 	snprintf(what, sizeof(what), "rank %d (host %s)", peer, bs->peers[peer].host);
-	return boot_connect_auth(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms, what,
-				 0, &bs->stop_io, fd_p);
+	return boot_connect_log(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms, what,
+				0, &bs->stop_io, fd_p);
 }
 
 ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag,

@@ -76,6 +76,17 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 				  struct ibc_bootstrap **bs_p);
 
 /*
+ * ibc_bootstrap_report_join_failure() - this rank cannot join the job of
+ * @uid (a local failure before it reached the root, status @st, reason in
+ * ibc_last_error()): tell the root, best effort and bounded by 2 s, so that
+ * the ranks that joined fail at once naming this one instead of waiting for
+ * IBC_BOOTSTRAP_TIMEOUT_MS. ibc_bootstrap_create() calls it itself; callers
+ * that fail before calling it (allocating the communicator) call it too.
+ */
+void ibc_bootstrap_report_join_failure(const struct ibc_boot_uid *uid, int rank, int nranks,
+				       ibc_status_t st);
+
+/*
  * ibc_bootstrap_split() - bootstrap of a sub-communicator (MPI_Comm_split):
  * every rank of @parent calls it; ranks with equal @color >= 0 form a new
  * bootstrap ordered by (@key, parent rank), built without a root from an

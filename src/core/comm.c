@@ -480,8 +480,12 @@ static ibc_status_t comm_init_uid(struct ibc_comm **comm_p, int nranks,
 	struct ibc_comm *comm;
 	ibc_status_t st;
 
-	IBC_CHECK(comm_alloc(&comm));
 	ibc_log_set_rank(rank);
+	st = comm_alloc(&comm);
+	if (st != IBC_OK) {
+		ibc_bootstrap_report_join_failure(uid, rank, nranks, st);
+		return st;
+	}
 	IBC_CHECK_GOTO(ibc_bootstrap_create(uid, rank, nranks, comm_on_boot_error, comm, &comm->bs),
 		       st, err_free);
 	IBC_CHECK_GOTO(comm_setup(comm), st, err_teardown);
