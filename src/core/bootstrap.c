@@ -37,9 +37,43 @@
 #include "util.h"
 
 #define BOOT_MAX_PENDING 128    /* unauthenticated connections held at once */
+#define BOOT_ACCEPT_BURST 32    /* accepts per poll round, so pending hellos are read between */
 #define BOOT_STOP_INTERVALS 5   /* silent heartbeat intervals before "stopped" */
 #define BOOT_OUTBOX 8           /* notices waiting for the service thread */
 #define BOOT_NOTICE_MS 300      /* bound on sending one round of notices */
+
+/*
+ * Warnings about strangers (bad secret, garbage, slowloris) are limited to
+ * one line per second with a count, so that a flood cannot flood the log.
+ */
+struct boot_ratelog {
+	uint64_t last_ms;
+	long nsup;              /* lines suppressed since the last one */
+};
+
+static void stranger_warn(struct boot_ratelog *rl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void stranger_warn(struct boot_ratelog *rl, const char *fmt, ...)
+{
+	uint64_t now = ibc_time_ms();
+	char text[512];
+	va_list ap;
+
+	if (rl->last_ms && now - rl->last_ms < 1000) {
+		rl->nsup++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (rl->nsup)
+		IBC_LOG_WARN(BOOT, "%s (and %ld more such connections in the last second)", text,
+			     rl->nsup);
+	else
+		IBC_LOG_WARN(BOOT, "%s", text);
+	rl->last_ms = now;
+	rl->nsup = 0;
+}
 
 enum peer_state {
 	PEER_ALIVE = 0,
@@ -129,6 +163,7 @@ struct ibc_bootstrap {
 	ibc_bootstrap_error_fn on_error;
 	void *on_error_arg;
 	int failed;                             /* atomic: an error was reported */
+	struct boot_ratelog rl;                 /* strangers at our listener (svc thread) */
 	int stop_io;                            /* atomic: failed or cancelled: blocking calls give up */
 
 	/* notices for the service thread to send: every hub write stays in one thread */
@@ -481,11 +516,14 @@ struct boot_root {
 	char fail_text[IBC_BOOT_TEXT_MAX - 64];
 	uint8_t *told;          /* [nranks] knows of the failure (or is the one that failed) */
 	int ntold;
+	struct boot_ratelog rl;
 };
 
-static void root_reject(struct root_conn *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void root_reject(struct root_conn *c, const char *fmt, ...)
+/* send REJECT; @stranger: the peer did not prove the secret (rate-limited warning) */
+static void root_reject(struct boot_root *r, struct root_conn *c, int stranger, const char *fmt,
+			...) __attribute__((format(printf, 4, 5)));
+static void root_reject(struct boot_root *r, struct root_conn *c, int stranger, const char *fmt,
+			...)
 {
 	char text[IBC_BOOT_TEXT_MAX];
 	va_list ap;
@@ -493,7 +531,11 @@ static void root_reject(struct root_conn *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	IBC_LOG_WARN(BOOT, "bootstrap root: rejected connection from %s: %s", c->addr, text);
+	if (stranger)
+		stranger_warn(&r->rl, "bootstrap root: rejected connection from %s: %s", c->addr,
+			      text);
+	else
+		IBC_LOG_WARN(BOOT, "bootstrap root: rejected connection from %s: %s", c->addr, text);
 	frame_write(c->fd, IBC_BOOT_REJECT, text, strlen(text), ibc_time_ms() + 200);
 }
 
@@ -528,15 +570,15 @@ static int root_on_hello(struct boot_root *r, int i)
 	uint8_t mac[IBC_BOOT_MAC_BYTES];
 
 	if (c->rd.type != IBC_BOOT_HELLO || ibc_boot_parse_hello(c->rd.buf, c->rd.len, &h) != 0) {
-		root_reject(c, "malformed hello");
+		root_reject(r, c, 1, "malformed hello");
 		return -1;
 	}
 	if (ibc_boot_mac_hello(r->secret, c->nonce_a, &h, mac) != 0 || !ibc_boot_mac_equal(mac, h.mac)) {
-		root_reject(c, "authentication failed: wrong secret (unique id or IBC_SECRET differs)");
+		root_reject(r, c, 1, "authentication failed: wrong secret (unique id or IBC_SECRET differs)");
 		return -1;
 	}
 	if (h.kind != IBC_BOOT_KIND_JOIN) {
-		root_reject(c, "not a join request");
+		root_reject(r, c, 0, "not a join request");
 		return -1;
 	}
 	if (r->nranks == 0) {
@@ -545,7 +587,7 @@ static int root_on_hello(struct boot_root *r, int i)
 		r->rank_conn = malloc((size_t)h.nranks * sizeof(int));
 		r->told = calloc((size_t)h.nranks, 1);
 		if (!r->infos || !r->rank_conn || !r->told) {
-			root_reject(c, "root out of memory for %d ranks", h.nranks);
+			root_reject(r, c, 0, "root out of memory for %d ranks", h.nranks);
 			free(r->infos);
 			free(r->rank_conn);
 			free(r->told);
@@ -559,13 +601,13 @@ static int root_on_hello(struct boot_root *r, int i)
 	}
 	if (r->failed) {
 		/* the job cannot start any more: say why, at once */
-		root_reject(c, "bootstrap failed before rank %d joined: %s", h.src, r->fail_text);
+		root_reject(r, c, 0, "bootstrap failed before rank %d joined: %s", h.src, r->fail_text);
 		if (h.nranks == r->nranks)
 			root_tell(r, h.src);
 		return -1;
 	}
 	if (h.nranks != r->nranks) {
-		root_reject(c, "rank %d says the job has %d ranks, others said %d", h.src, h.nranks,
+		root_reject(r, c, 0, "rank %d says the job has %d ranks, others said %d", h.src, h.nranks,
 			    r->nranks);
 		return -1;
 	}
@@ -580,7 +622,7 @@ static int root_on_hello(struct boot_root *r, int i)
 		return 0;
 	}
 	if (r->rank_conn[h.src] >= 0) {
-		root_reject(c, "rank %d already joined from host %s", h.src, r->infos[h.src].host);
+		root_reject(r, c, 0, "rank %d already joined from host %s", h.src, r->infos[h.src].host);
 		return -1;
 	}
 	ibc_boot_mac_welcome(r->secret, c->nonce_a, h.nonce_c, mac);
@@ -732,8 +774,8 @@ static void *root_thread(void *arg)
 
 			if (!(pfds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) {
 				if (c->rank < 0 && now >= c->deadline_ms) {
-					IBC_LOG_WARN(BOOT, "bootstrap root: dropped connection from %s: no valid hello within %lld ms",
-						     c->addr, (long long)r->handshake_ms);
+					stranger_warn(&r->rl, "bootstrap root: dropped connection from %s: no valid hello within %lld ms",
+						      c->addr, (long long)r->handshake_ms);
 					root_close(r, i);
 				}
 				continue;
@@ -785,8 +827,8 @@ static void *root_thread(void *arg)
 			}
 			if (ret < 0) {
 				if (ret == -2)
-					IBC_LOG_WARN(BOOT, "bootstrap root: dropped connection from %s: malformed frame",
-						     c->addr);
+					stranger_warn(&r->rl, "bootstrap root: dropped connection from %s: malformed frame",
+						      c->addr);
 				root_close(r, i);
 				continue;
 			}
@@ -802,7 +844,9 @@ static void *root_thread(void *arg)
 			break;
 		}
 		if (pfds[0].revents & POLLIN) {
-			for (;;) {
+			int nacc;
+
+			for (nacc = 0; nacc < BOOT_ACCEPT_BURST; nacc++) {
 				struct root_conn *c;
 				uint8_t ch[4 + IBC_BOOT_NONCE_BYTES];
 				uint32_t ver = IBC_BOOT_VERSION;
@@ -811,13 +855,29 @@ static void *root_thread(void *arg)
 				if (fd < 0)
 					break;
 				if (r->nconns - r->njoined >= BOOT_MAX_PENDING) {
-					/* flood: drop the oldest unauthenticated connection */
-					for (i = 0; i < r->nconns; i++)
-						if (r->conns[i].rank < 0)
-							break;
-					IBC_LOG_WARN(BOOT, "bootstrap root: more than %d unauthenticated connections; dropping %s",
-						     BOOT_MAX_PENDING, r->conns[i].addr);
-					root_close(r, i);
+					/* flood: shed the unauthenticated connection least likely
+					 * to be a rank: silent, then oldest */
+					int victim = -1;
+					int vidle = 0;
+
+					for (i = 0; i < r->nconns; i++) {
+						const struct root_conn *v = &r->conns[i];
+						int idle = v->rd.hdr_got == 0;
+
+						if (v->rank >= 0 || v->reporter >= 0)
+							continue;
+						if (victim < 0 || idle > vidle ||
+						    (idle == vidle &&
+						     v->deadline_ms < r->conns[victim].deadline_ms)) {
+							victim = i;
+							vidle = idle;
+						}
+					}
+					if (victim >= 0) {
+						stranger_warn(&r->rl, "bootstrap root: more than %d unauthenticated connections; dropping %s",
+							      BOOT_MAX_PENDING, r->conns[victim].addr);
+						root_close(r, victim);
+					}
 				}
 				if (r->nconns == r->cap) {
 					int ncap = r->cap ? 2 * r->cap : 16;
@@ -1200,7 +1260,7 @@ static int svc_on_hello(struct ibc_bootstrap *bs, int i)
 		 (h.kind == IBC_BOOT_KIND_HUB && bs->rank != 0))
 		why = "unexpected connection kind";
 	if (why) {
-		IBC_LOG_WARN(BOOT, "rejected connection from %s: %s", c->addr, why);
+		stranger_warn(&bs->rl, "rejected connection from %s: %s", c->addr, why);
 		frame_write(c->fd, IBC_BOOT_REJECT, why, strlen(why), ibc_time_ms() + 200);
 		return -1;
 	}
@@ -1270,7 +1330,9 @@ static void svc_on_msg(struct ibc_bootstrap *bs, struct boot_conn *c)
 
 static void svc_accept(struct ibc_bootstrap *bs, int64_t handshake_ms)
 {
-	for (;;) {
+	int nacc;
+
+	for (nacc = 0; nacc < BOOT_ACCEPT_BURST; nacc++) {
 		uint8_t ch[4 + IBC_BOOT_NONCE_BYTES];
 		uint32_t ver = IBC_BOOT_VERSION;
 		struct boot_conn *c;
@@ -1283,12 +1345,25 @@ static void svc_accept(struct ibc_bootstrap *bs, int64_t handshake_ms)
 		for (i = 0; i < bs->nconns; i++)
 			npending += bs->conns[i].state == CS_WAIT_HELLO;
 		if (npending >= BOOT_MAX_PENDING) {
-			for (i = 0; i < bs->nconns; i++)
-				if (bs->conns[i].state == CS_WAIT_HELLO)
-					break;
-			IBC_LOG_WARN(BOOT, "more than %d unauthenticated connections; dropping %s",
-				     BOOT_MAX_PENDING, bs->conns[i].addr);
-			svc_drop_conn(bs, i, 0);
+			/* flood: shed the silent, then the oldest, unauthenticated connection */
+			int victim = -1;
+			int vidle = 0;
+
+			for (i = 0; i < bs->nconns; i++) {
+				const struct boot_conn *v = &bs->conns[i];
+				int idle = v->rd.hdr_got == 0;
+
+				if (v->state != CS_WAIT_HELLO)
+					continue;
+				if (victim < 0 || idle > vidle ||
+				    (idle == vidle && v->deadline_ms < bs->conns[victim].deadline_ms)) {
+					victim = i;
+					vidle = idle;
+				}
+			}
+			stranger_warn(&bs->rl, "more than %d unauthenticated connections; dropping %s",
+				      BOOT_MAX_PENDING, bs->conns[victim].addr);
+			svc_drop_conn(bs, victim, 0);
 		}
 		if (svc_add_conn(bs, fd, CS_WAIT_HELLO, -1) != 0) {
 			close(fd);
@@ -1360,8 +1435,8 @@ static void *svc_thread(void *arg)
 
 			if (!(pfds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) {
 				if (c->state == CS_WAIT_HELLO && now >= c->deadline_ms) {
-					IBC_LOG_WARN(BOOT, "dropped connection from %s: no valid hello within %lld ms",
-						     c->addr, (long long)handshake_ms);
+					stranger_warn(&bs->rl, "dropped connection from %s: no valid hello within %lld ms",
+						      c->addr, (long long)handshake_ms);
 					svc_drop_conn(bs, i, 0);
 				}
 				continue;
@@ -1403,7 +1478,10 @@ static void *svc_thread(void *arg)
 				if (bs->peer_state[peer] == PEER_ALIVE)
 					svc_hub_lost(bs, peer, HUB_CLOSED);
 			} else {
-				if (ret == -2)
+				if (ret == -2 && c->state == CS_WAIT_HELLO)
+					stranger_warn(&bs->rl, "dropped connection from %s: malformed frame",
+						      c->addr);
+				else if (ret == -2)
 					IBC_LOG_WARN(BOOT, "dropped connection from %s (rank %d): malformed frame",
 						     c->addr, c->peer);
 				svc_drop_conn(bs, i, 0);
