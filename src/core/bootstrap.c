@@ -200,12 +200,19 @@ static const char *boot_local_reason(void)
 static ibc_status_t frame_write_c(int fd, int type, const void *payload, size_t len,
 				  uint64_t deadline_ms, const int *cancel_p)
 {
-	uint8_t hdr[IBC_BOOT_HDR_BYTES];
+	uint8_t buf[IBC_BOOT_HDR_BYTES + 2048];
 	ibc_status_t st;
 
-	ibc_boot_put_hdr(hdr, type, (uint32_t)len);
-	st = ibc_sock_write_all_cancel(fd, hdr, sizeof(hdr), deadline_ms, cancel_p, NULL);
-	if (st == IBC_OK && len)
+	ibc_boot_put_hdr(buf, type, (uint32_t)len);
+	if (len <= sizeof(buf) - IBC_BOOT_HDR_BYTES) {
+		/* one write: a split small frame meets Nagle and delayed ACKs (40 ms) */
+		if (len)
+			memcpy(buf + IBC_BOOT_HDR_BYTES, payload, len);
+		return ibc_sock_write_all_cancel(fd, buf, IBC_BOOT_HDR_BYTES + len, deadline_ms,
+						 cancel_p, NULL);
+	}
+	st = ibc_sock_write_all_cancel(fd, buf, IBC_BOOT_HDR_BYTES, deadline_ms, cancel_p, NULL);
+	if (st == IBC_OK)
 		st = ibc_sock_write_all_cancel(fd, payload, len, deadline_ms, cancel_p, NULL);
 	return st;
 }
@@ -854,6 +861,7 @@ static void *root_thread(void *arg)
 
 				if (fd < 0)
 					break;
+				ibc_sock_set_nodelay(fd);
 				if (r->nconns - r->njoined >= BOOT_MAX_PENDING) {
 					/* flood: shed the unauthenticated connection least likely
 					 * to be a rank: silent, then oldest */
@@ -1342,6 +1350,7 @@ static void svc_accept(struct ibc_bootstrap *bs, int64_t handshake_ms)
 
 		if (fd < 0)
 			return;
+		ibc_sock_set_nodelay(fd);
 		for (i = 0; i < bs->nconns; i++)
 			npending += bs->conns[i].state == CS_WAIT_HELLO;
 		if (npending >= BOOT_MAX_PENDING) {
