@@ -628,10 +628,10 @@ static void print_usage(const char *what, const struct usage *u)
 
 static int scenario_hygiene(const struct opts *o)
 {
-	struct usage before;
-	struct usage warm;
-	struct usage end;
-	struct usage after;
+	struct usage before = { -1, -1, -1, -1 };
+	struct usage warm = { -1, -1, -1, -1 };
+	struct usage end = { -1, -1, -1, -1 };
+	struct usage after = { -1, -1, -1, -1 };
 	ibc_unique_id_t id;
 	ibc_comm_h comm = NULL;
 	ibc_status_t st = IBC_OK;
