@@ -90,12 +90,23 @@ void ibc_boot_pack_info(const struct ibc_peer_info *pi, uint8_t out[IBC_BOOT_INF
 	memcpy(out + 112, pi->addr, 16);
 }
 
+/* NUL-terminate and make printable: these strings end up in log lines */
+static void sanitize(char *s, size_t cap)
+{
+	size_t i;
+
+	s[cap - 1] = '\0';
+	for (i = 0; s[i]; i++)
+		if (!isprint((unsigned char)s[i]))
+			s[i] = '?';
+}
+
 int ibc_boot_unpack_info(const uint8_t in[IBC_BOOT_INFO_BYTES], struct ibc_peer_info *pi)
 {
 	memcpy(pi->host, in, IBC_BOOT_HOST_LEN);
-	pi->host[IBC_BOOT_HOST_LEN - 1] = '\0';
+	sanitize(pi->host, IBC_BOOT_HOST_LEN);
 	memcpy(pi->boot_id, in + 64, IBC_BOOT_BOOTID_LEN);
-	pi->boot_id[IBC_BOOT_BOOTID_LEN - 1] = '\0';
+	sanitize(pi->boot_id, IBC_BOOT_BOOTID_LEN);
 	pi->pid = get32(in + 104);
 	pi->family = get16(in + 108);
 	pi->port = get16(in + 110);

@@ -121,7 +121,7 @@ void ibc_boot_put_hdr(uint8_t out[IBC_BOOT_HDR_BYTES], int type, uint32_t len);
 /* -1: bad magic, unknown type, or length above the type's maximum */
 int ibc_boot_parse_hdr(const uint8_t in[IBC_BOOT_HDR_BYTES], int nranks, struct ibc_boot_hdr *h);
 
-/* peer info: 128 bytes; unpack forces NUL termination and checks the family */
+/* peer info: 128 bytes; unpack forces NUL-terminated printable strings and checks the family */
 void ibc_boot_pack_info(const struct ibc_peer_info *pi, uint8_t out[IBC_BOOT_INFO_BYTES]);
 int ibc_boot_unpack_info(const uint8_t in[IBC_BOOT_INFO_BYTES], struct ibc_peer_info *pi);
 
