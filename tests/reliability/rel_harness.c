@@ -81,6 +81,10 @@ int rel_spawn(struct rel_proc *p, int rank, int nranks, const char *uid_hex, cha
 	char **av = NULL;
 	int out[2] = { -1, -1 };
 	int in[2] = { -1, -1 };
+	char *wargv[32];
+	char *wrap_copy = NULL;
+	const char *wrap;
+	size_t nw = 0;
 	size_t ne = 0;
 	size_t nx = 0;
 	size_t na = 0;
@@ -98,11 +102,23 @@ int rel_spawn(struct rel_proc *p, int rank, int nranks, const char *uid_hex, cha
 		nx++;
 	while (argv[na])
 		na++;
+	/* IBC_TEST_WRAPPER="valgrind --quiet ...": run the worker under it */
+	wrap = getenv("IBC_TEST_WRAPPER");
+	if (wrap && *wrap) {
+		char *w = strdup(wrap);
+		char *save = NULL;
+		char *tok;
+
+		wrap_copy = w;
+		for (tok = w ? strtok_r(w, " ", &save) : NULL; tok && nw < 31;
+		     tok = strtok_r(NULL, " ", &save))
+			wargv[nw++] = tok;
+	}
 	snprintf(rank_s, sizeof(rank_s), "IBC_RANK=%d", rank);
 	snprintf(nranks_s, sizeof(nranks_s), "IBC_NRANKS=%d", nranks);
 	uid_s = malloc(strlen(uid_hex) + 16);
 	envp = calloc(ne + nx + 4, sizeof(char *));
-	av = calloc(na + 2, sizeof(char *));
+	av = calloc(na + nw + 2, sizeof(char *));
 	if (!uid_s || !envp || !av)
 		goto err;
 	sprintf(uid_s, "IBC_TEST_UID=%s", uid_hex);
@@ -115,9 +131,11 @@ int rel_spawn(struct rel_proc *p, int rank, int nranks, const char *uid_hex, cha
 	for (i = 0; i < ne; i++)
 		envp[k++] = environ[i];
 	envp[k] = NULL;
-	av[0] = (char *)rel_worker_path();
+	for (i = 0; i < nw; i++)
+		av[i] = wargv[i];
+	av[nw] = (char *)rel_worker_path();
 	for (i = 0; i < na; i++)
-		av[i + 1] = argv[i];
+		av[nw + i + 1] = argv[i];
 	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(in, O_CLOEXEC) != 0)
 		goto err;
 	fflush(stdout);
@@ -129,7 +147,10 @@ int rel_spawn(struct rel_proc *p, int rank, int nranks, const char *uid_hex, cha
 		/* child: only async-signal-safe calls until execve */
 		dup2(out[1], 1);
 		dup2(in[0], 0);
-		execve(av[0], av, envp);
+		if (nw)
+			execvpe(av[0], av, envp);
+		else
+			execve(av[0], av, envp);
 		_exit(127);
 	}
 	close(out[1]);
@@ -141,6 +162,7 @@ int rel_spawn(struct rel_proc *p, int rank, int nranks, const char *uid_hex, cha
 	free(uid_s);
 	free(envp);
 	free(av);
+	free(wrap_copy);
 	return 0;
 err:
 	fprintf(stderr, "rel_spawn: %s\n", strerror(errno));
@@ -153,6 +175,7 @@ err:
 	free(uid_s);
 	free(envp);
 	free(av);
+	free(wrap_copy);
 	return -1;
 }
 

@@ -72,7 +72,9 @@ ibc_status_t rel_new_uid_hex(char hex[2 * IBC_UNIQUE_ID_BYTES + 1]);
  * @argv:  worker arguments after the program name, NULL-terminated.
  * @env:   extra "NAME=value" strings for this rank only, NULL-terminated (may be NULL).
  * The worker inherits the driver's environment (IBC_* from the test), plus
- * IBC_RANK, IBC_NRANKS and IBC_TEST_UID. Return: 0, or -1 (errno text printed).
+ * IBC_RANK, IBC_NRANKS and IBC_TEST_UID. With IBC_TEST_WRAPPER set (e.g.
+ * "valgrind --quiet"), the worker runs under that command (PATH searched).
+ * Return: 0, or -1 (errno text printed).
  */
 int rel_spawn(struct rel_proc *p, int rank, int nranks, const char *uid_hex, char *const argv[],
 	      char *const env[]);

@@ -7,7 +7,7 @@
  * each step on stdout in the line protocol of rel_harness.h. It uses the
  * public API only, except ibc_fault_fired_count() for the fault scenario.
  *
- * usage: rel_worker coll    [--count N] [--dtype f32|f64|i32|u8] [--coll NAME]
+ * usage: rel_worker coll    [--count N] [--dtype f32|f64|i32|u8] [--coll NAME|all]
  *                           [--iters K] [--gap-ms G] [--nb] [--again]
  *                           [--hold-ms H] [--abort-on-error] [--init-env] [--warm]
  *          --gap-ms: pause between iterations, polling ibc_comm_get_async_error();
@@ -182,7 +182,7 @@ static size_t nblocks_of(const char *coll)
 
 static int bufs_alloc(const struct opts *o, struct bufs *b)
 {
-	size_t nb = nblocks_of(o->coll);
+	size_t nb = strcmp(o->coll, "all") ? nblocks_of(o->coll) : (size_t)g_nranks;
 	size_t n = o->count * nb;
 	size_t i;
 
@@ -297,6 +297,40 @@ static int check_coll(const struct opts *o, const struct bufs *b, char *why, siz
 	return 0;
 }
 
+/*
+ * --coll all: every collective once, blocking and nonblocking alternately,
+ * each checked; returns the first error, or REL_DATA_WRONG with @why.
+ */
+static int run_all(const struct opts *o, ibc_comm_h comm, char *why, size_t len)
+{
+	static const char *const colls[] = {
+		"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall",
+		"barrier", "sendrecv",
+	};
+	size_t k;
+
+	for (k = 0; k < sizeof(colls) / sizeof(colls[0]); k++) {
+		struct opts oc = *o;
+		struct bufs b = { 0 };
+		ibc_status_t st;
+
+		oc.coll = colls[k];
+		oc.nb = k % 2 && strcmp(oc.coll, "sendrecv");
+		if (bufs_alloc(&oc, &b) != 0) {
+			snprintf(why, len, "out of memory");
+			return REL_DATA_WRONG;
+		}
+		st = run_coll(&oc, comm, &b);
+		if (st == IBC_OK && check_coll(&oc, &b, why, len) != 0)
+			st = REL_DATA_WRONG;
+		free(b.send);
+		free(b.recv);
+		if (st != IBC_OK)
+			return st;
+	}
+	return IBC_OK;
+}
+
 /* connections are made on first use: a 1-element allreduce makes them */
 static ibc_status_t warm_allreduce(ibc_comm_h comm)
 {
@@ -342,8 +376,16 @@ static int scenario_coll(const struct opts *o)
 
 		ev("coll-start", i);
 		t0 = now_ms();
-		st = run_coll(o, comm, &b);
-		if (st == IBC_OK && check_coll(o, &b, why, sizeof(why)) != 0) {
+		if (!strcmp(o->coll, "all"))
+			st = run_all(o, comm, why, sizeof(why));
+		else
+			st = run_coll(o, comm, &b);
+		if (st == REL_DATA_WRONG) {
+			res("coll", i, REL_DATA_WRONG, t0, why);
+			failed = 1;
+			break;
+		}
+		if (st == IBC_OK && strcmp(o->coll, "all") && check_coll(o, &b, why, sizeof(why)) != 0) {
 			res("coll", i, REL_DATA_WRONG, t0, why);
 			failed = 1;
 			break;
