@@ -31,6 +31,8 @@ if grep -q '^#define IBC_ASAN 1' "$builddir/config.h" 2>/dev/null; then
 	echo "1..0 # SKIP this build already has --enable-asan: its own make check is the ASan run"
 	exit 0
 fi
+# the outer make's variables (TEST_LOGS, -j jobserver) must not leak into the nested one
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES GNUMAKEFLAGS
 echo "1..4"
 mkdir -p "$dir"
 log="$dir/asan-build.log"
