@@ -125,7 +125,7 @@ struct ibc_tconn {
 	struct shm_q recvq;
 	struct shm_op *free_ops;
 	int broken;
-	int peer_closed;                /* doorbell EOF: the peer process closed or died */
+	int peer_gone;                  /* doorbell EOF: the peer closed its end */
 	uint64_t seen_in_head;          /* for the sleep decision */
 	uint64_t seen_out_tail;
 	struct ibc_tconn *next;
@@ -707,24 +707,41 @@ static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
 }
 
 /*
- * The doorbell: drain wake-up bytes. EOF means the peer process closed the
- * connection or died; what it published before that is still in the ring
- * (our mapping outlives its), so the failure is decided by shm_progress()
- * once the ring is drained, not here.
+ * The doorbell: drain wake-up bytes. EOF means the peer closed its end
+ * (destroyed the communicator, exited or crashed). That is an error only
+ * for what can no longer complete: the messages it published before leaving
+ * are still in our mapping of the ring and are delivered first.
  */
 static void bell_drain(struct ibc_tconn *c)
 {
 	char buf[64];
 
-	for (;;) {
+	while (!c->peer_gone) {
 		ssize_t n = recv(c->bell_fd, buf, sizeof(buf), MSG_DONTWAIT);
 
 		if (n > 0)
 			continue;
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-			c->peer_closed = 1;
+		/* EOF, or a reset (it died with our wake-up byte unread) */
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			c->peer_gone = 1;
 		return;
 	}
+}
+
+/* after progress: fail what a departed peer can no longer complete */
+static ibc_status_t check_peer_gone(struct ibc_tconn *c)
+{
+	ibc_status_t st;
+
+	if (!c->peer_gone || c->broken)
+		return IBC_OK;
+	if (!c->sendq.head &&
+	    (!c->recvq.head || __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE) != c->in->tail))
+		return IBC_OK;
+	st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
+			   "peer closed its shared-memory doorbell with %s pending: process exited, crashed or destroyed the communicator",
+			   c->sendq.head ? "a send" : "a receive");
+	return conn_fail(c, st);
 }
 
 static ibc_status_t shm_progress(void *vctx)
@@ -734,25 +751,15 @@ static ibc_status_t shm_progress(void *vctx)
 
 	for (c = ctx->conns; c; c = c->next) {
 		int moved = 0;
-		int closed;
 
 		if (c->broken || (!c->sendq.head && !c->recvq.head))
 			continue;
-		/* read the EOF flag before the ring: what was published before it is seen */
-		closed = __atomic_load_n(&c->peer_closed, __ATOMIC_ACQUIRE);
 		moved |= progress_send(c);
 		IBC_CHECK(progress_recv(c, &moved));
 		/* a receive may have freed credits for a blocked send */
 		if (moved && c->sendq.head)
 			progress_send(c);
-		if (closed && (c->sendq.head || c->recvq.head)) {
-			/* the peer is gone and the ring holds nothing more for us */
-			ibc_status_t st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
-							"peer closed its shared-memory doorbell with %s pending: process exited or crashed",
-							c->recvq.head ? "a receive" : "a send");
-
-			return conn_fail(c, st);
-		}
+		IBC_CHECK(check_peer_gone(c));
 	}
 	return IBC_OK;
 }
@@ -782,6 +789,11 @@ static void shm_wait(void *vctx, int timeout_us)
 	for (c = ctx->conns; c; c = c->next) {
 		if (c->broken || (!c->sendq.head && !c->recvq.head))
 			continue;
+		if (c->peer_gone) {
+			/* its doorbell stays readable (EOF): no poll, let progress decide */
+			ready = 1;
+			continue;
+		}
 		__atomic_store_n(&c->sh->sleeping[c->side], 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		/* re-check after raising the flag: progress() consumed every slot and
@@ -797,7 +809,7 @@ static void shm_wait(void *vctx, int timeout_us)
 	}
 	if (n && !ready)
 		ppoll(ctx->pfds, (nfds_t)n, &ts, NULL);
-	else if (!n)
+	else if (!n && !ready)
 		nanosleep(&ts, NULL);
 	for (c = ctx->conns; c; c = c->next) {
 		if (c->broken || (!c->sendq.head && !c->recvq.head))
