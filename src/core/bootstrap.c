@@ -1234,8 +1234,16 @@ static void svc_on_notice(struct ibc_bootstrap *bs, struct boot_conn *c)
 			    n.rank, peer_host(bs, n.rank), n.text[0] ? " after: " : "", n.text);
 		break;
 	case IBC_BOOT_NOTICE_ERROR:
-		boot_report(bs, (ibc_status_t)n.status, n.rank, "error on rank %d (host %s): %s",
-			    n.rank, peer_host(bs, n.rank), n.text);
+		/*
+		 * Mismatched calls and hangs concern every rank: keep their status.
+		 * Anything else (CUDA, memory, a lost connection) happened to that
+		 * rank: here it is "a peer reported an error", IBC_ERR_REMOTE.
+		 */
+		boot_report(bs,
+			    n.status == IBC_ERR_INVALID_USAGE || n.status == IBC_ERR_TIMEOUT
+				    ? (ibc_status_t)n.status : IBC_ERR_REMOTE,
+			    n.rank, "error on rank %d (host %s): %s", n.rank, peer_host(bs, n.rank),
+			    n.text);
 		break;
 	case IBC_BOOT_NOTICE_DEAD:
 		boot_report(bs, IBC_ERR_REMOTE, n.rank, "%s (reported by rank 0)", n.text);

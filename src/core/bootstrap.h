@@ -117,7 +117,10 @@ void ibc_bootstrap_announce_leave(struct ibc_bootstrap *bs, int abort, const cha
  * ibc_bootstrap_notify_error() - tell every peer, through the liveness hub
  * (rank 0 forwards), that this rank's communicator failed with @st and
  * @text, so that ranks waiting for this one fail at once with the original
- * cause instead of timing out. Never blocks (the service thread sends it).
+ * cause instead of timing out. The peers report IBC_ERR_INVALID_USAGE and
+ * IBC_ERR_TIMEOUT as such, any other status as IBC_ERR_REMOTE (a peer
+ * reported an error), with the text. Never blocks (the service thread
+ * sends it).
  */
 void ibc_bootstrap_notify_error(struct ibc_bootstrap *bs, ibc_status_t st, const char *text);
 

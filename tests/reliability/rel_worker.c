@@ -643,7 +643,12 @@ static long rss_kb(void)
 	return kb;
 }
 
-/* measure; threads settle first (a finished bootstrap root thread may still be exiting) */
+/*
+ * Measure, as the smallest counts seen over 200 ms (connections to and from
+ * peers open and close asynchronously, a finished bootstrap root thread may
+ * still be exiting: a leak shows in the minimum, a transient does not);
+ * with @want_threads >= 0, wait up to 2 s for the threads to settle to it.
+ */
 static void measure(struct usage *u, long want_threads)
 {
 	char sfx[32];
@@ -658,6 +663,17 @@ static void measure(struct usage *u, long want_threads)
 	} while (now_ms() - t0 < 2000);
 	u->fds = count_dir("/proc/self/fd", NULL, NULL) - 1; /* minus opendir's own fd */
 	u->shm = count_dir("/dev/shm", "ibc-", sfx);
+	t0 = now_ms();
+	while (now_ms() - t0 < 200) {
+		long f = count_dir("/proc/self/fd", NULL, NULL) - 1;
+		long t = count_dir("/proc/self/task", NULL, NULL);
+		long m = count_dir("/dev/shm", "ibc-", sfx);
+
+		u->fds = IBC_MIN(u->fds, f);
+		u->threads = IBC_MIN(u->threads, t);
+		u->shm = IBC_MIN(u->shm, m);
+		sleep_ms(10);
+	}
 	u->rss_kb = rss_kb();
 }
 

@@ -5,7 +5,8 @@
 # $top_builddir/asan-build and run its `make check` there: the unit tests,
 # the collective tests (tests/coll) and the reliability tests (kill, stop,
 # mismatch, abort, fault loop with a leak check per run, flood, hygiene),
-# with LeakSanitizer on. The nested run sets IBC_ASAN_NESTED=1, so this test,
+# with LeakSanitizer on (tests/reliability/lsan.supp suppresses leaks inside
+# Open MPI, which the benchmark tests load). The nested run sets IBC_ASAN_NESTED=1, so this test,
 # the fuzzer and valgrind SKIP there, and IBC_TEST_QUICK=1, so the kill, stop
 # and hygiene tests run a smaller matrix (3 ranks; one case per stop
 # variant; 200 cycles). TAP on stdout.
@@ -95,7 +96,8 @@ fi
 # 4. the tests, sanitized
 export IBC_ASAN_NESTED=1
 export IBC_TEST_QUICK=1
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:fast_unwind_on_malloc=0}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$srcdir/tests/reliability/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 t0=$(date +%s)
 if make -C "$dir" -j"$jobs" check >>"$log" 2>&1; then
