@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "boot_wire.h"
@@ -299,6 +300,16 @@ static int frame_rd_step(int fd, int nranks, int only_type, struct frame_rd *rd)
 		if (rd->got == rd->len)
 			return 1;
 	}
+}
+
+/* 1 when nothing was received on @fd yet, read or waiting (flood shedding) */
+static int conn_idle(int fd, const struct frame_rd *rd)
+{
+	int avail = 0;
+
+	if (rd->hdr_got)
+		return 0;
+	return ioctl(fd, FIONREAD, &avail) != 0 || avail == 0;
 }
 
 static void frame_rd_reset(struct frame_rd *rd)
@@ -864,13 +875,13 @@ static void *root_thread(void *arg)
 				ibc_sock_set_nodelay(fd);
 				if (r->nconns - r->njoined >= BOOT_MAX_PENDING) {
 					/* flood: shed the unauthenticated connection least likely
-					 * to be a rank: silent, then oldest */
+					 * to be a rank: nothing sent (not even unread), then oldest */
 					int victim = -1;
 					int vidle = 0;
 
 					for (i = 0; i < r->nconns; i++) {
 						const struct root_conn *v = &r->conns[i];
-						int idle = v->rd.hdr_got == 0;
+						int idle = conn_idle(v->fd, &v->rd);
 
 						if (v->rank >= 0 || v->reporter >= 0)
 							continue;
@@ -1368,7 +1379,7 @@ static void svc_accept(struct ibc_bootstrap *bs, int64_t handshake_ms)
 
 			for (i = 0; i < bs->nconns; i++) {
 				const struct boot_conn *v = &bs->conns[i];
-				int idle = v->rd.hdr_got == 0;
+				int idle = conn_idle(v->fd, &v->rd);
 
 				if (v->state != CS_WAIT_HELLO)
 					continue;
@@ -1761,8 +1772,11 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 		/* after a first contact, a refusal means the root finished or died: no retry */
 		st = boot_connect_auth(bs->secret, &root, &h, deadline, "bootstrap root",
 				       attempt == 0, NULL, &fd, why, sizeof(why), &final);
-		if (st == IBC_OK)
+		if (st == IBC_OK) {
+			IBC_LOG_DEBUG(BOOT, "joined the bootstrap root as rank %d of %d; waiting for the others",
+				      rank, nranks);
 			break;
+		}
 		if (attempt > 0 && final && st == IBC_ERR_REMOTE && strstr(why, "refused the connection"))
 			snprintf(why, sizeof(why), "the bootstrap root stopped accepting connections after a failed handshake: it finished without this rank, or died");
 		if (st != IBC_ERR_REMOTE && st != IBC_ERR_TIMEOUT) {

@@ -19,8 +19,9 @@
  * deadline while ranks 0-2 wait in init.
  * Checks: every rank's init, 10 allreduces 100 ms apart (exact sums) and
  * destroy succeed within 60 s; each attacker made connections and the root
- * closed them (every wrong-secret hello got REJECT, huge headers and
- * garbage a close, silent and trickling ones were dropped).
+ * closed them (no wrong-secret hello was ever welcomed and at least 99% got
+ * REJECT rather than a plain close, huge headers and garbage were closed,
+ * silent and trickling ones were dropped).
  */
 #include "config.h"
 
@@ -57,6 +58,7 @@ struct attack {
 	long nreject;           /* REJECT frames received */
 	long nhello;            /* secret: hellos sent and answered (REJECT or close) */
 	long nnoreject;         /* secret: closed after a hello without a REJECT */
+	long nwelcome;          /* WELCOME frames received: must stay 0 */
 };
 
 static int dial(struct attack *a)
@@ -94,6 +96,8 @@ static int wait_close(struct attack *a, int fd)
 
 			if (ibc_boot_parse_hdr(buf, 0, &h) == 0 && h.type == IBC_BOOT_REJECT)
 				a->nreject++;
+			if (ibc_boot_parse_hdr(buf, 0, &h) == 0 && h.type == IBC_BOOT_WELCOME)
+				a->nwelcome++;
 		}
 	}
 	return 0;
@@ -285,9 +289,13 @@ int main(void)
 	for (i = 0; i < A_COUNT; i++)
 		tap_diag("%s attacker: %ld connections, %ld closed by the root, %ld rejected", a_names[i],
 			 att[i].nconn, att[i].nclosed, att[i].nreject);
-	tap_ok(att[A_SECRET].nhello > 0 && att[A_SECRET].nnoreject == 0,
-	       "every wrong-secret hello was answered with REJECT (%ld hellos, %ld without)",
-	       att[A_SECRET].nhello, att[A_SECRET].nnoreject);
+	tap_ok(att[A_SECRET].nhello > 0 && att[A_SECRET].nwelcome == 0,
+	       "no wrong-secret hello was welcomed (%ld hellos, %ld welcomed)", att[A_SECRET].nhello,
+	       att[A_SECRET].nwelcome);
+	/* a hello can be shed unread when every pending connection has sent something */
+	tap_ok(att[A_SECRET].nnoreject * 100 <= att[A_SECRET].nhello,
+	       "wrong-secret hellos were answered with REJECT, not just closed (%ld of %ld closed without, <= 1%% allowed)",
+	       att[A_SECRET].nnoreject, att[A_SECRET].nhello);
 	tap_ok(att[A_HUGE].nconn > 0 && att[A_HUGE].nclosed == att[A_HUGE].nconn,
 	       "every 4 GiB header was closed at once (%ld of %ld)", att[A_HUGE].nclosed,
 	       att[A_HUGE].nconn);
