@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: MIT
 # test_asan_build.sh - build ibcoll again with ./configure --enable-asan
 # (AddressSanitizer + UndefinedBehaviorSanitizer, -fno-sanitize-recover) in
-# $top_builddir/asan-build and run its `make check` there: the unit tests,
-# the collective tests (tests/coll) and the reliability tests (kill, stop,
-# mismatch, abort, fault loop with a leak check per run, flood, hygiene),
-# with LeakSanitizer on (tests/reliability/lsan.supp suppresses leaks inside
-# Open MPI, which the benchmark tests load). The nested run sets IBC_ASAN_NESTED=1, so this test,
-# the fuzzer and valgrind SKIP there, and IBC_TEST_QUICK=1, so the kill, stop
-# and hygiene tests run a smaller matrix (3 ranks; one case per stop
-# variant; 200 cycles). TAP on stdout.
+# $top_builddir/asan-build and run its `make check` there for the unit
+# tests, the collective tests (tests/coll) and the reliability tests (kill,
+# stop, mismatch, abort, fault loop with a leak check per run, flood,
+# hygiene); IBC_ASAN_TESTS lists other path prefixes to run instead.
+# LeakSanitizer is on (tests/reliability/lsan.supp suppresses leaks inside
+# Open MPI, should a test load it). The nested run sets IBC_ASAN_NESTED=1,
+# so this test, the fuzzer and valgrind SKIP there, and IBC_TEST_QUICK=1,
+# so the kill, stop and hygiene tests run a smaller matrix (3 ranks; one
+# case per stop variant; 200 cycles). TAP on stdout.
 #
 # The ASan tree reuses the outer build's configure arguments. Automake
 # refuses a second build of a source tree configured in place, so the
@@ -99,8 +100,18 @@ export IBC_TEST_QUICK=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:fast_unwind_on_malloc=0}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$srcdir/tests/reliability/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+# the unit, collective and reliability tests (IBC_ASAN_TESTS: path prefixes)
+prefixes=${IBC_ASAN_TESTS:-tests/unit/ tests/coll/ tests/reliability/}
+all=$(printf 'ibc-print-tests:\n\t@echo $(TESTS)\n' |
+	make -s -C "$dir" -f Makefile -f - ibc-print-tests 2>>"$log")
+list=
+for t in $all; do
+	for p in $prefixes; do
+		case $t in "$p"*) list="$list $t" ;; esac
+	done
+done
 t0=$(date +%s)
-if make -C "$dir" -j"$jobs" check >>"$log" 2>&1; then
+if make -C "$dir" -j"$jobs" check TESTS="$list" >>"$log" 2>&1; then
 	summary=$(sed -n 's/^# \(TOTAL\|PASS\|SKIP\|FAIL\|ERROR\): *\([0-9]*\)/\1 \2/p' \
 		"$dir/test-suite.log" | tr '\n' ' ')
 	echo "ok 4 - make check under ASan+UBSan ($summary; $(($(date +%s) - t0)) s)"
