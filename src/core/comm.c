@@ -862,13 +862,29 @@ ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p)
 	return IBC_OK;
 }
 
+/*
+ * ibc_comm_transport() - see ibcoll.h: the name is a static string, valid
+ * after the communicator is destroyed (comm->transport_name is not), so it
+ * is looked up among every name comm_choose_transports() can compose.
+ */
 ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
 {
+	static const char *const names[] = {
+		"shm", "tcp", "ib", "shm+ib", "shm+tcp", "ib+tcp", "shm+ib+tcp", "self", "bootstrap",
+	};
+	size_t i;
+
 	if (!comm || !name_p) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_transport: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
-	*name_p = comm->transport_name;
+	for (i = 0; i < IBC_ARRAY_SIZE(names); i++) {
+		if (!strcmp(comm->transport_name, names[i])) {
+			*name_p = names[i];
+			return IBC_OK;
+		}
+	}
+	*name_p = "unknown";
 	return IBC_OK;
 }
 
