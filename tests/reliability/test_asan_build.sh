@@ -3,9 +3,11 @@
 # test_asan_build.sh - build ibcoll again with ./configure --enable-asan
 # (AddressSanitizer + UndefinedBehaviorSanitizer, -fno-sanitize-recover) in
 # $top_builddir/asan-build and run its `make check` there for the unit
-# tests, the collective tests (tests/coll) and the reliability tests (kill,
-# stop, mismatch, abort, fault loop with a leak check per run, flood,
-# hygiene); IBC_ASAN_TESTS lists other path prefixes to run instead.
+# tests, the collective tests (tests/coll: the matrix's 4-rank shm and tcp
+# groups, teardown, small tcp buffers; not the launcher tests)
+# and the reliability tests (kill, stop, mismatch, abort, fault loop with a
+# leak check per run, flood, hygiene); IBC_ASAN_TESTS lists other path
+# prefixes to run instead, IBC_MATRIX_ONLY other matrix groups.
 # LeakSanitizer is on (tests/reliability/lsan.supp suppresses leaks inside
 # Open MPI, should a test load it). The nested run sets IBC_ASAN_NESTED=1,
 # so this test, the fuzzer and valgrind SKIP there, and IBC_TEST_QUICK=1,
@@ -33,6 +35,7 @@ if grep -q '^#define IBC_ASAN 1' "$builddir/config.h" 2>/dev/null; then
 	echo "1..0 # SKIP this build already has --enable-asan: its own make check is the ASan run"
 	exit 0
 fi
+start=$(date +%s)
 # the outer make's variables (TEST_LOGS, -j jobserver) must not leak into the nested one
 unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES GNUMAKEFLAGS
 echo "1..4"
@@ -101,7 +104,14 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_err
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$srcdir/tests/reliability/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 # the unit, collective and reliability tests (IBC_ASAN_TESTS: path prefixes)
-prefixes=${IBC_ASAN_TESTS:-tests/unit/ tests/coll/ tests/reliability/}
+prefixes=${IBC_ASAN_TESTS:-tests/unit/ tests/coll/test_coll tests/coll/test_tcp tests/reliability/}
+# the collective matrix: its two 4-rank groups (shm and tcp, reduced sweep);
+# its time budget is what is left of ours after a slow build, minus room
+# for the other tests (the harness gives this whole test 600 s)
+export IBC_MATRIX_ONLY="${IBC_MATRIX_ONLY:-4:shm 4:tcp}"
+left=$((450 - $(date +%s) + start))
+[ $left -lt 60 ] && left=60
+export IBC_MATRIX_BUDGET_S="${IBC_MATRIX_BUDGET_S:-$left}"
 all=$(printf 'ibc-print-tests:\n\t@echo $(TESTS)\n' |
 	make -s -C "$dir" -f Makefile -f - ibc-print-tests 2>>"$log")
 list=
