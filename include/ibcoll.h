@@ -154,8 +154,10 @@ IBC_API const char *ibc_status_str(ibc_status_t st);
 /**
  * ibc_last_error() - Text of the last ERROR or WARN line logged by the
  * calling thread (or by the library's threads acting for it), e.g. "rank 2:
- * allreduce #17 on tcp: peer rank 3 (host b07) closed the connection after
- * 1048576 of 4194304 bytes".
+ * allreduce #17 (count 1048576 float32 sum, 1048576 bytes moved so far) on
+ * tcp: peer rank 3 (host b07): connection closed by the peer (socket 0):
+ * process exited or crashed". A failed communicator's calls all set it to
+ * the communicator's first error (docs/reliability.md).
  *
  * Threading: thread-local; the progress thread's errors are also copied to
  *            the thread that waits on the failed request.
@@ -286,10 +288,15 @@ IBC_API ibc_status_t ibc_comm_destroy(ibc_comm_h comm);
  * Wakes every thread blocked in an operation on @comm (they return
  * IBC_ERR_REMOTE), tells the peers it aborted (best effort, so that they
  * fail fast instead of timing out), and frees everything.
+ * Requests still outstanding on @comm complete with the abort's error (or
+ * the communicator's earlier one); ibc_wait() on them returns at once and
+ * frees them.
  * Blocking:  returns within 1 s. Threading: may be called while another
- *            thread is blocked in a collective on @comm; @comm must not be
- *            used after it returns.
- * Return:    IBC_OK.
+ *            thread is blocked in a collective, ibc_wait() or
+ *            ibc_comm_split() on @comm; @comm must not be used after it
+ *            returns.
+ * Return:    IBC_OK; IBC_ERR_INVALID_USAGE when @comm was destroyed or
+ *            another thread is already aborting it.
  */
 IBC_API ibc_status_t ibc_comm_abort(ibc_comm_h comm);
 

@@ -380,7 +380,7 @@ ibc_status_t ibc_test(ibc_request_h req, int *done_p)
 		IBC_LOG_ERROR(COLL, "ibc_test: %s is NULL", req ? "done_p" : "req");
 		return IBC_ERR_INVALID_ARG;
 	}
-	return ibc_comm_test_req(req->comm, req, done_p);
+	return ibc_comm_request_test(req, done_p);
 }
 
 ibc_status_t ibc_wait(ibc_request_h req)
@@ -391,7 +391,7 @@ ibc_status_t ibc_wait(ibc_request_h req)
 		IBC_LOG_ERROR(COLL, "ibc_wait: req is NULL");
 		return IBC_ERR_INVALID_ARG;
 	}
-	st = ibc_comm_wait_req(req->comm, req);
+	st = ibc_comm_request_wait(req);
 	ibc_free(req);
 	return st;
 }

@@ -49,10 +49,10 @@ size_t ibc_boot_max_len(int type, int nranks)
 	case IBC_BOOT_REJECT:    return IBC_BOOT_TEXT_MAX;
 	case IBC_BOOT_TABLE:
 		return ibc_boot_table_len(nranks > 0 ? nranks : IBC_BOOT_MAX_RANKS);
-	case IBC_BOOT_FAIL:      return IBC_BOOT_TEXT_MAX;
+	case IBC_BOOT_FAIL:      return 4 + IBC_BOOT_TEXT_MAX;
 	case IBC_BOOT_MSG:       return 4 + IBC_BOOT_MAX_MSG_BYTES;
 	case IBC_BOOT_PING:      return 0;
-	case IBC_BOOT_NOTICE:    return 8 + 256;
+	case IBC_BOOT_NOTICE:    return IBC_BOOT_NOTICE_HDR_BYTES + IBC_BOOT_NOTICE_TEXT_MAX - 1;
 	default:                 return 0;
 	}
 }
@@ -90,12 +90,23 @@ void ibc_boot_pack_info(const struct ibc_peer_info *pi, uint8_t out[IBC_BOOT_INF
 	memcpy(out + 112, pi->addr, 16);
 }
 
+/* NUL-terminate and make printable: these strings end up in log lines */
+static void sanitize(char *s, size_t cap)
+{
+	size_t i;
+
+	s[cap - 1] = '\0';
+	for (i = 0; s[i]; i++)
+		if (!isprint((unsigned char)s[i]))
+			s[i] = '?';
+}
+
 int ibc_boot_unpack_info(const uint8_t in[IBC_BOOT_INFO_BYTES], struct ibc_peer_info *pi)
 {
 	memcpy(pi->host, in, IBC_BOOT_HOST_LEN);
-	pi->host[IBC_BOOT_HOST_LEN - 1] = '\0';
+	sanitize(pi->host, IBC_BOOT_HOST_LEN);
 	memcpy(pi->boot_id, in + 64, IBC_BOOT_BOOTID_LEN);
-	pi->boot_id[IBC_BOOT_BOOTID_LEN - 1] = '\0';
+	sanitize(pi->boot_id, IBC_BOOT_BOOTID_LEN);
 	pi->pid = get32(in + 104);
 	pi->family = get16(in + 108);
 	pi->port = get16(in + 110);
@@ -198,33 +209,100 @@ size_t ibc_boot_pack_notice(const struct ibc_boot_notice_msg *n, uint8_t *out, s
 {
 	size_t tl = strnlen(n->text, sizeof(n->text) - 1);
 
-	if (out_len < 8 + tl)
+	if (out_len < IBC_BOOT_NOTICE_HDR_BYTES + tl)
 		return 0;
 	put32(out, n->kind);
 	put32(out + 4, (uint32_t)n->rank);
-	memcpy(out + 8, n->text, tl);
-	return 8 + tl;
+	put32(out + 8, (uint32_t)n->status);
+	memcpy(out + IBC_BOOT_NOTICE_HDR_BYTES, n->text, tl);
+	return IBC_BOOT_NOTICE_HDR_BYTES + tl;
 }
 
 void ibc_boot_parse_text(const uint8_t *in, size_t len, char *out, size_t out_len)
 {
 	size_t i;
-	size_t n = IBC_MIN(len, out_len - 1);
+	size_t n;
 
+	if (!out_len)
+		return;
+	n = IBC_MIN(len, out_len - 1);
 	for (i = 0; i < n; i++)
 		out[i] = isprint(in[i]) ? (char)in[i] : '?';
 	out[n] = '\0';
 }
 
+/* an error status as ibc_status_t defines them */
+static int is_error_status(int32_t st)
+{
+	return st <= IBC_ERR_INVALID_ARG && st >= IBC_ERR_INTERNAL;
+}
+
 int ibc_boot_parse_notice(const uint8_t *in, size_t len, struct ibc_boot_notice_msg *n)
 {
-	if (len < 8 || len > 8 + 255)
+	if (len < IBC_BOOT_NOTICE_HDR_BYTES ||
+	    len > IBC_BOOT_NOTICE_HDR_BYTES + IBC_BOOT_NOTICE_TEXT_MAX - 1)
 		return -1;
 	n->kind = get32(in);
 	n->rank = (int32_t)get32(in + 4);
-	if (n->kind < IBC_BOOT_NOTICE_DEAD || n->kind > IBC_BOOT_NOTICE_BYE || n->rank < 0)
+	n->status = (int32_t)get32(in + 8);
+	if (n->kind < IBC_BOOT_NOTICE_DEAD || n->kind > IBC_BOOT_NOTICE_ERROR || n->rank < 0)
 		return -1;
-	ibc_boot_parse_text(in + 8, len - 8, n->text, sizeof(n->text));
+	if (n->kind == IBC_BOOT_NOTICE_BYE ? n->status != IBC_OK : !is_error_status(n->status))
+		return -1;
+	ibc_boot_parse_text(in + IBC_BOOT_NOTICE_HDR_BYTES, len - IBC_BOOT_NOTICE_HDR_BYTES, n->text,
+			    sizeof(n->text));
+	return 0;
+}
+
+size_t ibc_boot_pack_fail(ibc_status_t st, const char *text, uint8_t *out, size_t out_len)
+{
+	size_t tl = strnlen(text, IBC_BOOT_TEXT_MAX);
+
+	if (out_len < 4)
+		return 0;
+	tl = IBC_MIN(tl, out_len - 4);
+	put32(out, (uint32_t)(int32_t)st);
+	memcpy(out + 4, text, tl);
+	return 4 + tl;
+}
+
+int ibc_boot_parse_fail(const uint8_t *in, size_t len, ibc_status_t *st_p, char *text,
+			size_t text_len)
+{
+	int32_t st;
+
+	if (len < 4 || len > 4 + IBC_BOOT_TEXT_MAX)
+		return -1;
+	st = (int32_t)get32(in);
+	if (!is_error_status(st))
+		return -1;
+	*st_p = (ibc_status_t)st;
+	ibc_boot_parse_text(in + 4, len - 4, text, text_len);
+	return 0;
+}
+
+#define UID_MAGIC 0x31434249u /* "IBC1" */
+
+void ibc_boot_uid_encode(const struct ibc_boot_uid *u, uint8_t out[IBC_UNIQUE_ID_BYTES])
+{
+	memset(out, 0, IBC_UNIQUE_ID_BYTES);
+	put32(out, UID_MAGIC);
+	put16(out + 4, u->family);
+	put16(out + 6, u->port);
+	memcpy(out + 8, u->addr, 16);
+	memcpy(out + 24, u->secret, IBC_BOOT_SECRET_BYTES);
+}
+
+int ibc_boot_uid_decode(const uint8_t in[IBC_UNIQUE_ID_BYTES], struct ibc_boot_uid *u)
+{
+	if (get32(in) != UID_MAGIC)
+		return -1;
+	u->family = get16(in + 4);
+	u->port = get16(in + 6);
+	memcpy(u->addr, in + 8, 16);
+	memcpy(u->secret, in + 24, IBC_BOOT_SECRET_BYTES);
+	if ((u->family != AF_INET && u->family != AF_INET6) || !u->port)
+		return -1;
 	return 0;
 }
 

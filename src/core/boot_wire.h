@@ -18,6 +18,12 @@
  *             or REJECT    { reason }
  * so each side proves knowledge of the secret without revealing it, and a
  * recorded HELLO cannot be replayed against a fresh nonce.
+ *
+ * After the handshake: the root answers a JOIN with TABLE, or with FAIL
+ * { status i32, text } when the job cannot start (a rank did not arrive,
+ * or one joined and died); hub connections carry PING and NOTICE
+ * { kind u32, rank i32, status i32, text }; MSG connections carry
+ * MSG { tag u32, payload }.
  */
 #ifndef IBC_BOOT_WIRE_H
 #define IBC_BOOT_WIRE_H
@@ -37,6 +43,8 @@
 #define IBC_BOOT_INFO_BYTES 128
 #define IBC_BOOT_TEXT_MAX 1024
 #define IBC_BOOT_MAX_RANKS (1 << 20)
+#define IBC_BOOT_NOTICE_HDR_BYTES 12
+#define IBC_BOOT_NOTICE_TEXT_MAX 768
 
 enum ibc_boot_type {
 	IBC_BOOT_CHALLENGE = 1,
@@ -59,12 +67,20 @@ enum ibc_boot_kind {
 	IBC_BOOT_KIND_HUB = 4,          /* liveness: rank r > 0 -> rank 0 */
 };
 
+/*
+ * HELLO tag of a JOIN from a rank that cannot join (a local failure before it
+ * reached the root): it is not counted as joined, and a FAIL frame with the
+ * reason follows, which fails the bootstrap at once for every rank.
+ */
+#define IBC_BOOT_JOIN_TAG_FAILED 1u
+
 /* NOTICE kinds, sent on hub connections */
 enum ibc_boot_notice {
 	IBC_BOOT_NOTICE_DEAD = 1,       /* rank closed its connection without goodbye */
 	IBC_BOOT_NOTICE_STOPPED = 2,    /* rank sent no heartbeat for 5 intervals */
 	IBC_BOOT_NOTICE_ABORT = 3,      /* rank called ibc_comm_abort() */
 	IBC_BOOT_NOTICE_BYE = 4,        /* rank destroyed the communicator cleanly */
+	IBC_BOOT_NOTICE_ERROR = 5,      /* rank's communicator failed: status and text */
 };
 
 struct ibc_boot_hdr {
@@ -86,9 +102,10 @@ struct ibc_boot_hello {
 };
 
 struct ibc_boot_notice_msg {
-	uint32_t kind;
-	int32_t rank;
-	char text[256];
+	uint32_t kind;          /* enum ibc_boot_notice */
+	int32_t rank;           /* the rank the notice is about */
+	int32_t status;         /* ibc_status_t to report (an error), IBC_OK for BYE */
+	char text[IBC_BOOT_NOTICE_TEXT_MAX]; /* NUL-terminated, printable */
 };
 
 #define IBC_BOOT_HELLO_FIELDS_BYTES 56 /* kind tag src dst nranks reserved comm_id nonce_c */
@@ -104,7 +121,7 @@ void ibc_boot_put_hdr(uint8_t out[IBC_BOOT_HDR_BYTES], int type, uint32_t len);
 /* -1: bad magic, unknown type, or length above the type's maximum */
 int ibc_boot_parse_hdr(const uint8_t in[IBC_BOOT_HDR_BYTES], int nranks, struct ibc_boot_hdr *h);
 
-/* peer info: 128 bytes; unpack forces NUL termination and checks the family */
+/* peer info: 128 bytes; unpack forces NUL-terminated printable strings and checks the family */
 void ibc_boot_pack_info(const struct ibc_peer_info *pi, uint8_t out[IBC_BOOT_INFO_BYTES]);
 int ibc_boot_unpack_info(const uint8_t in[IBC_BOOT_INFO_BYTES], struct ibc_peer_info *pi);
 
@@ -119,12 +136,34 @@ void ibc_boot_pack_table(const uint8_t comm_id[16], int nranks, const struct ibc
 int ibc_boot_parse_table(const uint8_t *in, size_t len, int want_nranks, uint8_t comm_id[16],
 			 struct ibc_peer_info *infos);
 
-/* NOTICE payload */
+/*
+ * NOTICE payload. Parse returns -1 when malformed (short, unknown kind,
+ * negative rank, or a status that is not an ibc_status_t error for kinds
+ * that report one); the text is made printable.
+ */
 size_t ibc_boot_pack_notice(const struct ibc_boot_notice_msg *n, uint8_t *out, size_t out_len);
 int ibc_boot_parse_notice(const uint8_t *in, size_t len, struct ibc_boot_notice_msg *n);
 
-/* copy a text payload (REJECT, FAIL) into a NUL-terminated printable string */
+/* copy a text payload (REJECT) into a NUL-terminated printable string */
 void ibc_boot_parse_text(const uint8_t *in, size_t len, char *out, size_t out_len);
+
+/*
+ * FAIL payload: the status every joined rank returns (IBC_ERR_TIMEOUT when
+ * ranks did not arrive, IBC_ERR_REMOTE when one died) and the reason.
+ * Pack returns the length (0 when @out_len is too small); parse returns -1
+ * when shorter than 4 bytes or the status is not an error.
+ */
+size_t ibc_boot_pack_fail(ibc_status_t st, const char *text, uint8_t *out, size_t out_len);
+int ibc_boot_parse_fail(const uint8_t *in, size_t len, ibc_status_t *st_p, char *text,
+			size_t text_len);
+
+/*
+ * Unique id codec: 4-byte magic "IBC1", family u16, port u16, address[16],
+ * secret[16], zero padding to IBC_UNIQUE_ID_BYTES. Parse returns -1 for a
+ * wrong magic, an unknown family or port 0 (pure; fuzzed).
+ */
+void ibc_boot_uid_encode(const struct ibc_boot_uid *u, uint8_t out[IBC_UNIQUE_ID_BYTES]);
+int ibc_boot_uid_decode(const uint8_t in[IBC_UNIQUE_ID_BYTES], struct ibc_boot_uid *u);
 
 /* the two proofs of the handshake (HMAC-SHA256); 0 on success */
 int ibc_boot_mac_hello(const uint8_t secret[IBC_BOOT_SECRET_BYTES],

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "boot_wire.h"
@@ -37,7 +38,43 @@
 #include "util.h"
 
 #define BOOT_MAX_PENDING 128    /* unauthenticated connections held at once */
+#define BOOT_ACCEPT_BURST 32    /* accepts per poll round, so pending hellos are read between */
 #define BOOT_STOP_INTERVALS 5   /* silent heartbeat intervals before "stopped" */
+#define BOOT_OUTBOX 8           /* notices waiting for the service thread */
+#define BOOT_NOTICE_MS 300      /* bound on sending one round of notices */
+
+/*
+ * Warnings about strangers (bad secret, garbage, slowloris) are limited to
+ * one line per second with a count, so that a flood cannot flood the log.
+ */
+struct boot_ratelog {
+	uint64_t last_ms;
+	long nsup;              /* lines suppressed since the last one */
+};
+
+static void stranger_warn(struct boot_ratelog *rl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void stranger_warn(struct boot_ratelog *rl, const char *fmt, ...)
+{
+	uint64_t now = ibc_time_ms();
+	char text[512];
+	va_list ap;
+
+	if (rl->last_ms && now - rl->last_ms < 1000) {
+		rl->nsup++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (rl->nsup)
+		IBC_LOG_WARN(BOOT, "%s (and %ld more such connections in the last second)", text,
+			     rl->nsup);
+	else
+		IBC_LOG_WARN(BOOT, "%s", text);
+	rl->last_ms = now;
+	rl->nsup = 0;
+}
 
 enum peer_state {
 	PEER_ALIVE = 0,
@@ -122,46 +159,90 @@ struct ibc_bootstrap {
 
 	/* liveness */
 	int *peer_state;                        /* [nranks], enum peer_state (svc thread) */
+	uint8_t *hub_seen;                      /* [nranks] rank 0: hub connected (svc thread) */
+	uint64_t start_ms;                      /* service thread start */
 	ibc_bootstrap_error_fn on_error;
 	void *on_error_arg;
 	int failed;                             /* atomic: an error was reported */
+	struct boot_ratelog rl;                 /* strangers at our listener (svc thread) */
+	int stop_io;                            /* atomic: failed or cancelled: blocking calls give up */
+
+	/* notices for the service thread to send: every hub write stays in one thread */
+	pthread_mutex_t olock;
+	pthread_cond_t ocond;
+	struct ibc_boot_notice_msg outbox[BOOT_OUTBOX];
+	int nout;
+	uint64_t nposted;                       /* notices posted / sent, under olock */
+	uint64_t nsent;
+	int said_goodbye;                       /* the final BYE/ABORT was posted */
 };
+
+/* the calling thread's last error, without the "rank R: " in front */
+static const char *boot_local_reason(void)
+{
+	const char *t = ibc_last_error();
+	const char *p = t;
+
+	if (!strncmp(p, "rank ", 5)) {
+		p += 5;
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (p[0] == ':' && p[1] == ' ')
+			return p + 2;
+	}
+	return *t ? t : "local error";
+}
 
 /* ------------------------------------------------------------------------ */
 /* frames                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* write one frame before @deadline_ms; gives up when *@cancel_p (may be NULL) is set */
+static ibc_status_t frame_write_c(int fd, int type, const void *payload, size_t len,
+				  uint64_t deadline_ms, const int *cancel_p)
+{
+	uint8_t buf[IBC_BOOT_HDR_BYTES + 2048];
+	ibc_status_t st;
+
+	ibc_boot_put_hdr(buf, type, (uint32_t)len);
+	if (len <= sizeof(buf) - IBC_BOOT_HDR_BYTES) {
+		/* one write: a split small frame meets Nagle and delayed ACKs (40 ms) */
+		if (len)
+			memcpy(buf + IBC_BOOT_HDR_BYTES, payload, len);
+		return ibc_sock_write_all_cancel(fd, buf, IBC_BOOT_HDR_BYTES + len, deadline_ms,
+						 cancel_p, NULL);
+	}
+	st = ibc_sock_write_all_cancel(fd, buf, IBC_BOOT_HDR_BYTES, deadline_ms, cancel_p, NULL);
+	if (st == IBC_OK)
+		st = ibc_sock_write_all_cancel(fd, payload, len, deadline_ms, cancel_p, NULL);
+	return st;
+}
+
 static ibc_status_t frame_write(int fd, int type, const void *payload, size_t len,
 				uint64_t deadline_ms)
 {
-	uint8_t hdr[IBC_BOOT_HDR_BYTES];
-	ibc_status_t st;
-
-	ibc_boot_put_hdr(hdr, type, (uint32_t)len);
-	st = ibc_sock_write_all(fd, hdr, sizeof(hdr), deadline_ms, NULL);
-	if (st == IBC_OK && len)
-		st = ibc_sock_write_all(fd, payload, len, deadline_ms, NULL);
-	return st;
+	return frame_write_c(fd, type, payload, len, deadline_ms, NULL);
 }
 
 /*
  * Read one whole frame before @deadline_ms into a buffer of @cap bytes.
- * Errors: IBC_ERR_REMOTE (EOF), IBC_ERR_TIMEOUT, IBC_ERR_INVALID_USAGE
- * (malformed header or a frame larger than @cap).
+ * Errors: IBC_ERR_REMOTE (EOF, or *@cancel_p set), IBC_ERR_TIMEOUT,
+ * IBC_ERR_INVALID_USAGE (malformed header or a frame larger than @cap).
  */
-static ibc_status_t frame_read_blocking(int fd, int nranks, uint64_t deadline_ms, int *type_p,
-					uint8_t *buf, size_t cap, size_t *len_p)
+static ibc_status_t frame_read_blocking(int fd, int nranks, uint64_t deadline_ms,
+					const int *cancel_p, int *type_p, uint8_t *buf, size_t cap,
+					size_t *len_p)
 {
 	uint8_t hdr[IBC_BOOT_HDR_BYTES];
 	struct ibc_boot_hdr h;
 	ibc_status_t st;
 
-	st = ibc_sock_read_all(fd, hdr, sizeof(hdr), deadline_ms, NULL);
+	st = ibc_sock_read_all_cancel(fd, hdr, sizeof(hdr), deadline_ms, cancel_p, NULL);
 	if (st != IBC_OK)
 		return st;
 	if (ibc_boot_parse_hdr(hdr, nranks, &h) != 0 || h.len > cap)
 		return IBC_ERR_INVALID_USAGE;
-	st = ibc_sock_read_all(fd, buf, h.len, deadline_ms, NULL);
+	st = ibc_sock_read_all_cancel(fd, buf, h.len, deadline_ms, cancel_p, NULL);
 	if (st != IBC_OK)
 		return st;
 	*type_p = h.type;
@@ -173,7 +254,7 @@ static ibc_status_t frame_read_blocking(int fd, int nranks, uint64_t deadline_ms
  * Advance a nonblocking frame reader; @only_type != 0 rejects other frame
  * types before their payload is allocated. Returns 1 when a frame is complete
  * (rd->type, rd->buf, rd->len; the caller consumes it and calls frame_rd_reset),
- * 0 when more bytes are needed, -1 on EOF, -2 on error or malformed input.
+ * 0 when more bytes are needed, -1 on EOF or reset, -2 on error or malformed input.
  */
 static int frame_rd_step(int fd, int nranks, int only_type, struct frame_rd *rd)
 {
@@ -186,7 +267,8 @@ static int frame_rd_step(int fd, int nranks, int only_type, struct frame_rd *rd)
 			if (n == 0)
 				return -1;
 			if (n < 0)
-				return (errno == EAGAIN || errno == EINTR) ? 0 : -2;
+				return (errno == EAGAIN || errno == EINTR) ? 0
+				       : errno == ECONNRESET ? -1 : -2;
 			rd->hdr_got += (size_t)n;
 			if (rd->hdr_got < IBC_BOOT_HDR_BYTES)
 				continue;
@@ -212,11 +294,22 @@ static int frame_rd_step(int fd, int nranks, int only_type, struct frame_rd *rd)
 		if (n == 0)
 			return -1;
 		if (n < 0)
-			return (errno == EAGAIN || errno == EINTR) ? 0 : -2;
+			return (errno == EAGAIN || errno == EINTR) ? 0
+			       : errno == ECONNRESET ? -1 : -2;
 		rd->got += (size_t)n;
 		if (rd->got == rd->len)
 			return 1;
 	}
+}
+
+/* 1 when nothing was received on @fd yet, read or waiting (flood shedding) */
+static int conn_idle(int fd, const struct frame_rd *rd)
+{
+	int avail = 0;
+
+	if (rd->hdr_got)
+		return 0;
+	return ioctl(fd, FIONREAD, &avail) != 0 || avail == 0;
 }
 
 static void frame_rd_reset(struct frame_rd *rd)
@@ -239,11 +332,19 @@ static void peer_addr_text(int fd, char *buf, size_t len)
 /*
  * Connector side of the handshake: connect to @addr, answer the challenge
  * with @h (nonce and mac filled in here), check the acceptor's proof.
- * @what names the target for log lines ("root", "rank 3").
+ * @what names the target in @why ("bootstrap root", "rank 3 (host b07)").
+ * @retry_refused: 1 for the root (it may not listen yet), 0 for ranks (their
+ * listener exists before anyone learns its address: a refusal means the
+ * process is gone). @cancel_p: NULL, or a flag that ends the wait early.
+ * Nothing is logged: on failure @why (@why_len bytes) says what happened and
+ * *@final_p is 1 when the peer answered for good (it refused us, or could
+ * not prove the secret), 0 for trouble on the way (reset, timeout, a local
+ * error), which a caller may retry.
  */
 static ibc_status_t boot_connect_auth(const uint8_t *secret, const union ibc_sockaddr *addr,
 				      struct ibc_boot_hello *h, uint64_t deadline_ms,
-				      const char *what, int *fd_p)
+				      const char *what, int retry_refused, const int *cancel_p,
+				      int *fd_p, char *why, size_t why_len, int *final_p)
 {
 	uint8_t buf[IBC_BOOT_TEXT_MAX];
 	uint8_t mac[IBC_BOOT_MAC_BYTES];
@@ -255,49 +356,71 @@ static ibc_status_t boot_connect_auth(const uint8_t *secret, const union ibc_soc
 	int fd = -1;
 	ibc_status_t st;
 
+	*final_p = 0;
 	ibc_sock_addr_str(addr, astr, sizeof(astr));
-	st = ibc_sock_connect(addr, deadline_ms, &fd);
+	st = ibc_sock_connect_opts(addr, deadline_ms, retry_refused, cancel_p, &fd);
+	if (st != IBC_OK && cancel_p && __atomic_load_n(cancel_p, __ATOMIC_ACQUIRE)) {
+		snprintf(why, why_len, "connection to %s abandoned: the communicator failed", what);
+		return IBC_ERR_REMOTE;
+	}
 	if (st == IBC_ERR_TIMEOUT) {
-		IBC_LOG_ERROR(BOOT, "cannot connect to %s at %s within %lld ms", what, astr,
-			      (long long)ibc_param_bootstrap_timeout_ms());
+		snprintf(why, why_len, "cannot connect to %s at %s within %lld ms", what, astr,
+			 (long long)ibc_param_bootstrap_timeout_ms());
 		return st;
 	}
-	if (st != IBC_OK)
+	if (st == IBC_ERR_REMOTE) {
+		snprintf(why, why_len, "%s at %s refused the connection: its process exited or crashed",
+			 what, astr);
+		*final_p = 1;
 		return st;
-	st = frame_read_blocking(fd, h->nranks, deadline_ms, &type, buf, sizeof(buf), &len);
+	}
+	if (st != IBC_OK) {
+		snprintf(why, why_len, "cannot connect to %s at %s: %s", what, astr,
+			 boot_local_reason());
+		return st;
+	}
+	st = frame_read_blocking(fd, h->nranks, deadline_ms, cancel_p, &type, buf, sizeof(buf),
+				 &len);
 	if (st != IBC_OK || type != IBC_BOOT_CHALLENGE || len != 4 + IBC_BOOT_NONCE_BYTES) {
-		IBC_LOG_ERROR(BOOT, "%s at %s sent no valid challenge (%s)", what, astr,
-			      st != IBC_OK ? ibc_status_str(st) : "unexpected frame");
+		snprintf(why, why_len, "%s at %s sent no valid challenge (%s)", what, astr,
+			 st != IBC_OK ? ibc_status_str(st) : "unexpected frame");
 		st = st == IBC_ERR_TIMEOUT ? IBC_ERR_TIMEOUT : IBC_ERR_REMOTE;
 		goto err_close;
 	}
 	memcpy(nonce_a, buf + 4, IBC_BOOT_NONCE_BYTES);
-	IBC_CHECK_GOTO(ibc_random_bytes(h->nonce_c, sizeof(h->nonce_c)), st, err_close);
+	st = ibc_random_bytes(h->nonce_c, sizeof(h->nonce_c));
+	if (st != IBC_OK) {
+		snprintf(why, why_len, "no randomness for the handshake with %s", what);
+		goto err_close;
+	}
 	if (ibc_boot_mac_hello(secret, nonce_a, h, h->mac) != 0) {
-		IBC_LOG_ERROR(BOOT, "HMAC computation failed");
+		snprintf(why, why_len, "HMAC computation failed");
 		st = IBC_ERR_INTERNAL;
 		goto err_close;
 	}
 	len = ibc_boot_pack_hello(h, buf, sizeof(buf));
-	st = frame_write(fd, IBC_BOOT_HELLO, buf, len, deadline_ms);
+	st = frame_write_c(fd, IBC_BOOT_HELLO, buf, len, deadline_ms, cancel_p);
 	if (st == IBC_OK)
-		st = frame_read_blocking(fd, h->nranks, deadline_ms, &type, buf, sizeof(buf), &len);
+		st = frame_read_blocking(fd, h->nranks, deadline_ms, cancel_p, &type, buf,
+					 sizeof(buf), &len);
 	if (st != IBC_OK) {
-		IBC_LOG_ERROR(BOOT, "handshake with %s at %s failed: %s", what, astr,
-			      ibc_status_str(st));
+		snprintf(why, why_len, "handshake with %s at %s failed: %s", what, astr,
+			 ibc_status_str(st));
 		goto err_close;
 	}
 	if (type == IBC_BOOT_REJECT) {
 		ibc_boot_parse_text(buf, len, text, sizeof(text));
-		IBC_LOG_ERROR(BOOT, "%s at %s refused us: %s", what, astr, text);
+		snprintf(why, why_len, "%s at %s refused us: %s", what, astr, text);
+		*final_p = 1;
 		st = IBC_ERR_REMOTE;
 		goto err_close;
 	}
 	if (type != IBC_BOOT_WELCOME || len != IBC_BOOT_MAC_BYTES ||
 	    ibc_boot_mac_welcome(secret, nonce_a, h->nonce_c, mac) != 0 ||
 	    !ibc_boot_mac_equal(mac, buf)) {
-		IBC_LOG_ERROR(BOOT, "%s at %s did not prove knowledge of the secret: wrong unique id or not an ibcoll peer",
-			      what, astr);
+		snprintf(why, why_len, "%s at %s did not prove knowledge of the secret: wrong unique id or not an ibcoll peer",
+			 what, astr);
+		*final_p = 1;
 		st = IBC_ERR_REMOTE;
 		goto err_close;
 	}
@@ -308,36 +431,38 @@ err_close:
 	return st;
 }
 
+/* boot_connect_auth() that logs its failure (at DEBUG when cancelled) */
+static ibc_status_t boot_connect_log(const uint8_t *secret, const union ibc_sockaddr *addr,
+				     struct ibc_boot_hello *h, uint64_t deadline_ms,
+				     const char *what, int retry_refused, const int *cancel_p,
+				     int *fd_p)
+{
+	char why[IBC_BOOT_TEXT_MAX + 256];
+	int final;
+	ibc_status_t st = boot_connect_auth(secret, addr, h, deadline_ms, what, retry_refused,
+					    cancel_p, fd_p, why, sizeof(why), &final);
+
+	if (st == IBC_OK)
+		return st;
+	if (cancel_p && __atomic_load_n(cancel_p, __ATOMIC_ACQUIRE))
+		IBC_LOG_DEBUG(BOOT, "%s (the communicator failed)", why);
+	else
+		IBC_LOG_ERROR(BOOT, "%s", why);
+	return st;
+}
+
 /* ------------------------------------------------------------------------ */
 /* unique id                                                                */
 /* ------------------------------------------------------------------------ */
 
-#define UID_MAGIC 0x31434249u /* "IBC1" */
-
 void ibc_boot_uid_pack(const struct ibc_boot_uid *u, ibc_unique_id_t *id)
 {
-	uint8_t *p = (uint8_t *)id->internal;
-	uint32_t magic = UID_MAGIC;
-
-	memset(id, 0, sizeof(*id));
-	memcpy(p, &magic, 4);
-	memcpy(p + 4, &u->family, 2);
-	memcpy(p + 6, &u->port, 2);
-	memcpy(p + 8, u->addr, 16);
-	memcpy(p + 24, u->secret, IBC_BOOT_SECRET_BYTES);
+	ibc_boot_uid_encode(u, (uint8_t *)id->internal);
 }
 
 ibc_status_t ibc_boot_uid_unpack(const ibc_unique_id_t *id, struct ibc_boot_uid *u)
 {
-	const uint8_t *p = (const uint8_t *)id->internal;
-	uint32_t magic;
-
-	memcpy(&magic, p, 4);
-	memcpy(&u->family, p + 4, 2);
-	memcpy(&u->port, p + 6, 2);
-	memcpy(u->addr, p + 8, 16);
-	memcpy(u->secret, p + 24, IBC_BOOT_SECRET_BYTES);
-	if (magic != UID_MAGIC || (u->family != AF_INET && u->family != AF_INET6) || !u->port) {
+	if (ibc_boot_uid_decode((const uint8_t *)id->internal, u) != 0) {
 		IBC_LOG_ERROR(BOOT, "malformed unique id: not made by ibc_get_unique_id() or corrupted in transfer");
 		return IBC_ERR_INVALID_ARG;
 	}
@@ -383,6 +508,7 @@ static void sockaddr_to_info(const union ibc_sockaddr *a, struct ibc_peer_info *
 struct root_conn {
 	int fd;
 	int rank;               /* -1 until joined */
+	int reporter;           /* >= 0: this rank reports that it cannot join (FAIL follows) */
 	uint64_t deadline_ms;
 	uint8_t nonce_a[IBC_BOOT_NONCE_BYTES];
 	char addr[80];
@@ -402,20 +528,41 @@ struct boot_root {
 	int cap;
 	uint64_t deadline_ms;
 	int64_t handshake_ms;
+	/* failure: a joined rank left or reported an error before the table */
+	int failed;
+	ibc_status_t fail_st;
+	char fail_text[IBC_BOOT_TEXT_MAX - 64];
+	uint8_t *told;          /* [nranks] knows of the failure (or is the one that failed) */
+	int ntold;
+	struct boot_ratelog rl;
 };
 
-static void root_reject(struct root_conn *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void root_reject(struct root_conn *c, const char *fmt, ...)
+/* send REJECT; @stranger: the peer did not prove the secret (rate-limited warning) */
+static void root_reject(struct boot_root *r, struct root_conn *c, int stranger, const char *fmt,
+			...) __attribute__((format(printf, 4, 5)));
+static void root_reject(struct boot_root *r, struct root_conn *c, int stranger, const char *fmt,
+			...)
 {
-	char text[256];
+	char text[IBC_BOOT_TEXT_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	IBC_LOG_WARN(BOOT, "bootstrap root: rejected connection from %s: %s", c->addr, text);
+	if (stranger)
+		stranger_warn(&r->rl, "bootstrap root: rejected connection from %s: %s", c->addr,
+			      text);
+	else
+		IBC_LOG_WARN(BOOT, "bootstrap root: rejected connection from %s: %s", c->addr, text);
 	frame_write(c->fd, IBC_BOOT_REJECT, text, strlen(text), ibc_time_ms() + 200);
+}
+
+static void root_tell(struct boot_root *r, int rank)
+{
+	if (r->told && rank >= 0 && rank < r->nranks && !r->told[rank]) {
+		r->told[rank] = 1;
+		r->ntold++;
+	}
 }
 
 static void root_close(struct boot_root *r, int i)
@@ -441,34 +588,59 @@ static int root_on_hello(struct boot_root *r, int i)
 	uint8_t mac[IBC_BOOT_MAC_BYTES];
 
 	if (c->rd.type != IBC_BOOT_HELLO || ibc_boot_parse_hello(c->rd.buf, c->rd.len, &h) != 0) {
-		root_reject(c, "malformed hello");
+		root_reject(r, c, 1, "malformed hello");
 		return -1;
 	}
 	if (ibc_boot_mac_hello(r->secret, c->nonce_a, &h, mac) != 0 || !ibc_boot_mac_equal(mac, h.mac)) {
-		root_reject(c, "authentication failed: wrong secret (unique id or IBC_SECRET differs)");
+		root_reject(r, c, 1, "authentication failed: wrong secret (unique id or IBC_SECRET differs)");
 		return -1;
 	}
 	if (h.kind != IBC_BOOT_KIND_JOIN) {
-		root_reject(c, "not a join request");
+		root_reject(r, c, 0, "not a join request");
 		return -1;
 	}
 	if (r->nranks == 0) {
 		r->nranks = h.nranks;
 		r->infos = calloc((size_t)h.nranks, sizeof(*r->infos));
 		r->rank_conn = malloc((size_t)h.nranks * sizeof(int));
-		if (!r->infos || !r->rank_conn) {
-			root_reject(c, "root out of memory for %d ranks", h.nranks);
+		r->told = calloc((size_t)h.nranks, 1);
+		if (!r->infos || !r->rank_conn || !r->told) {
+			root_reject(r, c, 0, "root out of memory for %d ranks", h.nranks);
+			free(r->infos);
+			free(r->rank_conn);
+			free(r->told);
+			r->infos = NULL;
+			r->rank_conn = NULL;
+			r->told = NULL;
+			r->nranks = 0;
 			return -1;
 		}
 		memset(r->rank_conn, 0xff, (size_t)h.nranks * sizeof(int));
 	}
+	if (r->failed) {
+		/* the job cannot start any more: say why, at once */
+		root_reject(r, c, 0, "bootstrap failed before rank %d joined: %s", h.src, r->fail_text);
+		if (h.nranks == r->nranks)
+			root_tell(r, h.src);
+		return -1;
+	}
 	if (h.nranks != r->nranks) {
-		root_reject(c, "rank %d says the job has %d ranks, others said %d", h.src, h.nranks,
+		root_reject(r, c, 0, "rank %d says the job has %d ranks, others said %d", h.src, h.nranks,
 			    r->nranks);
 		return -1;
 	}
+	if (h.tag == IBC_BOOT_JOIN_TAG_FAILED) {
+		/* a rank that cannot join: welcome it, its FAIL frame comes next */
+		ibc_boot_mac_welcome(r->secret, c->nonce_a, h.nonce_c, mac);
+		if (frame_write(c->fd, IBC_BOOT_WELCOME, mac, sizeof(mac), ibc_time_ms() + 1000) !=
+		    IBC_OK)
+			return -1;
+		c->reporter = h.src;
+		snprintf(r->infos[h.src].host, sizeof(r->infos[h.src].host), "%s", h.info.host);
+		return 0;
+	}
 	if (r->rank_conn[h.src] >= 0) {
-		root_reject(c, "rank %d already joined from host %s", h.src, r->infos[h.src].host);
+		root_reject(r, c, 0, "rank %d already joined from host %s", h.src, r->infos[h.src].host);
 		return -1;
 	}
 	ibc_boot_mac_welcome(r->secret, c->nonce_a, h.nonce_c, mac);
@@ -535,10 +707,48 @@ static void root_timeout(struct boot_root *r)
 		}
 	}
 	IBC_LOG_WARN(BOOT, "bootstrap root on %s: %s", r->addr, text);
-	for (i = 0; i < r->nconns; i++)
-		if (r->conns[i].rank >= 0)
-			frame_write(r->conns[i].fd, IBC_BOOT_FAIL, text, strlen(text),
-				    ibc_time_ms() + 500);
+	{
+		uint8_t buf[IBC_BOOT_TEXT_MAX + 4];
+		size_t len = ibc_boot_pack_fail(IBC_ERR_TIMEOUT, text, buf, sizeof(buf));
+		uint64_t deadline = ibc_time_ms() + 500;
+
+		for (i = 0; i < r->nconns; i++)
+			if (r->conns[i].rank >= 0)
+				frame_write(r->conns[i].fd, IBC_BOOT_FAIL, buf, len, deadline);
+	}
+}
+
+/*
+ * A joined rank left (or reported a failure) before every rank arrived: the
+ * job cannot start. Tell every joined rank now, with @st and the reason,
+ * instead of letting them wait for the bootstrap timeout, and refuse the
+ * ranks that arrive later with the same reason (root_on_hello).
+ */
+static void root_fail(struct boot_root *r, ibc_status_t st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void root_fail(struct boot_root *r, ibc_status_t st, const char *fmt, ...)
+{
+	uint8_t buf[IBC_BOOT_TEXT_MAX + 4];
+	uint64_t deadline = ibc_time_ms() + 500;
+	va_list ap;
+	size_t len;
+	int i;
+
+	va_start(ap, fmt);
+	vsnprintf(r->fail_text, sizeof(r->fail_text), fmt, ap);
+	va_end(ap);
+	r->failed = 1;
+	r->fail_st = st;
+	IBC_LOG_WARN(BOOT, "bootstrap root on %s: %s; telling the %d ranks that joined", r->addr,
+		     r->fail_text, r->njoined);
+	len = ibc_boot_pack_fail(st, r->fail_text, buf, sizeof(buf));
+	for (i = r->nconns - 1; i >= 0; i--) {
+		if (r->conns[i].rank < 0)
+			continue;
+		frame_write(r->conns[i].fd, IBC_BOOT_FAIL, buf, len, deadline);
+		root_tell(r, r->conns[i].rank);
+		root_close(r, i);
+	}
 }
 
 static void *root_thread(void *arg)
@@ -554,9 +764,12 @@ static void *root_thread(void *arg)
 		int n;
 
 		if (wait <= 0) {
-			root_timeout(r);
+			if (!r->failed)
+				root_timeout(r);
 			break;
 		}
+		if (r->failed && r->ntold == r->nranks)
+			break; /* everyone knows: nothing left to say */
 		pfds = realloc(pfds, sizeof(*pfds) * (size_t)(r->nconns + 1));
 		if (!pfds)
 			break;
@@ -579,23 +792,61 @@ static void *root_thread(void *arg)
 
 			if (!(pfds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) {
 				if (c->rank < 0 && now >= c->deadline_ms) {
-					IBC_LOG_WARN(BOOT, "bootstrap root: dropped connection from %s: no valid hello within %lld ms",
-						     c->addr, (long long)r->handshake_ms);
+					stranger_warn(&r->rl, "bootstrap root: dropped connection from %s: no valid hello within %lld ms",
+						      c->addr, (long long)r->handshake_ms);
 					root_close(r, i);
 				}
 				continue;
 			}
-			ret = frame_rd_step(c->fd, 0, c->rank < 0 ? IBC_BOOT_HELLO : 0, &c->rd);
+			ret = frame_rd_step(c->fd, 0,
+					    c->reporter >= 0 ? IBC_BOOT_FAIL
+					    : c->rank < 0 ? IBC_BOOT_HELLO : 0, &c->rd);
 			if (ret == 0)
 				continue;
-			if (ret < 0 || c->rank >= 0) {
-				/* EOF/garbage, or a joined rank that sent more than its hello */
+			if (c->reporter >= 0) {
+				int rank = c->reporter;
+				ibc_status_t fst = IBC_ERR_REMOTE;
+				char why[IBC_BOOT_TEXT_MAX];
+
+				if (ret != 1 || ibc_boot_parse_fail(c->rd.buf, c->rd.len, &fst, why,
+								    sizeof(why)) != 0) {
+					root_close(r, i);
+					continue;
+				}
+				root_close(r, i);
+				root_tell(r, rank);
+				if (!r->failed)
+					root_fail(r, IBC_ERR_REMOTE, "rank %d (host %s) failed during initialisation: %s",
+						  rank, r->infos[rank].host, why);
+				break; /* indexes changed: poll again */
+			}
+			if (c->rank >= 0) {
+				/* a joined rank has nothing more to say: it died or failed */
+				int rank = c->rank;
+				const char *host = r->infos[rank].host;
+
+				root_tell(r, rank);
+				if (ret == 1 && c->rd.type == IBC_BOOT_FAIL) {
+					ibc_status_t fst = IBC_ERR_REMOTE;
+					char why[IBC_BOOT_TEXT_MAX];
+
+					if (ibc_boot_parse_fail(c->rd.buf, c->rd.len, &fst, why,
+								sizeof(why)) != 0)
+						snprintf(why, sizeof(why), "malformed report");
+					root_close(r, i);
+					root_fail(r, IBC_ERR_REMOTE, "rank %d (host %s) failed during initialisation: %s",
+						  rank, host, why);
+				} else {
+					root_close(r, i);
+					root_fail(r, IBC_ERR_REMOTE, "rank %d (host %s) joined, then closed its connection before all %d ranks arrived: process exited or crashed",
+						  rank, host, r->nranks);
+				}
+				break; /* indexes changed: poll again */
+			}
+			if (ret < 0) {
 				if (ret == -2)
-					IBC_LOG_WARN(BOOT, "bootstrap root: dropped connection from %s: malformed frame",
-						     c->addr);
-				else if (c->rank >= 0)
-					IBC_LOG_WARN(BOOT, "bootstrap root: rank %d (%s) left before the table was sent",
-						     c->rank, c->addr);
+					stranger_warn(&r->rl, "bootstrap root: dropped connection from %s: malformed frame",
+						      c->addr);
 				root_close(r, i);
 				continue;
 			}
@@ -605,13 +856,15 @@ static void *root_thread(void *arg)
 			}
 			frame_rd_reset(&c->rd);
 		}
-		if (r->nranks > 0 && r->njoined == r->nranks) {
+		if (!r->failed && r->nranks > 0 && r->njoined == r->nranks) {
 			root_finish(r);
 			done = 1;
 			break;
 		}
 		if (pfds[0].revents & POLLIN) {
-			for (;;) {
+			int nacc;
+
+			for (nacc = 0; nacc < BOOT_ACCEPT_BURST; nacc++) {
 				struct root_conn *c;
 				uint8_t ch[4 + IBC_BOOT_NONCE_BYTES];
 				uint32_t ver = IBC_BOOT_VERSION;
@@ -619,14 +872,31 @@ static void *root_thread(void *arg)
 
 				if (fd < 0)
 					break;
+				ibc_sock_set_nodelay(fd);
 				if (r->nconns - r->njoined >= BOOT_MAX_PENDING) {
-					/* flood: drop the oldest unauthenticated connection */
-					for (i = 0; i < r->nconns; i++)
-						if (r->conns[i].rank < 0)
-							break;
-					IBC_LOG_WARN(BOOT, "bootstrap root: more than %d unauthenticated connections; dropping %s",
-						     BOOT_MAX_PENDING, r->conns[i].addr);
-					root_close(r, i);
+					/* flood: shed the unauthenticated connection least likely
+					 * to be a rank: nothing sent (not even unread), then oldest */
+					int victim = -1;
+					int vidle = 0;
+
+					for (i = 0; i < r->nconns; i++) {
+						const struct root_conn *v = &r->conns[i];
+						int idle = conn_idle(v->fd, &v->rd);
+
+						if (v->rank >= 0 || v->reporter >= 0)
+							continue;
+						if (victim < 0 || idle > vidle ||
+						    (idle == vidle &&
+						     v->deadline_ms < r->conns[victim].deadline_ms)) {
+							victim = i;
+							vidle = idle;
+						}
+					}
+					if (victim >= 0) {
+						stranger_warn(&r->rl, "bootstrap root: more than %d unauthenticated connections; dropping %s",
+							      BOOT_MAX_PENDING, r->conns[victim].addr);
+						root_close(r, victim);
+					}
 				}
 				if (r->nconns == r->cap) {
 					int ncap = r->cap ? 2 * r->cap : 16;
@@ -643,6 +913,7 @@ static void *root_thread(void *arg)
 				memset(c, 0, sizeof(*c));
 				c->fd = fd;
 				c->rank = -1;
+				c->reporter = -1;
 				c->deadline_ms = ibc_time_ms() + (uint64_t)r->handshake_ms;
 				peer_addr_text(fd, c->addr, sizeof(c->addr));
 				if (ibc_random_bytes(c->nonce_a, sizeof(c->nonce_a)) != IBC_OK) {
@@ -667,6 +938,7 @@ static void *root_thread(void *arg)
 	free(r->conns);
 	free(r->infos);
 	free(r->rank_conn);
+	free(r->told);
 	free(r);
 	return NULL;
 }
@@ -753,6 +1025,7 @@ static void boot_report(struct ibc_bootstrap *bs, ibc_status_t st, int peer, con
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	__atomic_store_n(&bs->failed, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&bs->stop_io, 1, __ATOMIC_RELEASE);
 	if (bs->on_error)
 		bs->on_error(bs->on_error_arg, st, peer, why);
 	pthread_mutex_lock(&bs->qlock);
@@ -794,25 +1067,130 @@ static void svc_drop_conn(struct ibc_bootstrap *bs, int i, int keep_fd)
 	bs->conns[i] = bs->conns[--bs->nconns];
 }
 
-static void svc_send_notice(struct ibc_bootstrap *bs, int fd, int kind, int rank, const char *text)
+static void svc_send_notice(int fd, const struct ibc_boot_notice_msg *n, uint64_t deadline_ms)
 {
-	struct ibc_boot_notice_msg n = { .kind = (uint32_t)kind, .rank = rank };
-	uint8_t buf[8 + 256];
-	size_t len;
+	uint8_t buf[IBC_BOOT_NOTICE_HDR_BYTES + IBC_BOOT_NOTICE_TEXT_MAX];
+	size_t len = ibc_boot_pack_notice(n, buf, sizeof(buf));
 
-	snprintf(n.text, sizeof(n.text), "%s", text ? text : "");
-	len = ibc_boot_pack_notice(&n, buf, sizeof(buf));
-	frame_write(fd, IBC_BOOT_NOTICE, buf, len, ibc_time_ms() + 200);
+	if (len)
+		frame_write(fd, IBC_BOOT_NOTICE, buf, len, deadline_ms);
 }
 
-/* rank 0: tell every other hub about @rank */
-static void svc_forward(struct ibc_bootstrap *bs, int kind, int rank, const char *text)
+/* rank 0: tell every hub but @n->rank's own; one shared deadline bounds a slow peer */
+static void svc_forward_msg(struct ibc_bootstrap *bs, const struct ibc_boot_notice_msg *n)
 {
+	uint64_t deadline = ibc_time_ms() + BOOT_NOTICE_MS;
 	int i;
 
 	for (i = 0; i < bs->nconns; i++)
-		if (bs->conns[i].state == CS_HUB && bs->conns[i].peer != rank)
-			svc_send_notice(bs, bs->conns[i].fd, kind, rank, text);
+		if (bs->conns[i].state == CS_HUB && bs->conns[i].peer != n->rank)
+			svc_send_notice(bs->conns[i].fd, n, deadline);
+}
+
+static void svc_forward(struct ibc_bootstrap *bs, int kind, int rank, ibc_status_t st,
+			const char *text)
+{
+	struct ibc_boot_notice_msg n = { .kind = (uint32_t)kind, .rank = rank, .status = st };
+
+	snprintf(n.text, sizeof(n.text), "%s", text ? text : "");
+	svc_forward_msg(bs, &n);
+}
+
+/* service thread: send what other threads posted (rank > 0: to rank 0; rank 0: to all) */
+static void svc_flush_outbox(struct ibc_bootstrap *bs)
+{
+	struct ibc_boot_notice_msg out[BOOT_OUTBOX];
+	int nout;
+	int i;
+
+	pthread_mutex_lock(&bs->olock);
+	nout = bs->nout;
+	memcpy(out, bs->outbox, sizeof(out[0]) * (size_t)nout);
+	bs->nout = 0;
+	pthread_mutex_unlock(&bs->olock);
+	for (i = 0; i < nout; i++) {
+		if (bs->rank == 0)
+			svc_forward_msg(bs, &out[i]);
+		else if (bs->hub_fd >= 0)
+			svc_send_notice(bs->hub_fd, &out[i], ibc_time_ms() + BOOT_NOTICE_MS);
+	}
+	pthread_mutex_lock(&bs->olock);
+	bs->nsent += (uint64_t)nout;
+	pthread_cond_broadcast(&bs->ocond);
+	pthread_mutex_unlock(&bs->olock);
+}
+
+/* any thread: queue a notice about this rank; returns its sequence number (0: dropped) */
+static uint64_t boot_post_notice(struct ibc_bootstrap *bs, int kind, ibc_status_t st,
+				 const char *text)
+{
+	uint64_t one = 1;
+	uint64_t seq = 0;
+
+	pthread_mutex_lock(&bs->olock);
+	if (bs->nout < BOOT_OUTBOX) {
+		struct ibc_boot_notice_msg *n = &bs->outbox[bs->nout++];
+
+		memset(n, 0, sizeof(*n));
+		n->kind = (uint32_t)kind;
+		n->rank = bs->rank;
+		n->status = st;
+		snprintf(n->text, sizeof(n->text), "%s", text ? text : "");
+		seq = ++bs->nposted;
+	}
+	pthread_mutex_unlock(&bs->olock);
+	if (bs->wake_fd >= 0 && write(bs->wake_fd, &one, sizeof(one)) < 0) {
+		/* the thread also wakes at its next heartbeat */
+	}
+	return seq;
+}
+
+/* wait (bounded) until the service thread sent notice @seq */
+static void boot_wait_sent(struct ibc_bootstrap *bs, uint64_t seq, int64_t max_ms)
+{
+	uint64_t deadline = ibc_time_ms() + (uint64_t)max_ms;
+
+	pthread_mutex_lock(&bs->olock);
+	while (bs->nsent < seq && ibc_time_ms() < deadline) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10 * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&bs->ocond, &bs->olock, &ts);
+	}
+	pthread_mutex_unlock(&bs->olock);
+}
+
+void ibc_bootstrap_notify_error(struct ibc_bootstrap *bs, ibc_status_t st, const char *text)
+{
+	if (!bs || !bs->thread_started || (bs->rank > 0 && bs->hub_fd < 0))
+		return;
+	boot_post_notice(bs, IBC_BOOT_NOTICE_ERROR, st, text);
+}
+
+void ibc_bootstrap_announce_leave(struct ibc_bootstrap *bs, int abort, const char *text)
+{
+	uint64_t seq;
+
+	if (!bs || !bs->thread_started || bs->said_goodbye)
+		return;
+	bs->said_goodbye = 1;
+	seq = boot_post_notice(bs, abort ? IBC_BOOT_NOTICE_ABORT : IBC_BOOT_NOTICE_BYE,
+			       abort ? IBC_ERR_REMOTE : IBC_OK, text);
+	if (seq)
+		boot_wait_sent(bs, seq, BOOT_NOTICE_MS + 100);
+}
+
+void ibc_bootstrap_cancel(struct ibc_bootstrap *bs)
+{
+	if (!bs)
+		return;
+	__atomic_store_n(&bs->stop_io, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&bs->qlock);
+	pthread_cond_broadcast(&bs->qcond);
+	pthread_mutex_unlock(&bs->qlock);
 }
 
 static const char *peer_host(const struct ibc_bootstrap *bs, int rank)
@@ -820,22 +1198,29 @@ static const char *peer_host(const struct ibc_bootstrap *bs, int rank)
 	return rank >= 0 && rank < bs->nranks ? bs->peers[rank].host : "?";
 }
 
-/* a hub peer is gone or silent */
-static void svc_hub_lost(struct ibc_bootstrap *bs, int peer, int stopped)
+enum { HUB_CLOSED = 0, HUB_SILENT = 1, HUB_NEVER = 2 };
+
+/* a hub peer is gone, silent, or never connected */
+static void svc_hub_lost(struct ibc_bootstrap *bs, int peer, int how)
 {
 	char text[256];
+	ibc_status_t st = how == HUB_CLOSED ? IBC_ERR_REMOTE : IBC_ERR_TIMEOUT;
 
 	if (bs->peer_state[peer] != PEER_ALIVE)
 		return;
-	if (stopped)
+	if (how == HUB_SILENT)
 		snprintf(text, sizeof(text), "rank %d (host %s) sent no heartbeat for %lld ms: stopped or hung",
+			 peer, peer_host(bs, peer), (long long)(BOOT_STOP_INTERVALS * bs->hb_ms));
+	else if (how == HUB_NEVER)
+		snprintf(text, sizeof(text), "rank %d (host %s) did not open its liveness connection to rank 0 within %lld ms: it died or hung while creating the communicator",
 			 peer, peer_host(bs, peer), (long long)(BOOT_STOP_INTERVALS * bs->hb_ms));
 	else
 		snprintf(text, sizeof(text), "rank %d (host %s) closed its bootstrap connection: process exited or crashed",
 			 peer, peer_host(bs, peer));
 	if (bs->rank == 0)
-		svc_forward(bs, stopped ? IBC_BOOT_NOTICE_STOPPED : IBC_BOOT_NOTICE_DEAD, peer, text);
-	boot_report(bs, stopped ? IBC_ERR_TIMEOUT : IBC_ERR_REMOTE, peer, "%s", text);
+		svc_forward(bs, how == HUB_CLOSED ? IBC_BOOT_NOTICE_DEAD : IBC_BOOT_NOTICE_STOPPED, peer,
+			    st, text);
+	boot_report(bs, st, peer, "%s", text);
 }
 
 static void svc_on_notice(struct ibc_bootstrap *bs, struct boot_conn *c)
@@ -846,16 +1231,30 @@ static void svc_on_notice(struct ibc_bootstrap *bs, struct boot_conn *c)
 		IBC_LOG_WARN(BOOT, "malformed notice from rank %d ignored", c->peer);
 		return;
 	}
+	/* rank 0 passes on what a rank says about itself */
+	if (bs->rank == 0 && c->peer == n.rank &&
+	    (n.kind == IBC_BOOT_NOTICE_ABORT || n.kind == IBC_BOOT_NOTICE_ERROR))
+		svc_forward_msg(bs, &n);
 	switch (n.kind) {
 	case IBC_BOOT_NOTICE_BYE:
 		if (bs->peer_state[n.rank] == PEER_ALIVE)
 			bs->peer_state[n.rank] = PEER_LEFT;
 		break;
 	case IBC_BOOT_NOTICE_ABORT:
-		if (bs->rank == 0 && c->peer == n.rank)
-			svc_forward(bs, IBC_BOOT_NOTICE_ABORT, n.rank, n.text);
-		boot_report(bs, IBC_ERR_REMOTE, n.rank, "rank %d (host %s) aborted the communicator",
-			    n.rank, peer_host(bs, n.rank));
+		boot_report(bs, IBC_ERR_REMOTE, n.rank, "rank %d (host %s) aborted the communicator%s%s",
+			    n.rank, peer_host(bs, n.rank), n.text[0] ? " after: " : "", n.text);
+		break;
+	case IBC_BOOT_NOTICE_ERROR:
+		/*
+		 * Mismatched calls and hangs concern every rank: keep their status.
+		 * Anything else (CUDA, memory, a lost connection) happened to that
+		 * rank: here it is "a peer reported an error", IBC_ERR_REMOTE.
+		 */
+		boot_report(bs,
+			    n.status == IBC_ERR_INVALID_USAGE || n.status == IBC_ERR_TIMEOUT
+				    ? (ibc_status_t)n.status : IBC_ERR_REMOTE,
+			    n.rank, "error on rank %d (host %s): %s", n.rank, peer_host(bs, n.rank),
+			    n.text);
 		break;
 	case IBC_BOOT_NOTICE_DEAD:
 		boot_report(bs, IBC_ERR_REMOTE, n.rank, "%s (reported by rank 0)", n.text);
@@ -888,7 +1287,7 @@ static int svc_on_hello(struct ibc_bootstrap *bs, int i)
 		 (h.kind == IBC_BOOT_KIND_HUB && bs->rank != 0))
 		why = "unexpected connection kind";
 	if (why) {
-		IBC_LOG_WARN(BOOT, "rejected connection from %s: %s", c->addr, why);
+		stranger_warn(&bs->rl, "rejected connection from %s: %s", c->addr, why);
 		frame_write(c->fd, IBC_BOOT_REJECT, why, strlen(why), ibc_time_ms() + 200);
 		return -1;
 	}
@@ -903,6 +1302,7 @@ static int svc_on_hello(struct ibc_bootstrap *bs, int i)
 	}
 	if (h.kind == IBC_BOOT_KIND_HUB) {
 		c->state = CS_HUB;
+		bs->hub_seen[h.src] = 1;
 		return 1;
 	}
 	/* a stream: hand the fd to the transport's queue */
@@ -957,7 +1357,9 @@ static void svc_on_msg(struct ibc_bootstrap *bs, struct boot_conn *c)
 
 static void svc_accept(struct ibc_bootstrap *bs, int64_t handshake_ms)
 {
-	for (;;) {
+	int nacc;
+
+	for (nacc = 0; nacc < BOOT_ACCEPT_BURST; nacc++) {
 		uint8_t ch[4 + IBC_BOOT_NONCE_BYTES];
 		uint32_t ver = IBC_BOOT_VERSION;
 		struct boot_conn *c;
@@ -967,15 +1369,29 @@ static void svc_accept(struct ibc_bootstrap *bs, int64_t handshake_ms)
 
 		if (fd < 0)
 			return;
+		ibc_sock_set_nodelay(fd);
 		for (i = 0; i < bs->nconns; i++)
 			npending += bs->conns[i].state == CS_WAIT_HELLO;
 		if (npending >= BOOT_MAX_PENDING) {
-			for (i = 0; i < bs->nconns; i++)
-				if (bs->conns[i].state == CS_WAIT_HELLO)
-					break;
-			IBC_LOG_WARN(BOOT, "more than %d unauthenticated connections; dropping %s",
-				     BOOT_MAX_PENDING, bs->conns[i].addr);
-			svc_drop_conn(bs, i, 0);
+			/* flood: shed the silent, then the oldest, unauthenticated connection */
+			int victim = -1;
+			int vidle = 0;
+
+			for (i = 0; i < bs->nconns; i++) {
+				const struct boot_conn *v = &bs->conns[i];
+				int idle = conn_idle(v->fd, &v->rd);
+
+				if (v->state != CS_WAIT_HELLO)
+					continue;
+				if (victim < 0 || idle > vidle ||
+				    (idle == vidle && v->deadline_ms < bs->conns[victim].deadline_ms)) {
+					victim = i;
+					vidle = idle;
+				}
+			}
+			stranger_warn(&bs->rl, "more than %d unauthenticated connections; dropping %s",
+				      BOOT_MAX_PENDING, bs->conns[victim].addr);
+			svc_drop_conn(bs, victim, 0);
 		}
 		if (svc_add_conn(bs, fd, CS_WAIT_HELLO, -1) != 0) {
 			close(fd);
@@ -1047,8 +1463,8 @@ static void *svc_thread(void *arg)
 
 			if (!(pfds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) {
 				if (c->state == CS_WAIT_HELLO && now >= c->deadline_ms) {
-					IBC_LOG_WARN(BOOT, "dropped connection from %s: no valid hello within %lld ms",
-						     c->addr, (long long)handshake_ms);
+					stranger_warn(&bs->rl, "dropped connection from %s: no valid hello within %lld ms",
+						      c->addr, (long long)handshake_ms);
 					svc_drop_conn(bs, i, 0);
 				}
 				continue;
@@ -1088,9 +1504,12 @@ static void *svc_thread(void *arg)
 				if (peer == 0)
 					bs->hub_fd = -1;
 				if (bs->peer_state[peer] == PEER_ALIVE)
-					svc_hub_lost(bs, peer, 0);
+					svc_hub_lost(bs, peer, HUB_CLOSED);
 			} else {
-				if (ret == -2)
+				if (ret == -2 && c->state == CS_WAIT_HELLO)
+					stranger_warn(&bs->rl, "dropped connection from %s: malformed frame",
+						      c->addr);
+				else if (ret == -2)
 					IBC_LOG_WARN(BOOT, "dropped connection from %s (rank %d): malformed frame",
 						     c->addr, c->peer);
 				svc_drop_conn(bs, i, 0);
@@ -1115,10 +1534,18 @@ static void *svc_thread(void *arg)
 				}
 				if (bs->peer_state[c->peer] == PEER_ALIVE &&
 				    now - c->last_rx_ms > (uint64_t)(BOOT_STOP_INTERVALS * bs->hb_ms))
-					svc_hub_lost(bs, c->peer, 1);
+					svc_hub_lost(bs, c->peer, HUB_SILENT);
 			}
+			/* rank 0: a rank that never connected its hub died during creation */
+			for (i = 1; bs->rank == 0 && i < bs->nranks; i++)
+				if (!bs->hub_seen[i] && bs->peer_state[i] == PEER_ALIVE &&
+				    now - bs->start_ms > (uint64_t)(BOOT_STOP_INTERVALS * bs->hb_ms))
+					svc_hub_lost(bs, i, HUB_NEVER);
 		}
+		svc_flush_outbox(bs);
 	}
+	/* the goodbye posted by ibc_bootstrap_announce_leave() goes out before we exit */
+	svc_flush_outbox(bs);
 	free(pfds);
 	return NULL;
 }
@@ -1160,15 +1587,23 @@ static ibc_status_t boot_alloc(int rank, int nranks, ibc_bootstrap_error_fn on_e
 	bs->msgs_tail = &bs->msgs;
 	pthread_mutex_init(&bs->qlock, NULL);
 	pthread_cond_init(&bs->qcond, NULL);
+	pthread_mutex_init(&bs->olock, NULL);
+	pthread_cond_init(&bs->ocond, NULL);
 	bs->peers = ibc_calloc((size_t)nranks, sizeof(*bs->peers), "bootstrap peer table");
 	bs->out_fd = ibc_malloc((size_t)nranks * sizeof(int), "bootstrap connections");
 	bs->out_lock = ibc_malloc((size_t)nranks * sizeof(pthread_mutex_t), "bootstrap locks");
 	bs->peer_state = ibc_calloc((size_t)nranks, sizeof(int), "bootstrap peer states");
-	if (!bs->peers || !bs->out_fd || !bs->out_lock || !bs->peer_state) {
+	bs->hub_seen = ibc_calloc((size_t)nranks, 1, "bootstrap hub table");
+	if (!bs->peers || !bs->out_fd || !bs->out_lock || !bs->peer_state || !bs->hub_seen) {
 		ibc_free(bs->peers);
 		ibc_free(bs->out_fd);
 		ibc_free(bs->out_lock);
 		ibc_free(bs->peer_state);
+		ibc_free(bs->hub_seen);
+		pthread_mutex_destroy(&bs->qlock);
+		pthread_cond_destroy(&bs->qcond);
+		pthread_mutex_destroy(&bs->olock);
+		pthread_cond_destroy(&bs->ocond);
 		ibc_free(bs);
 		return IBC_ERR_NO_MEMORY;
 	}
@@ -1219,8 +1654,8 @@ static ibc_status_t boot_connect_hub(struct ibc_bootstrap *bs)
 	h.nranks = bs->nranks;
 	memcpy(h.comm_id, bs->comm_id, sizeof(h.comm_id));
 	info_to_sockaddr(&bs->peers[0], &a);
-	IBC_CHECK(boot_connect_auth(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms,
-				    "rank 0 (liveness hub)", &fd));
+	IBC_CHECK(boot_connect_log(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms,
+				   "rank 0 (liveness hub)", 0, &bs->stop_io, &fd));
 	ibc_sock_set_nonblock(fd, 1);
 	if (svc_add_conn(bs, fd, CS_HUB, 0) != 0) {
 		close(fd);
@@ -1236,6 +1671,7 @@ static ibc_status_t boot_start(struct ibc_bootstrap *bs)
 
 	if (bs->rank > 0)
 		IBC_CHECK(boot_connect_hub(bs));
+	bs->start_ms = ibc_time_ms();
 	ret = pthread_create(&bs->thread, NULL, svc_thread, bs);
 	if (ret) {
 		IBC_LOG_ERROR(BOOT, "cannot start the bootstrap service thread: %s", strerror(ret));
@@ -1243,6 +1679,49 @@ static ibc_status_t boot_start(struct ibc_bootstrap *bs)
 	}
 	bs->thread_started = 1;
 	return IBC_OK;
+}
+
+/*
+ * Best effort, bounded by 2 s: this rank cannot join (a local failure before
+ * it reached the root). Join anyway and send FAIL with @st and the reason,
+ * so that the root fails the ranks that joined at once, naming this one,
+ * instead of letting them wait for IBC_BOOTSTRAP_TIMEOUT_MS. The caller's
+ * ibc_last_error() text is kept.
+ */
+void ibc_bootstrap_report_join_failure(const struct ibc_boot_uid *uid, int rank, int nranks,
+				       ibc_status_t st)
+{
+	struct ibc_boot_hello h;
+	union ibc_sockaddr root;
+	uint8_t buf[4 + IBC_BOOT_TEXT_MAX];
+	char saved[IBC_BOOT_TEXT_MAX];
+	char why[IBC_BOOT_TEXT_MAX + 256];
+	size_t len;
+	int final;
+	int fd = -1;
+
+	snprintf(saved, sizeof(saved), "%s", ibc_last_error());
+	memset(&h, 0, sizeof(h));
+	h.kind = IBC_BOOT_KIND_JOIN;
+	h.tag = IBC_BOOT_JOIN_TAG_FAILED;
+	h.src = rank;
+	h.dst = -1;
+	h.nranks = nranks;
+	h.has_info = 1;
+	if (gethostname(h.info.host, sizeof(h.info.host)) != 0)
+		snprintf(h.info.host, sizeof(h.info.host), "unknown");
+	h.info.host[sizeof(h.info.host) - 1] = '\0';
+	h.info.pid = (uint32_t)getpid();
+	h.info.family = uid->family;
+	uid_to_sockaddr(uid, &root);
+	if (boot_connect_auth(uid->secret, &root, &h, ibc_time_ms() + 2000, "bootstrap root", 1, NULL,
+			      &fd, why, sizeof(why), &final) == IBC_OK) {
+		len = ibc_boot_pack_fail(st, saved[0] ? boot_local_reason() : "local error", buf,
+					 sizeof(buf));
+		frame_write(fd, IBC_BOOT_FAIL, buf, len, ibc_time_ms() + 500);
+		close(fd);
+	}
+	ibc_log_set_last_error(saved);
 }
 
 ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int nranks,
@@ -1257,16 +1736,26 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 	size_t len;
 	char text[IBC_BOOT_TEXT_MAX];
 	uint64_t deadline;
+	int attempt;
 	int type;
 	int fd = -1;
 	ibc_status_t st;
 
-	IBC_CHECK(boot_alloc(rank, nranks, on_error, arg, &bs));
+	st = boot_alloc(rank, nranks, on_error, arg, &bs);
+	if (st != IBC_OK) {
+		ibc_bootstrap_report_join_failure(uid, rank, nranks, st);
+		return st;
+	}
 	memcpy(bs->secret, uid->secret, sizeof(bs->secret));
 	uid_to_sockaddr(uid, &root);
 	IBC_CHECK_GOTO(boot_listen(uid->family, ibc_sock_addr_is_loopback(&root), &bs->listen_fd,
 				   &bs->listen_addr, &bs->peers[rank]),
-		       st, err_destroy);
+		       st, err_report);
+	buf = ibc_malloc(cap, "bootstrap table");
+	if (!buf) {
+		st = IBC_ERR_NO_MEMORY;
+		goto err_report;
+	}
 
 	deadline = ibc_time_ms() + (uint64_t)bs->timeout_ms;
 	memset(&h, 0, sizeof(h));
@@ -1276,19 +1765,42 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 	h.nranks = nranks;
 	h.has_info = 1;
 	h.info = bs->peers[rank];
-	IBC_CHECK_GOTO(boot_connect_auth(bs->secret, &root, &h, deadline, "bootstrap root", &fd),
-		       st, err_destroy);
-	buf = ibc_malloc(cap, "bootstrap table");
-	if (!buf) {
-		st = IBC_ERR_NO_MEMORY;
-		goto err_close;
+	for (attempt = 0;; attempt++) {
+		char why[IBC_BOOT_TEXT_MAX + 256];
+		int final;
+
+		/* after a first contact, a refusal means the root finished or died: no retry */
+		st = boot_connect_auth(bs->secret, &root, &h, deadline, "bootstrap root",
+				       attempt == 0, NULL, &fd, why, sizeof(why), &final);
+		if (st == IBC_OK) {
+			IBC_LOG_DEBUG(BOOT, "joined the bootstrap root as rank %d of %d; waiting for the others",
+				      rank, nranks);
+			break;
+		}
+		if (attempt > 0 && final && st == IBC_ERR_REMOTE && strstr(why, "refused the connection"))
+			snprintf(why, sizeof(why), "the bootstrap root stopped accepting connections after a failed handshake: it finished without this rank, or died");
+		if (st != IBC_ERR_REMOTE && st != IBC_ERR_TIMEOUT) {
+			/* a local failure: tell the root, so that the others need not wait */
+			IBC_LOG_ERROR(BOOT, "%s", why);
+			goto err_report;
+		}
+		if (final || st == IBC_ERR_TIMEOUT || ibc_time_ms() + 100 >= deadline) {
+			/* refused for good, or no time left: the root knows or cannot be told */
+			IBC_LOG_ERROR(BOOT, "%s", why);
+			goto err_close;
+		}
+		/* dropped on the way (a reset, or a flood made the root shed us): again */
+		IBC_LOG_WARN(BOOT, "%s; trying again", why);
+		usleep(50 * 1000);
 	}
 	/* the root answers when everyone joined, or fails at its own deadline */
-	st = frame_read_blocking(fd, nranks, deadline + 5000, &type, buf, cap, &len);
+	st = frame_read_blocking(fd, nranks, deadline + 5000, NULL, &type, buf, cap, &len);
 	if (st == IBC_OK && type == IBC_BOOT_FAIL) {
-		ibc_boot_parse_text(buf, len, text, sizeof(text));
+		if (ibc_boot_parse_fail(buf, len, &st, text, sizeof(text)) != 0) {
+			snprintf(text, sizeof(text), "malformed failure report");
+			st = IBC_ERR_REMOTE;
+		}
 		IBC_LOG_ERROR(BOOT, "bootstrap failed at the root: %s", text);
-		st = IBC_ERR_TIMEOUT;
 		goto err_close;
 	}
 	if (st != IBC_OK || type != IBC_BOOT_TABLE ||
@@ -1309,6 +1821,8 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 	IBC_CHECK_GOTO(boot_start(bs), st, err_destroy);
 	*bs_p = bs;
 	return IBC_OK;
+err_report:
+	ibc_bootstrap_report_join_failure(uid, rank, nranks, st);
 err_close:
 	ibc_sock_close(fd);
 	ibc_free(buf);
@@ -1430,19 +1944,13 @@ void ibc_bootstrap_destroy(struct ibc_bootstrap *bs, int abort)
 		uint64_t one = 1;
 
 		/* say goodbye (or abort) on the hub before the connections close */
-		if (bs->rank > 0 && bs->hub_fd >= 0)
-			svc_send_notice(bs, bs->hub_fd,
-					abort ? IBC_BOOT_NOTICE_ABORT : IBC_BOOT_NOTICE_BYE, bs->rank,
-					abort ? "aborted" : "");
-		/* rank 0's hub connections belong to the service thread: stop it first */
+		ibc_bootstrap_announce_leave(bs, abort, "");
+		/* the service thread sends what is posted, then exits */
 		__atomic_store_n(&bs->stop, 1, __ATOMIC_RELEASE);
 		if (write(bs->wake_fd, &one, sizeof(one)) < 0) {
 			/* the thread also wakes at its next heartbeat */
 		}
 		pthread_join(bs->thread, NULL);
-		if (bs->rank == 0)
-			svc_forward(bs, abort ? IBC_BOOT_NOTICE_ABORT : IBC_BOOT_NOTICE_BYE, 0,
-				    abort ? "aborted" : "");
 	}
 	while (bs->nconns)
 		svc_drop_conn(bs, bs->nconns - 1, 0);
@@ -1464,10 +1972,13 @@ void ibc_bootstrap_destroy(struct ibc_bootstrap *bs, int abort)
 	ibc_sock_close(bs->wake_fd);
 	pthread_mutex_destroy(&bs->qlock);
 	pthread_cond_destroy(&bs->qcond);
+	pthread_mutex_destroy(&bs->olock);
+	pthread_cond_destroy(&bs->ocond);
 	ibc_free(bs->peers);
 	ibc_free(bs->out_fd);
 	ibc_free(bs->out_lock);
 	ibc_free(bs->peer_state);
+	ibc_free(bs->hub_seen);
 	ibc_free(bs);
 }
 
@@ -1523,8 +2034,8 @@ static ibc_status_t boot_open(struct ibc_bootstrap *bs, int peer, int kind, uint
 	memcpy(h.comm_id, bs->comm_id, sizeof(h.comm_id));
 	info_to_sockaddr(&bs->peers[peer], &a);
 	snprintf(what, sizeof(what), "rank %d (host %s)", peer, bs->peers[peer].host);
-	return boot_connect_auth(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms, what,
-				 fd_p);
+	return boot_connect_log(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms, what,
+				0, &bs->stop_io, fd_p);
 }
 
 ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag,
@@ -1545,12 +2056,19 @@ ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag
 	if (st == IBC_OK) {
 		ibc_boot_put_hdr(hdr, IBC_BOOT_MSG, (uint32_t)(nbytes + 4));
 		memcpy(hdr + IBC_BOOT_HDR_BYTES, &tag, 4);
-		st = ibc_sock_write_all(bs->out_fd[peer], hdr, sizeof(hdr), deadline, &err);
+		st = ibc_sock_write_all_cancel(bs->out_fd[peer], hdr, sizeof(hdr), deadline,
+					       &bs->stop_io, &err);
 		if (st == IBC_OK && nbytes)
-			st = ibc_sock_write_all(bs->out_fd[peer], buf, nbytes, deadline, &err);
+			st = ibc_sock_write_all_cancel(bs->out_fd[peer], buf, nbytes, deadline,
+						       &bs->stop_io, &err);
 		if (st != IBC_OK) {
-			IBC_LOG_ERROR(BOOT, "bootstrap message to rank %d (host %s) failed: %s", peer,
-				      bs->peers[peer].host, err ? strerror(err) : ibc_status_str(st));
+			if (err == ECANCELED)
+				IBC_LOG_DEBUG(BOOT, "bootstrap message to rank %d abandoned: the communicator failed",
+					      peer);
+			else
+				IBC_LOG_ERROR(BOOT, "bootstrap message to rank %d (host %s) failed: %s",
+					      peer, bs->peers[peer].host,
+					      err ? strerror(err) : ibc_status_str(st));
 			ibc_sock_close(bs->out_fd[peer]);
 			bs->out_fd[peer] = -1;
 		}
@@ -1620,8 +2138,9 @@ ibc_status_t ibc_bootstrap_recv(struct ibc_bootstrap *bs, int peer, uint32_t tag
 		IBC_CHECK(ibc_bootstrap_try_recv(bs, peer, tag, buf, nbytes, &got));
 		if (got)
 			return IBC_OK;
-		if (__atomic_load_n(&bs->failed, __ATOMIC_ACQUIRE)) {
-			IBC_LOG_DEBUG(BOOT, "bootstrap recv from rank %d abandoned: a peer failed", peer);
+		if (__atomic_load_n(&bs->stop_io, __ATOMIC_ACQUIRE)) {
+			IBC_LOG_DEBUG(BOOT, "bootstrap recv from rank %d abandoned: the communicator failed",
+				      peer);
 			return IBC_ERR_REMOTE;
 		}
 		if (boot_wait_queue(bs, deadline) != IBC_OK) {

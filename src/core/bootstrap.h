@@ -76,6 +76,17 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 				  struct ibc_bootstrap **bs_p);
 
 /*
+ * ibc_bootstrap_report_join_failure() - this rank cannot join the job of
+ * @uid (a local failure before it reached the root, status @st, reason in
+ * ibc_last_error()): tell the root, best effort and bounded by 2 s, so that
+ * the ranks that joined fail at once naming this one instead of waiting for
+ * IBC_BOOTSTRAP_TIMEOUT_MS. ibc_bootstrap_create() calls it itself; callers
+ * that fail before calling it (allocating the communicator) call it too.
+ */
+void ibc_bootstrap_report_join_failure(const struct ibc_boot_uid *uid, int rank, int nranks,
+				       ibc_status_t st);
+
+/*
  * ibc_bootstrap_split() - bootstrap of a sub-communicator (MPI_Comm_split):
  * every rank of @parent calls it; ranks with equal @color >= 0 form a new
  * bootstrap ordered by (@key, parent rank), built without a root from an
@@ -86,8 +97,40 @@ ibc_status_t ibc_bootstrap_split(struct ibc_bootstrap *parent, int color, int ke
 				 uint64_t split_seq, ibc_bootstrap_error_fn on_error, void *arg,
 				 struct ibc_bootstrap **bs_p);
 
-/* stop the service thread, close everything; @abort: tell peers we abort */
+/*
+ * ibc_bootstrap_destroy() - stop the service thread and close everything;
+ * first tells the peers that this rank leaves (BYE) or aborts (@abort),
+ * unless ibc_bootstrap_announce_leave() already did. Bounded: < 1 s.
+ */
 void ibc_bootstrap_destroy(struct ibc_bootstrap *bs, int abort);
+
+/*
+ * ibc_bootstrap_announce_leave() - tell the peers, through the liveness
+ * hub, that this rank leaves cleanly (BYE) or aborts (@abort, with @text
+ * as the reason); returns once the notice is on the wire or after 400 ms.
+ * Called before transports close their connections, so that peers learn
+ * the reason before they see the connections drop. Once per bootstrap.
+ */
+void ibc_bootstrap_announce_leave(struct ibc_bootstrap *bs, int abort, const char *text);
+
+/*
+ * ibc_bootstrap_notify_error() - tell every peer, through the liveness hub
+ * (rank 0 forwards), that this rank's communicator failed with @st and
+ * @text, so that ranks waiting for this one fail at once with the original
+ * cause instead of timing out. The peers report IBC_ERR_INVALID_USAGE and
+ * IBC_ERR_TIMEOUT as such, any other status as IBC_ERR_REMOTE (a peer
+ * reported an error), with the text. Never blocks (the service thread
+ * sends it).
+ */
+void ibc_bootstrap_notify_error(struct ibc_bootstrap *bs, ibc_status_t st, const char *text);
+
+/*
+ * ibc_bootstrap_cancel() - make every blocking call on @bs (connect, send,
+ * recv, allgather, barrier) give up with IBC_ERR_REMOTE within 100 ms;
+ * used by ibc_comm_abort(). A reported peer failure has the same effect.
+ * Threading: any thread.
+ */
+void ibc_bootstrap_cancel(struct ibc_bootstrap *bs);
 
 int ibc_bootstrap_rank(const struct ibc_bootstrap *bs);
 int ibc_bootstrap_nranks(const struct ibc_bootstrap *bs);

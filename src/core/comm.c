@@ -118,60 +118,129 @@ const char *ibc_comm_peer_host(const struct ibc_comm *comm, int peer)
 	return ibc_bootstrap_peer(comm->bs, peer)->host;
 }
 
-static void comm_poison(struct ibc_comm *comm, ibc_status_t st, const char *msg)
+/* poison @comm with @st and @msg unless already poisoned; 1 if this call did it */
+static int comm_poison(struct ibc_comm *comm, ibc_status_t st, const char *msg)
 {
+	int first = 0;
+
 	pthread_mutex_lock(&comm->lock);
 	if (!comm->poisoned) {
 		comm->poison_st = st;
 		snprintf(comm->poison_msg, sizeof(comm->poison_msg), "%s", msg);
 		__atomic_store_n(&comm->poisoned, 1, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&comm->cond);
+		first = 1;
 	}
 	pthread_mutex_unlock(&comm->lock);
+	return first;
+}
+
+const char *ibc_comm_strip_rank(const char *text)
+{
+	const char *p = text;
+
+	if (strncmp(p, "rank ", 5))
+		return text;
+	p += 5;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return p[0] == ':' && p[1] == ' ' ? p + 2 : text;
+}
+
+/*
+ * The body of ibc_comm_fail(). @local: the error was detected by this rank
+ * (then it is broadcast to the peers, and a lost connection first waits for
+ * the liveness verdict); 0: it came from the bootstrap (a peer's failure
+ * reported by the hub), which every rank already hears.
+ */
+static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer, int local,
+				const char *fmt, va_list ap)
+{
+	char cause[768];
+	char ctx[256] = "";
+	char body[1000];
+	char msg[1024];
+	const struct ibc_request *cur;
+
+	vsnprintf(cause, sizeof(cause), fmt, ap);
+	if (local && st == IBC_ERR_REMOTE && peer >= 0 && comm->bs &&
+	    !__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE)) {
+		/*
+		 * A connection to @peer broke. If another rank died first, @peer may
+		 * just be a survivor that already gave up: give the liveness hub a
+		 * moment to name the rank that failed first (it usually takes < 10 ms).
+		 */
+		uint64_t deadline = ibc_time_ms() + (uint64_t)ibc_param_failure_grace_ms();
+
+		while (!__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE) &&
+		       ibc_time_ms() < deadline)
+			usleep(1000);
+	}
+	pthread_mutex_lock(&comm->lock);
+	cur = comm->cur;
+	if (cur) {
+		int reduces = cur->coll == IBC_COLL_ALLREDUCE || cur->coll == IBC_COLL_REDUCE ||
+			      cur->coll == IBC_COLL_REDUCE_SCATTER;
+		int has_root = cur->coll == IBC_COLL_BROADCAST || cur->coll == IBC_COLL_REDUCE;
+		int has_peer = cur->coll == IBC_COLL_SEND || cur->coll == IBC_COLL_RECV;
+
+		char who[32] = "";
+
+		if (has_root || has_peer)
+			snprintf(who, sizeof(who), " %s %d", has_root ? "root" : "peer", cur->root);
+		snprintf(ctx, sizeof(ctx), "%s #%u (count %zu %s%s%s%s, %llu bytes moved so far) ",
+			 ibc_coll_name(cur->coll), cur->seq, cur->count, ibc_dtype_name(cur->dtype),
+			 reduces ? " " : "", reduces ? ibc_redop_name(cur->op) : "", who,
+			 (unsigned long long)__atomic_load_n(&comm->cur_bytes_done, __ATOMIC_RELAXED));
+	}
+	pthread_mutex_unlock(&comm->lock);
+	if (peer >= 0)
+		snprintf(body, sizeof(body), "%son %s: peer rank %d (host %s): %s", ctx,
+			 comm->transport_name, peer, ibc_comm_peer_host(comm, peer), cause);
+	else
+		snprintf(body, sizeof(body), "%son %s: %s", ctx, comm->transport_name, cause);
+	snprintf(msg, sizeof(msg), "rank %d: %s", comm->rank, body);
+	if (!comm_poison(comm, st, msg)) {
+		IBC_LOG_DEBUG(COLL, "after the first error: %s", body);
+		return comm->poison_st;
+	}
+	IBC_LOG_ERROR(COLL, "%s", body);
+	ibc_log_set_last_error(msg);
+	if (local && comm->bs)
+		ibc_bootstrap_notify_error(comm->bs, st, msg);
+	return st;
 }
 
 ibc_status_t ibc_comm_fail(struct ibc_comm *comm, ibc_status_t st, int peer, const char *fmt, ...)
 {
-	char cause[512];
-	char ctx[256] = "";
-	char msg[900];
-	const struct ibc_request *cur = comm->cur;
 	va_list ap;
-	int first;
 
 	va_start(ap, fmt);
-	vsnprintf(cause, sizeof(cause), fmt, ap);
+	st = comm_fail_v(comm, st, peer, 1, fmt, ap);
 	va_end(ap);
-	if (cur)
-		snprintf(ctx, sizeof(ctx), "%s #%u (count %zu %s%s%s, %llu of %llu bytes done) ",
-			 ibc_coll_name(cur->coll), cur->seq, cur->count, ibc_dtype_name(cur->dtype),
-			 (cur->coll == IBC_COLL_ALLREDUCE || cur->coll == IBC_COLL_REDUCE ||
-			  cur->coll == IBC_COLL_REDUCE_SCATTER) ? " " : "",
-			 (cur->coll == IBC_COLL_ALLREDUCE || cur->coll == IBC_COLL_REDUCE ||
-			  cur->coll == IBC_COLL_REDUCE_SCATTER) ? ibc_redop_name(cur->op) : "",
-			 (unsigned long long)comm->cur_bytes_done,
-			 (unsigned long long)comm->cur_bytes_total);
-	if (peer >= 0)
-		snprintf(msg, sizeof(msg), "%son %s: peer rank %d (host %s): %s", ctx,
-			 comm->transport_name, peer, ibc_comm_peer_host(comm, peer), cause);
-	else
-		snprintf(msg, sizeof(msg), "%son %s: %s", ctx, comm->transport_name, cause);
-	first = !__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE);
-	if (first)
-		IBC_LOG_ERROR(COLL, "%s", msg);
-	else
-		IBC_LOG_DEBUG(COLL, "after the first error: %s", msg);
-	comm_poison(comm, st, msg);
 	return st;
 }
 
-/* bootstrap service thread: a peer died, aborted or stopped answering */
+/* poison without telling the peers (they learnt it from the bootstrap, or will) */
+static ibc_status_t comm_fail_quiet(struct ibc_comm *comm, ibc_status_t st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static ibc_status_t comm_fail_quiet(struct ibc_comm *comm, ibc_status_t st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	st = comm_fail_v(comm, st, -1, 0, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* bootstrap service thread: a peer died, aborted, failed or stopped answering */
 static void comm_on_boot_error(void *arg, ibc_status_t st, int peer, const char *why)
 {
 	struct ibc_comm *comm = arg;
 
 	ibc_log_set_rank(comm->rank);
-	ibc_comm_fail(comm, st, -1, "%s", why);
+	comm_fail_quiet(comm, st, "%s", why);
 	(void)peer;
 }
 
@@ -391,6 +460,12 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 	return IBC_OK;
 }
 
+/*
+ * Stop the progress thread, tell the peers that this rank leaves (the
+ * reason first, so that they do not blame the connections that drop next),
+ * close the connections and the bootstrap. Bounded: the progress thread
+ * has nothing queued (destroy drained, abort completed the queue).
+ */
 static void comm_teardown(struct ibc_comm *comm, int abort)
 {
 	int i;
@@ -403,6 +478,8 @@ static void comm_teardown(struct ibc_comm *comm, int abort)
 		pthread_join(comm->thread, NULL);
 		comm->thread_started = 0;
 	}
+	if (comm->bs)
+		ibc_bootstrap_announce_leave(comm->bs, abort, comm->poisoned ? comm->poison_msg : "");
 	for (i = 0; comm->peers && i < comm->nranks; i++) {
 		if (comm->peers[i].conn) {
 			comm->peers[i].ops->disconnect(comm->peers[i].conn);
@@ -432,8 +509,12 @@ static ibc_status_t comm_init_uid(struct ibc_comm **comm_p, int nranks,
 	struct ibc_comm *comm;
 	ibc_status_t st;
 
-	IBC_CHECK(comm_alloc(&comm));
 	ibc_log_set_rank(rank);
+	st = comm_alloc(&comm);
+	if (st != IBC_OK) {
+		ibc_bootstrap_report_join_failure(uid, rank, nranks, st);
+		return st;
+	}
 	IBC_CHECK_GOTO(ibc_bootstrap_create(uid, rank, nranks, comm_on_boot_error, comm, &comm->bs),
 		       st, err_free);
 	IBC_CHECK_GOTO(comm_setup(comm), st, err_teardown);
@@ -690,9 +771,18 @@ ibc_status_t ibc_comm_destroy(ibc_comm_h comm)
 	return st;
 }
 
+/*
+ * ibc_comm_abort() - see ibcoll.h. Order: refuse new callers (registry),
+ * poison, cancel the bootstrap's blocking calls, tell the peers, complete
+ * every queued request, wait (bounded) for threads inside the library to
+ * leave, then free. Threads blocked in a wait notice the poison within one
+ * wait slice (<= 100 ms; transports' waits are shorter).
+ */
 ibc_status_t ibc_comm_abort(ibc_comm_h comm)
 {
-	uint64_t deadline;
+	struct ibc_request *req;
+	char reason[sizeof(comm->poison_msg)];
+	uint64_t deadline = ibc_time_ms() + 900;
 	int i;
 	int found = 0;
 
@@ -702,19 +792,35 @@ ibc_status_t ibc_comm_abort(ibc_comm_h comm)
 	for (i = 0; i < reg_n; i++)
 		if (reg_comms[i] == comm)
 			found = 1;
-	if (found)
-		__atomic_store_n(&comm->aborting, 1, __ATOMIC_RELEASE);
+	if (found && __atomic_exchange_n(&comm->aborting, 1, __ATOMIC_ACQ_REL))
+		found = 0; /* another thread is aborting it */
 	pthread_mutex_unlock(&reg_lock);
 	if (!found) {
-		IBC_LOG_ERROR(INIT, "ibc_comm_abort: communicator %p was destroyed or never created",
+		IBC_LOG_ERROR(INIT, "ibc_comm_abort: communicator %p was destroyed, is being aborted, or was never created",
 			      (void *)comm);
 		return IBC_ERR_INVALID_USAGE;
 	}
 	registry_remove(comm);
-	ibc_comm_fail(comm, IBC_ERR_REMOTE, -1, "communicator aborted by ibc_comm_abort() on rank %d",
-		      comm->rank);
-	/* threads blocked in operations notice within one wait slice (<= 100 ms) */
-	deadline = ibc_time_ms() + 900;
+	ibc_log_set_rank(comm->rank);
+	pthread_mutex_lock(&comm->lock);
+	snprintf(reason, sizeof(reason), "%s", comm->poisoned ? comm->poison_msg : "");
+	pthread_mutex_unlock(&comm->lock);
+	comm_fail_quiet(comm, IBC_ERR_REMOTE, "communicator aborted by ibc_comm_abort() on rank %d",
+			comm->rank);
+	ibc_bootstrap_cancel(comm->bs);
+	ibc_bootstrap_announce_leave(comm->bs, 1, reason);
+	/* queued operations will never run: complete them with the poison status */
+	pthread_mutex_lock(&comm->lock);
+	while ((req = comm->q_head)) {
+		comm->q_head = req->next;
+		req->status = comm->poison_st;
+		snprintf(req->errmsg, sizeof(req->errmsg), "%s", comm->poison_msg);
+		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+	}
+	comm->q_tail = NULL;
+	comm->nqueued = 0;
+	pthread_cond_broadcast(&comm->cond);
+	pthread_mutex_unlock(&comm->lock);
 	while (__atomic_load_n(&comm->ncallers, __ATOMIC_ACQUIRE) > 0 && ibc_time_ms() < deadline)
 		usleep(1000);
 	pthread_mutex_lock(&comm->lock);
@@ -723,14 +829,16 @@ ibc_status_t ibc_comm_abort(ibc_comm_h comm)
 		usleep(1000);
 		pthread_mutex_lock(&comm->lock);
 	}
+	i = comm->running;
 	pthread_mutex_unlock(&comm->lock);
-	comm_teardown(comm, 1);
-	if (__atomic_load_n(&comm->ncallers, __ATOMIC_ACQUIRE) > 0) {
-		/* a caller is still inside: leak the struct rather than free it under it */
-		IBC_LOG_WARN(INIT, "ibc_comm_abort: a thread is still inside the library after 900 ms; the communicator's memory is left allocated");
+	if (i || __atomic_load_n(&comm->ncallers, __ATOMIC_ACQUIRE) > 0) {
+		/* never free under a thread that is still inside: leak instead */
+		IBC_LOG_WARN(INIT, "ibc_comm_abort: a thread is still inside the library after 900 ms; the communicator is left allocated");
 		return IBC_OK;
 	}
+	comm_teardown(comm, 1);
 	comm_free(comm);
+	ibc_log_set_rank(-1);
 	return IBC_OK;
 }
 
@@ -754,13 +862,29 @@ ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p)
 	return IBC_OK;
 }
 
+/*
+ * ibc_comm_transport() - see ibcoll.h: the name is a static string, valid
+ * after the communicator is destroyed (comm->transport_name is not), so it
+ * is looked up among every name comm_choose_transports() can compose.
+ */
 ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
 {
+	static const char *const names[] = {
+		"shm", "tcp", "ib", "shm+ib", "shm+tcp", "ib+tcp", "shm+ib+tcp", "self", "bootstrap",
+	};
+	size_t i;
+
 	if (!comm || !name_p) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_transport: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
-	*name_p = comm->transport_name;
+	for (i = 0; i < IBC_ARRAY_SIZE(names); i++) {
+		if (!strcmp(comm->transport_name, names[i])) {
+			*name_p = names[i];
+			return IBC_OK;
+		}
+	}
+	*name_p = "unknown";
 	return IBC_OK;
 }
 
@@ -797,21 +921,30 @@ static void comm_execute(struct ibc_comm *comm, struct ibc_request *req)
 
 	ibc_log_set_rank(comm->rank);
 	if (st == IBC_OK) {
+		pthread_mutex_lock(&comm->lock);
 		comm->cur = req;
 		comm->cur_bytes_done = 0;
 		comm->cur_bytes_total = 0;
+		pthread_mutex_unlock(&comm->lock);
 		ibc_log_set_last_error("");
 		st = ibc_coll_run(comm, req);
+		/* an error not reported through ibc_comm_fail() (logged where seen) */
+		if (st != IBC_OK && !__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE))
+			ibc_comm_fail(comm, st, -1, "%s",
+				      *ibc_last_error() ? ibc_comm_strip_rank(ibc_last_error())
+							: ibc_status_str(st));
+		pthread_mutex_lock(&comm->lock);
 		comm->cur = NULL;
-		if (st != IBC_OK && !comm->poisoned)
-			ibc_comm_fail(comm, st, -1, "%s", ibc_last_error());
+		pthread_mutex_unlock(&comm->lock);
 	}
-	if (st != IBC_OK)
-		snprintf(req->errmsg, sizeof(req->errmsg), "%s",
-			 comm->poisoned ? comm->poison_msg : ibc_last_error());
+	if (st != IBC_OK) {
+		/* every failed operation reports the communicator's first error */
+		st = comm->poison_st;
+		snprintf(req->errmsg, sizeof(req->errmsg), "%s", comm->poison_msg);
+	}
 	pthread_mutex_lock(&comm->lock);
 	req->status = st;
-	req->done = 1;
+	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
 	comm->running = 0;
 	pthread_cond_broadcast(&comm->cond);
 	pthread_mutex_unlock(&comm->lock);
@@ -896,7 +1029,7 @@ ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int
 ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req)
 {
 	pthread_mutex_lock(&comm->lock);
-	while (!req->done) {
+	while (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
 		if (!comm->use_thread && !comm->running && comm->q_head) {
 			struct ibc_request *next = comm_pop(comm);
 
@@ -904,13 +1037,6 @@ ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req)
 			comm_execute(comm, next);
 			pthread_mutex_lock(&comm->lock);
 			continue;
-		}
-		if (__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE) && !comm->running) {
-			/* queued behind an abort: it will never run */
-			req->status = IBC_ERR_REMOTE;
-			snprintf(req->errmsg, sizeof(req->errmsg), "%s", comm->poison_msg);
-			req->done = 1;
-			break;
 		}
 		{
 			struct timespec ts;
@@ -930,17 +1056,83 @@ ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req)
 
 ibc_status_t ibc_comm_test_req(struct ibc_comm *comm, struct ibc_request *req, int *done_p)
 {
-	int done;
+	int done = __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
 
-	pthread_mutex_lock(&comm->lock);
-	done = req->done;
-	pthread_mutex_unlock(&comm->lock);
 	if (!done && !comm->use_thread) {
 		ibc_comm_wait_req(comm, req);
 		done = 1;
 	}
 	*done_p = done;
 	return IBC_OK;
+}
+
+/* enter @comm for a request call: silent, 0 when entered */
+static int comm_enter_quiet(struct ibc_comm *comm)
+{
+	int i;
+	int found = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < reg_n; i++)
+		if (reg_comms[i] == comm)
+			found = 1;
+	if (found && !__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE))
+		__atomic_add_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
+	else
+		found = 0;
+	pthread_mutex_unlock(&reg_lock);
+	return found ? 0 : -1;
+}
+
+/*
+ * A request whose communicator is being aborted (or is gone): abort
+ * completes every request within 900 ms, so wait for that, bounded, without
+ * touching the communicator.
+ */
+static ibc_status_t request_wait_orphan(struct ibc_request *req)
+{
+	uint64_t deadline = ibc_time_ms() + 2000;
+
+	while (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE) && ibc_time_ms() < deadline)
+		usleep(1000);
+	if (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
+		IBC_LOG_ERROR(COLL, "request %p belongs to a communicator that was destroyed or aborted",
+			      (void *)req);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_request_wait(struct ibc_request *req)
+{
+	struct ibc_comm *comm = req->comm;
+	ibc_status_t st;
+
+	if (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
+		if (comm_enter_quiet(comm) != 0) {
+			IBC_CHECK(request_wait_orphan(req));
+		} else {
+			st = ibc_comm_wait_req(comm, req);
+			ibc_comm_leave(comm);
+			return st;
+		}
+	}
+	if (req->status != IBC_OK)
+		ibc_log_set_last_error(req->errmsg);
+	return req->status;
+}
+
+ibc_status_t ibc_comm_request_test(struct ibc_request *req, int *done_p)
+{
+	struct ibc_comm *comm = req->comm;
+	ibc_status_t st;
+
+	*done_p = __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
+	if (*done_p || comm_enter_quiet(comm) != 0)
+		return IBC_OK;
+	st = ibc_comm_test_req(comm, req, done_p);
+	ibc_comm_leave(comm);
+	return st;
 }
 
 /* wait until every queued operation has run (bounded by their own timeouts) */
@@ -960,7 +1152,16 @@ ibc_status_t ibc_comm_drain(struct ibc_comm *comm)
 				st = next->status;
 			continue;
 		}
-		pthread_cond_wait(&comm->cond, &comm->lock);
+		{
+			/* operations are bounded by IBC_TIMEOUT_MS; wake up now and then anyway */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100 * 1000000L;
+			ts.tv_sec += ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&comm->cond, &comm->lock, &ts);
+		}
 	}
 	pthread_mutex_unlock(&comm->lock);
 	return st;

@@ -47,7 +47,7 @@ struct ibc_request {
 	unsigned cuda_flags;    /* IBC_CUDA_REQ_*, set by ibc_cuda_req_classify() */
 	int cuda_dev;           /* CUDA device of the device buffers */
 	void *cuda_gate;        /* stream-ordered operation: its gate (cuda_stream.c) */
-	int done;               /* under comm->lock */
+	int done;               /* atomic (release after status and errmsg) */
 	int freed_by_wait;
 	ibc_status_t status;
 	char errmsg[1024];      /* ibc_last_error() text for the waiting thread */
@@ -135,6 +135,9 @@ static inline ibc_status_t ibc_comm_poison_status(const struct ibc_comm *comm)
 }
 
 const char *ibc_comm_peer_host(const struct ibc_comm *comm, int peer);
+
+/* @text without the "rank R: " that ibc_last_error() puts in front of it */
+const char *ibc_comm_strip_rank(const char *text);
 static inline int64_t ibc_comm_timeout_ms(const struct ibc_comm *comm)
 {
 	return comm->timeout_ms;
@@ -164,6 +167,16 @@ ibc_status_t ibc_api_start_gated(ibc_comm_h comm, int coll, const void *sendbuf,
 				 void *gate, ibc_request_h *req_p, const char *fn);
 ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req);
 ibc_status_t ibc_comm_test_req(struct ibc_comm *comm, struct ibc_request *req, int *done_p);
+
+/*
+ * ibc_comm_request_wait() / ibc_comm_request_test() - ibc_wait()/ibc_test()
+ * on a request: a finished request answers without touching its
+ * communicator, which may have been aborted since (abort completes every
+ * outstanding request); otherwise the caller is counted in, so that abort
+ * never frees the communicator under it.
+ */
+ibc_status_t ibc_comm_request_wait(struct ibc_request *req);
+ibc_status_t ibc_comm_request_test(struct ibc_request *req, int *done_p);
 /* wait until no operation is queued or running; first error of those it ran */
 ibc_status_t ibc_comm_drain(struct ibc_comm *comm);
 

@@ -46,11 +46,14 @@ void ibc_msg_desc_unpack(const uint8_t in[IBC_MSG_DESC_WIRE_BYTES], struct ibc_m
 
 static void desc_text(const struct ibc_msg_desc *d, size_t nbytes, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s #%u count %llu %s %s root %d step %u (%zu bytes)",
+	int reduces = d->coll == IBC_COLL_ALLREDUCE || d->coll == IBC_COLL_REDUCE ||
+		      d->coll == IBC_COLL_REDUCE_SCATTER;
+
+	snprintf(buf, len, "%s #%u count %llu %s%s%s root %d step 0x%x flags 0x%x (%zu bytes)",
 		 ibc_coll_name(d->coll == IBC_COLL_RECV ? IBC_COLL_SEND : d->coll), d->seq,
-		 (unsigned long long)d->count,
-		 ibc_dtype_name((ibc_dtype_t)d->dtype), ibc_redop_name((ibc_redop_t)d->op), d->root,
-		 d->step, nbytes);
+		 (unsigned long long)d->count, ibc_dtype_name((ibc_dtype_t)d->dtype),
+		 reduces ? " " : "", reduces ? ibc_redop_name((ibc_redop_t)d->op) : "", d->root,
+		 d->step, d->flags, nbytes);
 }
 
 ibc_status_t ibc_msg_desc_check(struct ibc_comm *comm, int peer, const struct ibc_msg_desc *mine,
@@ -109,9 +112,14 @@ ibc_status_t ibc_net_connect(struct ibc_comm *comm, const int *peers, int npeers
 				continue;
 			}
 			if (st != IBC_INPROGRESS) {
+				char why[512];
+
 				pe->conn = NULL;
-				return ibc_comm_fail(comm, st, p, "connection set-up over %s failed",
-						     pe->ops->name);
+				if (ibc_comm_poison_status(comm) != IBC_OK)
+					return ibc_comm_poison_status(comm);
+				snprintf(why, sizeof(why), "%s", ibc_comm_strip_rank(ibc_last_error()));
+				return ibc_comm_fail(comm, st, p, "connection set-up over %s failed: %s",
+						     pe->ops->name, *why ? why : ibc_status_str(st));
 			}
 			npending++;
 		}
@@ -146,6 +154,7 @@ ibc_status_t ibc_net_isend(struct ibc_comm *comm, int peer, const void *buf, siz
 	req->peer = peer;
 	req->is_send = 1;
 	req->counted = 0;
+	req->moved_p = &comm->cur_bytes_done;
 	comm->cur_bytes_total += nbytes;
 	return pe->ops->isend(pe->conn, buf, nbytes, desc, req);
 }
@@ -161,6 +170,7 @@ ibc_status_t ibc_net_irecv(struct ibc_comm *comm, int peer, void *buf, size_t nb
 	req->peer = peer;
 	req->is_send = 0;
 	req->counted = 0;
+	req->moved_p = &comm->cur_bytes_done;
 	comm->cur_bytes_total += nbytes;
 	return pe->ops->irecv(pe->conn, buf, nbytes, desc, req);
 }
@@ -237,10 +247,6 @@ static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs
 				continue;
 			if (reqs[i]->status != IBC_OK)
 				return reqs[i]->status;
-			if (!reqs[i]->counted) {
-				reqs[i]->counted = 1;
-				comm->cur_bytes_done += reqs[i]->nbytes;
-			}
 			ndone++;
 		}
 		now = ibc_time_ns();
@@ -299,9 +305,5 @@ ibc_status_t ibc_net_test(struct ibc_comm *comm, struct ibc_treq *req, int *done
 	*done_p = ibc_treq_is_done(req);
 	if (*done_p && req->status != IBC_OK)
 		return req->status;
-	if (*done_p && !req->counted) {
-		req->counted = 1;
-		comm->cur_bytes_done += req->nbytes;
-	}
 	return IBC_OK;
 }

@@ -265,14 +265,19 @@ ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int *fd_p)
 	return IBC_OK;
 }
 
-ibc_status_t ibc_sock_connect(const union ibc_sockaddr *addr, uint64_t deadline_ms, int *fd_p)
+static int sock_cancelled(const int *cancel_p)
+{
+	return cancel_p && __atomic_load_n(cancel_p, __ATOMIC_ACQUIRE);
+}
+
+ibc_status_t ibc_sock_connect_opts(const union ibc_sockaddr *addr, uint64_t deadline_ms,
+				   int retry_refused, const int *cancel_p, int *fd_p)
 {
 	char str[80];
 	int last_err = 0;
 	int delay_ms = 50;
 
 	for (;;) {
-		struct pollfd pfd;
 		socklen_t elen = sizeof(int);
 		int err = 0;
 		int fd;
@@ -281,6 +286,8 @@ ibc_status_t ibc_sock_connect(const union ibc_sockaddr *addr, uint64_t deadline_
 
 		if (left <= 0)
 			break;
+		if (sock_cancelled(cancel_p))
+			return IBC_ERR_REMOTE;
 		if (ibc_fault_hit(IBC_FAULT_SOCK, "socket(connect)")) {
 			IBC_LOG_ERROR(BOOT, "socket() failed: %s", strerror(EMFILE));
 			return IBC_ERR_SYSTEM;
@@ -292,9 +299,19 @@ ibc_status_t ibc_sock_connect(const union ibc_sockaddr *addr, uint64_t deadline_
 		}
 		ret = connect(fd, &addr->sa, ibc_sock_addr_len(addr));
 		if (ret != 0 && errno == EINPROGRESS) {
-			pfd.fd = fd;
-			pfd.events = POLLOUT;
-			ret = poll(&pfd, 1, (int)IBC_MIN(left, 1000));
+			/* wait in slices of <= 100 ms so that a cancel is seen */
+			for (;;) {
+				struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+				left = (int64_t)(deadline_ms - ibc_time_ms());
+				if (left <= 0 || sock_cancelled(cancel_p)) {
+					ret = 0;
+					break;
+				}
+				ret = poll(&pfd, 1, (int)IBC_MIN(left, 100));
+				if (ret != 0 && !(ret < 0 && errno == EINTR))
+					break;
+			}
 			if (ret == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 && !err) {
 				ret = 0;
 			} else {
@@ -310,6 +327,10 @@ ibc_status_t ibc_sock_connect(const union ibc_sockaddr *addr, uint64_t deadline_
 		}
 		last_err = errno;
 		close(fd);
+		if (sock_cancelled(cancel_p))
+			return IBC_ERR_REMOTE;
+		if (last_err == ECONNREFUSED && !retry_refused)
+			return IBC_ERR_REMOTE;
 		if (last_err != ECONNREFUSED && last_err != ETIMEDOUT && last_err != EHOSTUNREACH &&
 		    last_err != ENETUNREACH && last_err != ECONNRESET && last_err != EAGAIN) {
 			IBC_LOG_ERROR(BOOT, "connect to %s failed: %s",
@@ -328,12 +349,23 @@ ibc_status_t ibc_sock_connect(const union ibc_sockaddr *addr, uint64_t deadline_
 	return IBC_ERR_TIMEOUT;
 }
 
-static ibc_status_t sock_wait(int fd, short events, uint64_t deadline_ms, int *errno_p)
+ibc_status_t ibc_sock_connect(const union ibc_sockaddr *addr, uint64_t deadline_ms, int *fd_p)
+{
+	return ibc_sock_connect_opts(addr, deadline_ms, 1, NULL, fd_p);
+}
+
+static ibc_status_t sock_wait(int fd, short events, uint64_t deadline_ms, const int *cancel_p,
+			      int *errno_p)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
 	int64_t left = (int64_t)(deadline_ms - ibc_time_ms());
 	int ret;
 
+	if (sock_cancelled(cancel_p)) {
+		if (errno_p)
+			*errno_p = ECANCELED;
+		return IBC_ERR_REMOTE;
+	}
 	if (left <= 0) {
 		if (errno_p)
 			*errno_p = ETIMEDOUT;
@@ -348,8 +380,8 @@ static ibc_status_t sock_wait(int fd, short events, uint64_t deadline_ms, int *e
 	return IBC_OK;
 }
 
-ibc_status_t ibc_sock_write_all(int fd, const void *buf, size_t nbytes, uint64_t deadline_ms,
-				int *errno_p)
+ibc_status_t ibc_sock_write_all_cancel(int fd, const void *buf, size_t nbytes,
+				       uint64_t deadline_ms, const int *cancel_p, int *errno_p)
 {
 	const char *p = buf;
 
@@ -368,7 +400,7 @@ ibc_status_t ibc_sock_write_all(int fd, const void *buf, size_t nbytes, uint64_t
 			continue;
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-			ibc_status_t st = sock_wait(fd, POLLOUT, deadline_ms, errno_p);
+			ibc_status_t st = sock_wait(fd, POLLOUT, deadline_ms, cancel_p, errno_p);
 
 			if (st != IBC_OK)
 				return st;
@@ -382,8 +414,8 @@ ibc_status_t ibc_sock_write_all(int fd, const void *buf, size_t nbytes, uint64_t
 	return IBC_OK;
 }
 
-ibc_status_t ibc_sock_read_all(int fd, void *buf, size_t nbytes, uint64_t deadline_ms,
-			       int *errno_p)
+ibc_status_t ibc_sock_read_all_cancel(int fd, void *buf, size_t nbytes, uint64_t deadline_ms,
+				      const int *cancel_p, int *errno_p)
 {
 	char *p = buf;
 
@@ -407,7 +439,7 @@ ibc_status_t ibc_sock_read_all(int fd, void *buf, size_t nbytes, uint64_t deadli
 			return IBC_ERR_REMOTE;
 		}
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-			ibc_status_t st = sock_wait(fd, POLLIN, deadline_ms, errno_p);
+			ibc_status_t st = sock_wait(fd, POLLIN, deadline_ms, cancel_p, errno_p);
 
 			if (st != IBC_OK)
 				return st;
@@ -418,4 +450,16 @@ ibc_status_t ibc_sock_read_all(int fd, void *buf, size_t nbytes, uint64_t deadli
 		return errno == ECONNRESET ? IBC_ERR_REMOTE : IBC_ERR_SYSTEM;
 	}
 	return IBC_OK;
+}
+
+ibc_status_t ibc_sock_write_all(int fd, const void *buf, size_t nbytes, uint64_t deadline_ms,
+				int *errno_p)
+{
+	return ibc_sock_write_all_cancel(fd, buf, nbytes, deadline_ms, NULL, errno_p);
+}
+
+ibc_status_t ibc_sock_read_all(int fd, void *buf, size_t nbytes, uint64_t deadline_ms,
+			       int *errno_p)
+{
+	return ibc_sock_read_all_cancel(fd, buf, nbytes, deadline_ms, NULL, errno_p);
 }

@@ -64,6 +64,18 @@ ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int *fd_p);
 ibc_status_t ibc_sock_connect(const union ibc_sockaddr *addr, uint64_t deadline_ms, int *fd_p);
 
 /*
+ * ibc_sock_connect_opts() - ibc_sock_connect() with two choices:
+ * @retry_refused: 1: retry ECONNREFUSED until the deadline (a listener that
+ *                 may not be up yet, like the bootstrap root); 0: fail at
+ *                 once with IBC_ERR_REMOTE (a listener that must exist: a
+ *                 refusal means its process is gone). Not logged.
+ * @cancel_p:      NULL, or a flag read at least every 100 ms; once nonzero
+ *                 the call gives up with IBC_ERR_REMOTE (not logged).
+ */
+ibc_status_t ibc_sock_connect_opts(const union ibc_sockaddr *addr, uint64_t deadline_ms,
+				   int retry_refused, const int *cancel_p, int *fd_p);
+
+/*
  * ibc_sock_write_all() / ibc_sock_read_all() - transfer exactly @nbytes
  * before @deadline_ms, on blocking or nonblocking fds (poll between tries).
  * Errors: IBC_ERR_REMOTE (EOF or reset: the peer went away), IBC_ERR_TIMEOUT,
@@ -74,6 +86,18 @@ ibc_status_t ibc_sock_write_all(int fd, const void *buf, size_t nbytes, uint64_t
 				int *errno_p);
 ibc_status_t ibc_sock_read_all(int fd, void *buf, size_t nbytes, uint64_t deadline_ms,
 			       int *errno_p);
+
+/*
+ * ibc_sock_write_all_cancel() / ibc_sock_read_all_cancel() - the same, and
+ * they also give up with IBC_ERR_REMOTE (*@errno_p = ECANCELED) once
+ * *@cancel_p becomes nonzero (checked at least every 100 ms); @cancel_p may
+ * be NULL. Used by the bootstrap so that ibc_comm_abort() and a peer's
+ * failure end its blocking calls at once.
+ */
+ibc_status_t ibc_sock_write_all_cancel(int fd, const void *buf, size_t nbytes,
+				       uint64_t deadline_ms, const int *cancel_p, int *errno_p);
+ibc_status_t ibc_sock_read_all_cancel(int fd, void *buf, size_t nbytes, uint64_t deadline_ms,
+				      const int *cancel_p, int *errno_p);
 
 int ibc_sock_set_nonblock(int fd, int on);
 void ibc_sock_set_nodelay(int fd);

@@ -69,6 +69,7 @@ struct ibc_treq {
 	int peer;               /* peer rank, set by the net layer */
 	int is_send;
 	int counted;            /* net layer: bytes added to the operation's progress */
+	uint64_t *moved_p;      /* net layer: the operation's byte count, bumped on success */
 	uint64_t priv[8];       /* transport scratch (e.g. parts left, slot index) */
 };
 
@@ -132,6 +133,11 @@ ibc_status_t ibc_msg_desc_check(struct ibc_comm *comm, int peer, const struct ib
 /* set req done with @st (release store) */
 static inline void ibc_treq_complete(struct ibc_treq *req, ibc_status_t st)
 {
+	if (st == IBC_OK && req->moved_p && !req->counted) {
+		/* "bytes moved so far" in error messages */
+		req->counted = 1;
+		__atomic_add_fetch(req->moved_p, req->nbytes, __ATOMIC_RELAXED);
+	}
 	req->status = st;
 	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
 }

@@ -721,7 +721,8 @@ static void bell_drain(struct ibc_tconn *c)
 
 		if (n > 0)
 			continue;
-		if (n == 0)
+		/* EOF, or a reset (it died with our wake-up byte unread) */
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
 			c->peer_gone = 1;
 		return;
 	}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_kill.c - a rank dies or hangs; every survivor must return an error
+ * that names it, within a bound, and then destroy its communicator cleanly.
+ *
+ * usage: test_kill kill shm|tcp     SIGKILL matrix, 2, 3 and 4 ranks x
+ *                                   (a) before init completes (once the
+ *                                   root has its join, which it logs at
+ *                                   DEBUG), (b) in the
+ *                                   middle of a 256 MiB allreduce, (c)
+ *                                   between two collectives; bound 10 s.
+ *        test_kill stop shm|tcp     SIGSTOP a rank in the middle of an
+ *                                   allreduce: survivors get IBC_ERR_TIMEOUT
+ *                                   naming it, (1) from the liveness
+ *                                   heartbeat (defaults: 5 x 1000 ms), and
+ *                                   (2) from IBC_TIMEOUT_MS=3000 with the
+ *                                   heartbeat slowed to 60 s.
+ * The victim differs between cases so that rank 0 (the liveness hub) and
+ * other ranks are both killed. IBC_TIMEOUT_MS is set to 30 s for the kill
+ * cases, so a detection within 10 s proves that liveness, not the
+ * collective timeout, noticed the death. IBC_TEST_QUICK (set by the nested
+ * ASan run) keeps 3 ranks for the kills and one case per stop variant.
+ * Each case prints the worst
+ * detection time over the survivors ("# detect ..."), which
+ * docs/reliability.md records.
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ibcoll.h"
+#include "rel_harness.h"
+#include "tap.h"
+
+#define KILL_BOUND_MS 10000
+#define BIG_COUNT (64u << 20) /* 256 MiB of float32 */
+
+static const char *g_transport;
+static int64_t g_worst_ms;
+
+static void set_common_env(const char *transport)
+{
+	setenv("IBC_TRANSPORT", transport, 1);
+	setenv("IBC_BOOTSTRAP_TIMEOUT_MS", "30000", 1);
+	setenv("IBC_DEBUG", "WARN", 1);
+}
+
+/* check one survivor's result: an error, naming @victim, within @bound_ms of @t_kill */
+static void check_survivor(const char *what, int rank, int found, const struct rel_res *r,
+			   int victim, int64_t t_kill, int64_t bound_ms, int want_st,
+			   int64_t *worst)
+{
+	int64_t dt = r->t_ms - t_kill;
+
+	if (!found) {
+		tap_ok(0, "%s: rank %d reported no result in time", what, rank);
+		return;
+	}
+	if (want_st)
+		tap_ok(r->status == want_st, "%s: rank %d returns %s (got %s)", what, rank,
+		       ibc_status_str(want_st), ibc_status_str(r->status));
+	else
+		tap_ok(r->status == IBC_ERR_REMOTE || r->status == IBC_ERR_TIMEOUT,
+		       "%s: rank %d returns an error (got %s)", what, rank, ibc_status_str(r->status));
+	tap_ok(rel_names_rank(r->text, victim), "%s: rank %d's error names rank %d", what, rank,
+	       victim);
+	if (!rel_names_rank(r->text, victim) || r->status == IBC_OK)
+		tap_diag("rank %d said: %s", rank, r->text);
+	tap_ok(dt >= 0 && dt <= bound_ms, "%s: rank %d noticed within %lld ms (%lld ms)", what, rank,
+	       (long long)bound_ms, (long long)dt);
+	if (dt > *worst)
+		*worst = dt;
+}
+
+/* survivors: destroy returns promptly and the process exits cleanly */
+static void finish(const char *what, struct rel_proc *ps, int n, int victim)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct rel_res r;
+		int ret;
+
+		if (i == victim || !ps[i].pid)
+			continue;
+		ret = rel_expect_res(&ps[i], "destroy", rel_now_ms() + 15000, &r);
+		tap_ok(ret == 1 && r.el_ms < 3000, "%s: rank %d destroy returns within 3 s (%lld ms)",
+		       what, i, ret == 1 ? (long long)r.el_ms : -1LL);
+		rel_reap(&ps[i], rel_now_ms() + 10000);
+		tap_ok(rel_exited_ok(&ps[i]), "%s: rank %d exits cleanly (%s)", what, i,
+		       rel_wstatus_str(ps[i].wstatus));
+	}
+	rel_kill_all(ps, n);
+}
+
+/* 1 when file @path contains @needle */
+static int file_has(const char *path, const char *needle)
+{
+	char buf[8192];
+	FILE *f = fopen(path, "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(buf, sizeof(buf), f))
+		found = strstr(buf, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* (a) the victim joined the root and dies while the root waits for a late rank */
+static void case_init(int n, int victim)
+{
+	struct rel_proc ps[REL_MAX_RANKS];
+	char uid[2 * IBC_UNIQUE_ID_BYTES + 1];
+	char what[128];
+	char *argv[] = { "coll", NULL };
+	char logf[512];
+	char env_file[600];
+	char *env_victim[] = { "IBC_DEBUG=DEBUG", "IBC_DEBUG_SUBSYS=BOOT", env_file, NULL };
+	int late = (victim + 1) % n;
+	int64_t t_kill;
+	int64_t worst = 0;
+	int i;
+
+	snprintf(what, sizeof(what), "kill %s n=%d before init completes, victim %d", g_transport, n,
+		 victim);
+	memset(ps, 0, sizeof(ps));
+	if (rel_new_uid_hex(uid) != IBC_OK)
+		tap_bail_out("cannot create a unique id");
+	/* the victim logs its join (DEBUG BOOT) to a file: it is killed once the root has it */
+	snprintf(logf, sizeof(logf), "%s/ibc-killinit-%d-%d.log",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), n);
+	snprintf(env_file, sizeof(env_file), "IBC_DEBUG_FILE=%s", logf);
+	unlink(logf);
+	for (i = 0; i < n; i++)
+		if (i != late && rel_spawn(&ps[i], i, n, uid, argv, i == victim ? env_victim : NULL) != 0)
+			tap_bail_out("spawn failed");
+	for (i = 0; i < 3000 && !file_has(logf, "joined the bootstrap root"); i++)
+		usleep(10 * 1000);
+	unlink(logf);
+	if (i == 3000) {
+		tap_ok(0, "%s: the victim did not join the root within 30 s", what);
+		rel_kill_all(ps, n);
+		return;
+	}
+	t_kill = rel_now_ms();
+	rel_signal(&ps[victim], SIGKILL);
+	rel_reap(&ps[victim], t_kill + 5000);
+	if (rel_spawn(&ps[late], late, n, uid, argv, NULL) != 0)
+		tap_bail_out("spawn failed");
+	for (i = 0; i < n; i++) {
+		struct rel_res r;
+		int found;
+
+		if (i == victim)
+			continue;
+		found = rel_expect_res(&ps[i], "init", t_kill + KILL_BOUND_MS + 5000, &r) == 1;
+		check_survivor(what, i, found, &r, victim, t_kill, KILL_BOUND_MS, 0, &worst);
+	}
+	for (i = 0; i < n; i++) {
+		if (i == victim)
+			continue;
+		rel_reap(&ps[i], rel_now_ms() + 10000);
+		tap_ok(rel_exited_ok(&ps[i]), "%s: rank %d exits cleanly (%s)", what, i,
+		       rel_wstatus_str(ps[i].wstatus));
+	}
+	rel_kill_all(ps, n);
+	tap_diag("detect %s: worst %lld ms", what, (long long)worst);
+	if (worst > g_worst_ms)
+		g_worst_ms = worst;
+}
+
+/* "N bytes moved so far" in an error text, -1 when absent */
+static long long bytes_moved(const char *text)
+{
+	const char *p = strstr(text, " bytes moved so far");
+
+	while (p && p > text && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return p ? atoll(p) : -1;
+}
+
+/*
+ * (b) mid: kill (or stop) @victim 200 ms into the first of three 256 MiB
+ * allreduces (after a 1-element warm-up made the connections; one takes
+ * 0.3-1.5 s here; should the first finish before the kill, the next is
+ * hit), and check that data was moving. (c) between: every rank finished
+ * its first collective and pauses 1.5 s, polling ibc_comm_get_async_error();
+ * the victim dies in the pause: the survivors' async error names it, and
+ * their second collective fails at once with the same error.
+ */
+static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int want_st)
+{
+	struct rel_proc ps[REL_MAX_RANKS];
+	char uid[2 * IBC_UNIQUE_ID_BYTES + 1];
+	char what[160];
+	char line[REL_LINE_MAX];
+	char count_s[32];
+	char *argv_mid[] = { "coll", "--count", count_s, "--iters", "3", "--warm", NULL };
+	char *argv_between[] = { "coll", "--count", "1024", "--iters", "2", "--gap-ms", "1500", NULL };
+	char **argv = mid ? argv_mid : argv_between;
+	long long moved = -1;
+	int64_t t_kill;
+	int64_t worst = 0;
+	int i;
+
+	snprintf(count_s, sizeof(count_s), "%u", BIG_COUNT);
+	snprintf(what, sizeof(what), "%s %s n=%d %s, victim %d", sig == SIGKILL ? "kill" : "stop",
+		 g_transport, n, mid ? "mid 256 MiB allreduce" : "between collectives", victim);
+	memset(ps, 0, sizeof(ps));
+	if (rel_new_uid_hex(uid) != IBC_OK)
+		tap_bail_out("cannot create a unique id");
+	for (i = 0; i < n; i++)
+		if (rel_spawn(&ps[i], i, n, uid, argv, NULL) != 0)
+			tap_bail_out("spawn failed");
+	for (i = 0; i < n; i++) {
+		if (mid) {
+			if (rel_expect(&ps[i], "EV coll-start 0", rel_now_ms() + 60000, line,
+				       sizeof(line)) != 1)
+				break;
+		} else {
+			struct rel_res r;
+
+			if (rel_expect_res(&ps[i], "coll", rel_now_ms() + 60000, &r) != 1 ||
+			    r.status != IBC_OK)
+				break;
+		}
+	}
+	if (i < n) {
+		tap_ok(0, "%s: rank %d did not reach the %s", what, i,
+		       mid ? "allreduce" : "pause after the first collective");
+		rel_kill_all(ps, n);
+		return;
+	}
+	if (mid)
+		usleep(200 * 1000);
+	t_kill = rel_now_ms();
+	rel_signal(&ps[victim], sig);
+	for (i = 0; i < n; i++) {
+		struct rel_res r;
+		int found;
+
+		if (i == victim)
+			continue;
+		found = rel_expect_res(&ps[i], mid ? "coll" : "async", t_kill + bound_ms + 5000, &r) == 1;
+		/* a fast machine may finish an allreduce before the kill: the next one is hit */
+		while (mid && found && r.status == IBC_OK && r.idx < 2)
+			found = rel_expect_res(&ps[i], "coll", t_kill + bound_ms + 5000, &r) == 1;
+		if (found && r.status != IBC_OK && r.status != 100)
+			tap_diag("rank %d said: %s", i, r.text);
+		if (found && bytes_moved(r.text) > moved)
+			moved = bytes_moved(r.text);
+		check_survivor(what, i, found, &r, victim, t_kill, bound_ms, want_st, &worst);
+		if (!mid && found) {
+			struct rel_res r2;
+			int st1 = r.status;
+
+			found = rel_expect_res(&ps[i], "coll", rel_now_ms() + 5000, &r2) == 1;
+			tap_ok(found && r2.status == st1 && r2.el_ms < 100 && rel_names_rank(r2.text, victim),
+			       "%s: rank %d's next collective fails at once with the same error (%s, %lld ms)",
+			       what, i, found ? ibc_status_str(r2.status) : "none",
+			       found ? (long long)r2.el_ms : -1LL);
+		}
+	}
+	if (mid)
+		tap_ok(moved > 0, "%s: data was moving when the victim went (%lld bytes moved)", what,
+		       moved);
+	finish(what, ps, n, victim);
+	tap_diag("detect %s: worst %lld ms", what, (long long)worst);
+	if (worst > g_worst_ms)
+		g_worst_ms = worst;
+}
+
+int main(int argc, char **argv)
+{
+	int quick = getenv("IBC_TEST_QUICK") != NULL;
+	int n;
+
+	if (argc != 3 || (strcmp(argv[1], "kill") && strcmp(argv[1], "stop")) ||
+	    (strcmp(argv[2], "shm") && strcmp(argv[2], "tcp"))) {
+		fprintf(stderr, "usage: test_kill kill|stop shm|tcp\n");
+		return 2;
+	}
+	g_transport = argv[2];
+	set_common_env(g_transport);
+	if (!strcmp(argv[1], "kill")) {
+		setenv("IBC_TIMEOUT_MS", "30000", 1);
+		for (n = quick ? 3 : 2; n <= (quick ? 3 : 4); n++) {
+			case_init(n, (n + 0) % n);
+			case_coll(n, (n + 1) % n, 1, SIGKILL, KILL_BOUND_MS, 0);
+			case_coll(n, (n + 2) % n, 0, SIGKILL, KILL_BOUND_MS, 0);
+		}
+	} else {
+		/* (1) liveness: 5 silent heartbeat intervals of 1000 ms */
+		setenv("IBC_TIMEOUT_MS", "60000", 1);
+		case_coll(3, 1, 1, SIGSTOP, 8000, IBC_ERR_TIMEOUT);
+		if (!quick)
+			case_coll(4, 0, 1, SIGSTOP, 8000, IBC_ERR_TIMEOUT);
+		/* (2) the collective timeout, liveness too slow to matter */
+		setenv("IBC_TIMEOUT_MS", "3000", 1);
+		setenv("IBC_HEARTBEAT_MS", "60000", 1);
+		if (!quick)
+			case_coll(3, 2, 1, SIGSTOP, 6000, IBC_ERR_TIMEOUT);
+		case_coll(4, 1, 1, SIGSTOP, 6000, IBC_ERR_TIMEOUT);
+	}
+	tap_diag("worst detection time, %s %s: %lld ms", argv[1], g_transport,
+		 (long long)g_worst_ms);
+	return tap_done();
+}
