@@ -43,6 +43,7 @@ struct ibc_request {
 	ibc_redop_t op;
 	int root;               /* root, or peer for send/recv; -1 */
 	uint32_t seq;           /* collective seq, or per-pair p2p seq */
+	uint8_t proto_flags;    /* IBC_DESC_F_LL when the tuner chose LL (coll.c) */
 	int done;               /* under comm->lock */
 	int freed_by_wait;
 	ibc_status_t status;
@@ -105,6 +106,7 @@ struct ibc_comm {
 	/* scratch owned by the algorithms (coll/), reused across operations */
 	void *scratch;
 	size_t scratch_nbytes;
+	struct ibc_tuner *tuner;              /* coll/select.c: cost model and decisions */
 };
 
 /*
