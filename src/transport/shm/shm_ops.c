@@ -645,10 +645,22 @@ static ibc_status_t path_mismatch(struct ibc_tconn *c, struct shm_op *o, const u
 	ibc_status_t st;
 
 	ibc_msg_desc_unpack(desc, &theirs);
+	theirs.flags = (uint8_t)(theirs.flags & ~IBC_DESC_F_LL);
+	if (their_nbytes == o->nbytes && theirs.seq == o->want.seq && theirs.coll == o->want.coll &&
+	    theirs.step == o->want.step && theirs.count == o->want.count &&
+	    theirs.flags == (o->want.flags & ~IBC_DESC_F_LL)) {
+		/* the same message: only the protocol differs */
+		st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INVALID_USAGE, c->peer,
+				   "mismatched protocols: the peer sent message %u (%zu bytes) by the %s path, this rank expects the %s path (ranks chose different protocols)",
+				   c->recv_msgno, their_nbytes, their_ll ? "LL" : "slot",
+				   their_ll ? "slot" : "LL");
+		return conn_fail(c, st);
+	}
+	ibc_msg_desc_unpack(desc, &theirs);
 	st = ibc_msg_desc_check(c->ctx->comm, c->peer, &o->want, o->nbytes, &theirs, their_nbytes);
 	if (st == IBC_OK)
-		st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INVALID_USAGE, c->peer,
-				   "the peer sent message %u by the %s path, this rank expected the %s path",
+		st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INTERNAL, c->peer,
+				   "message %u arrived by the %s path, this rank expected the %s path",
 				   c->recv_msgno, their_ll ? "LL" : "slot", their_ll ? "slot" : "LL");
 	return conn_fail(c, st);
 }
