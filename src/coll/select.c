@@ -41,6 +41,8 @@
 #define PROBE_SMALL 8                           /* bytes of a latency probe message */
 #define PROBE_LARGE (512u << 10)                /* bytes of a bandwidth probe message */
 #define PROBE_GAMMA (256u << 10)                /* bytes reduced by the gamma probe */
+#define PROBE_SMALL_NS 6000000ull               /* time budget of a latency series */
+#define PROBE_LARGE_NS 12000000ull              /* time budget of the bandwidth series */
 
 static const size_t tune_chunks[] = { 4u << 10, 16u << 10, 64u << 10, 256u << 10, 1u << 20,
 				      4u << 20 };
@@ -660,9 +662,11 @@ static void print_range(void *arg, size_t lo, size_t hi, const struct ibc_algo_c
 
 static void source_text(const struct ibc_tune_model *m, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s", (m->source & IBC_TUNE_SRC_PROBE) ? "probe " : "",
-		 (m->source & IBC_TUNE_SRC_FILE) ? "file " : "",
-		 (m->source & (IBC_TUNE_SRC_PROBE | IBC_TUNE_SRC_FILE)) ? "" : "defaults ");
+	int probe = !!(m->source & IBC_TUNE_SRC_PROBE);
+	int file = !!(m->source & IBC_TUNE_SRC_FILE);
+
+	snprintf(buf, len, "%s", probe && file ? "probe+file" : probe ? "probe" : file ? "file"
+											  : "defaults");
 }
 
 /**
@@ -919,18 +923,27 @@ enum { PV_ALPHA, PV_ALPHA_LL, PV_BETA, PV_NPAIR, PV_NLL, PV_GAMMA, PV_NRANK, PV_
  * the pair's transport has it) and 512 KiB bandwidth, every rank measures
  * its reduction speed; a ring all-reduce sums the results (bitwise the same
  * on all ranks) and the averages become the model's base coefficients.
- * Bounded: about 35 ms of measurement per rank whatever the machine does.
+ * Bounded: each series stops after its time budget (6 + 6 + 12 ms) plus one
+ * round trip, so the measurement stays under 50 ms unless a single round
+ * trip takes several ms. *@probe_ms_p: measurement and agreement time
+ * (the connection set-up before it is not counted: the first collective
+ * would pay it anyway).
  */
 static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
-				struct ibc_tune_model *m)
+				struct ibc_tune_model *m, double *probe_ms_p)
 {
 	double v[PV_COUNT] = { 0 };
 	struct ibc_request ar;
 	int partner = comm->rank ^ 1;
 	char *sbuf;
 	char *rbuf;
+	uint64_t t0;
 	void *p;
 
+	/* connections first: their set-up is not part of the probe's budget */
+	if (partner < comm->nranks)
+		IBC_CHECK(ibc_net_connect(comm, &partner, 1));
+	t0 = ibc_time_ns();
 	IBC_CHECK(ibc_coll_scratch(comm, 2 * PROBE_LARGE + 2 * PROBE_GAMMA, &p));
 	sbuf = p;
 	rbuf = sbuf + PROBE_LARGE;
@@ -946,14 +959,13 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 		double all = 0;
 		double big = 0;
 
-		IBC_CHECK(ibc_net_connect(comm, &partner, 1));
 		IBC_CHECK(probe_pingpong(comm, req, partner, init, 0, 0, PROBE_SMALL, 40,
-					 8000000ull, sbuf, rbuf, &a));
+					 PROBE_SMALL_NS, sbuf, rbuf, &a));
 		if (ll)
 			IBC_CHECK(probe_pingpong(comm, req, partner, init, 1, 1, PROBE_SMALL, 40,
-						 8000000ull, sbuf, rbuf, &all));
+						 PROBE_SMALL_NS, sbuf, rbuf, &all));
 		IBC_CHECK(probe_pingpong(comm, req, partner, init, 2, 0, PROBE_LARGE, 6,
-					 15000000ull, sbuf, rbuf, &big));
+					 PROBE_LARGE_NS, sbuf, rbuf, &big));
 		if (init && counts && a > 0 && big > a) {
 			v[PV_ALPHA] = a;
 			v[PV_BETA] = (big - a) * 1000.0 / PROBE_LARGE;
@@ -966,6 +978,7 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 	}
 	internal_req(req, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
 	IBC_CHECK(ibc_ring_allreduce(comm, &ar));
+	*probe_ms_p = (double)(ibc_time_ns() - t0) / 1e6;
 	if (v[PV_NPAIR] > 0) {
 		m->base[IBC_PROTO_SIMPLE].alpha_us = IBC_MAX(v[PV_ALPHA] / v[PV_NPAIR], 0.05);
 		m->base[IBC_PROTO_SIMPLE].beta_ns = IBC_MAX(v[PV_BETA] / v[PV_NPAIR], 0.001);
@@ -998,7 +1011,7 @@ static void log_range(void *arg, size_t lo, size_t hi, const struct ibc_algo_cho
 					    lr->len ? "; " : "", t);
 }
 
-static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms)
+static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms, double init_ms)
 {
 	char src[64];
 	int c;
@@ -1007,8 +1020,8 @@ static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms)
 	    !ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_INIT))
 		return;
 	source_text(m, src, sizeof(src));
-	IBC_LOG_INFO(TUNING, "model for %d ranks over %s from %s(%.1f ms): simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B (%.2f GB/s), gamma %.4f ns/B",
-		     m->nranks, ibc_tune_tp_name(m->tp), src, probe_ms,
+	IBC_LOG_INFO(TUNING, "model for %d ranks over %s from %s (probe %.1f ms, set-up in all %.1f ms): simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B (%.2f GB/s), gamma %.4f ns/B",
+		     m->nranks, ibc_tune_tp_name(m->tp), src, probe_ms, init_ms,
 		     m->base[IBC_PROTO_SIMPLE].alpha_us, m->base[IBC_PROTO_LL].alpha_us,
 		     m->base[IBC_PROTO_SIMPLE].beta_ns,
 		     m->base[IBC_PROTO_SIMPLE].beta_ns > 0 ? 1.0 / m->base[IBC_PROTO_SIMPLE].beta_ns : 0.0,
@@ -1029,6 +1042,7 @@ static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struc
 	struct ibc_tune_model m;
 	struct ibc_request br;
 	uint64_t t0 = ibc_time_ns();
+	double probe_ms = 0;
 	int tp = IBC_TUNE_TP_SHM;
 	int has_ll = 1;
 	int i;
@@ -1060,12 +1074,12 @@ static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struc
 	internal_req(req, IBC_COLL_BROADCAST, &m, sizeof(m), IBC_UINT8, &br);
 	IBC_CHECK(ibc_ring_broadcast(comm, &br));
 	if (m.probe && !(m.source & IBC_TUNE_SRC_FILE))
-		IBC_CHECK(tuner_probe(comm, req, &m));
+		IBC_CHECK(tuner_probe(comm, req, &m, &probe_ms));
 	t->m = m;
 	t->ready = 1;
 	tuner_apply_force(t);
 	if (comm->rank == 0)
-		tuner_log_model(&m, (double)(ibc_time_ns() - t0) / 1e6);
+		tuner_log_model(&m, probe_ms, (double)(ibc_time_ns() - t0) / 1e6);
 	return IBC_OK;
 }
 
