@@ -91,44 +91,25 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* one configuration at one size: median over reps of the per-op time (max over ranks) */
-static int measure(ibc_comm_h comm, int rank, void *s, void *r, size_t nbytes, int algo, int proto,
-		   size_t chunk, struct cell *out)
+/* time @iters operations; the slowest rank's time per operation, us, on every rank */
+static int time_ops(ibc_comm_h comm, void *s, void *r, size_t count, int iters, int algo,
+		    int proto, size_t chunk, double *us_p)
 {
-	double t[MAX_REPS];
-	size_t count = nbytes / 4;
-	int iters = (int)IBC_MAX(1, IBC_MIN(200, (4u << 20) / IBC_MAX(nbytes, 1)));
-	int rep;
+	double us;
+	uint64_t t0;
+	int i;
 
-	for (rep = -o.warmup; rep < o.reps; rep++) {
-		double us;
-		double mx;
-		uint64_t t0;
-		int i;
-
-		if (ibc_barrier(comm) != IBC_OK)
+	ibc_tuner_force(comm, algo, proto, chunk);
+	if (ibc_barrier(comm) != IBC_OK)
+		return -1;
+	t0 = ibc_time_ns();
+	for (i = 0; i < iters; i++)
+		if (run_op(comm, s, r, count) != IBC_OK)
 			return -1;
-		t0 = ibc_time_ns();
-		for (i = 0; i < iters; i++)
-			if (run_op(comm, s, r, count) != IBC_OK)
-				return -1;
-		us = (double)(ibc_time_ns() - t0) / 1000.0 / iters;
-		/* the time of the slowest rank (forced ring: the timing itself never varies) */
-		ibc_tuner_force(comm, IBC_ALGO_RING, IBC_PROTO_SIMPLE, 0);
-		if (ibc_allreduce(&us, &mx, 1, IBC_FLOAT64, IBC_MAX, comm) != IBC_OK)
-			return -1;
-		ibc_tuner_force(comm, algo, proto, chunk);
-		if (rep >= 0)
-			t[rep] = mx;
-	}
-	qsort(t, (size_t)o.reps, sizeof(double), cmp_double);
-	if (rank == 0) {
-		out->med_us = t[o.reps / 2];
-		out->min_us = t[0];
-		out->max_us = t[o.reps - 1];
-		out->valid = 1;
-	}
-	return 0;
+	us = (double)(ibc_time_ns() - t0) / 1000.0 / iters;
+	/* forced ring: the reduction of the timings is the same for every configuration */
+	ibc_tuner_force(comm, IBC_ALGO_RING, IBC_PROTO_SIMPLE, 0);
+	return ibc_allreduce(&us, us_p, 1, IBC_FLOAT64, IBC_MAX, comm) == IBC_OK ? 0 : -1;
 }
 
 /* the tuner's pick for @nbytes on @comm (its decision is local once the model is agreed) */
@@ -189,57 +170,61 @@ static int rank_main(int rank, int n, void *arg)
 	}
 	for (si = 0; si < o.nsizes; si++) {
 		size_t nb = o.sizes[si];
+		int iters = (int)IBC_MAX(1, IBC_MIN(200, (4u << 20) / IBC_MAX(nb, 1)));
+		struct cell loc[NCFG];
+		double t[NCFG][MAX_REPS];
+		int rep;
 		int k;
 
-		for (k = 0; k < NCFG; k++) {
-			struct cell *c = &sh->cell[si][k];
-			struct cell loc;
+		/* the configurations: every algorithm and protocol that applies, then auto */
+		memset(loc, 0, sizeof(loc));
+		for (k = 0; k < NCFG - 1; k++) {
+			loc[k].algo = k / IBC_PROTO_COUNT;
+			loc[k].proto = k % IBC_PROTO_COUNT;
+			if (!ibc_algo_applies(o.coll, loc[k].algo))
+				continue;
+			loc[k].chunk = model_chunk(&m, loc[k].algo, loc[k].proto, nb);
+			/* LL where no message fits the LL path would time the simple path again */
+			if (loc[k].proto == IBC_PROTO_LL &&
+			    !ibc_tune_ll_applies(&m, o.coll, loc[k].algo, nb, loc[k].chunk))
+				continue;
+			loc[k].valid = 1;
+		}
+		{
+			struct ibc_algo_choice ch;
 
-			memset(&loc, 0, sizeof(loc));
-			if (k < NCFG - 1) {
-				loc.algo = k / IBC_PROTO_COUNT;
-				loc.proto = k % IBC_PROTO_COUNT;
-				if (!ibc_algo_applies(o.coll, loc.algo))
+			ibc_tuner_force(comm, -1, -1, 0);
+			tuner_pick(comm, nb, &ch);
+			loc[NCFG - 1].algo = ch.algo;
+			loc[NCFG - 1].proto = ch.proto;
+			loc[NCFG - 1].chunk = ch.chunk_bytes;
+			loc[NCFG - 1].valid = 1;
+		}
+		/* interleaved: every repetition times every configuration, so a change of
+		 * the machine's load during the sweep hits all of them alike */
+		for (rep = -o.warmup; rep < o.reps; rep++) {
+			for (k = 0; k < NCFG; k++) {
+				double us;
+				int auto_cfg = k == NCFG - 1;
+
+				if (!loc[k].valid)
 					continue;
-				/* LL where no message fits the LL path would time the simple path again */
-				if (loc.proto == IBC_PROTO_LL) {
-					struct ibc_tune_model f = m;
-					struct ibc_algo_choice ch;
-
-					f.force_algo = loc.algo;
-					f.force_proto = -1;
-					ibc_tune_choose(&f, o.coll, nb, &ch);
-					if (!m.has_ll || ch.proto != IBC_PROTO_LL)
-						continue;
-				}
-				loc.chunk = model_chunk(&m, loc.algo, loc.proto, nb);
-				ibc_tuner_force(comm, loc.algo, loc.proto, loc.chunk);
-				if (measure(comm, rank, s, r, nb, loc.algo, loc.proto, loc.chunk, &loc))
+				if (time_ops(comm, s, r, nb / 4, iters, auto_cfg ? -1 : loc[k].algo,
+					     auto_cfg ? -1 : loc[k].proto, auto_cfg ? 0 : loc[k].chunk,
+					     &us))
 					return 12;
-			} else {
-				struct ibc_algo_choice ch;
-
-				ibc_tuner_force(comm, -1, -1, 0);
-				tuner_pick(comm, nb, &ch);
-				if (measure(comm, rank, s, r, nb, -1, -1, 0, &loc))
-					return 12;
-				if (rank == 0) {
-					c->algo = ch.algo;
-					c->proto = ch.proto;
-					c->chunk = ch.chunk_bytes;
-				}
+				if (rep >= 0)
+					t[k][rep] = us;
 			}
-			if (rank == 0) {
-				c->med_us = loc.med_us;
-				c->min_us = loc.min_us;
-				c->max_us = loc.max_us;
-				if (k < NCFG - 1) {
-					c->algo = loc.algo;
-					c->proto = loc.proto;
-					c->chunk = loc.chunk;
-				}
-				c->valid = 1;
-			}
+		}
+		for (k = 0; k < NCFG && rank == 0; k++) {
+			if (!loc[k].valid)
+				continue;
+			qsort(t[k], (size_t)o.reps, sizeof(double), cmp_double);
+			loc[k].med_us = t[k][o.reps / 2];
+			loc[k].min_us = t[k][0];
+			loc[k].max_us = t[k][o.reps - 1];
+			sh->cell[si][k] = loc[k];
 		}
 	}
 	/* leave together (see tests/tree/test_tree_coll.c) */

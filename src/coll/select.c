@@ -303,6 +303,17 @@ static int tune_ll_ok(const struct ibc_tune_model *m, int coll, int algo, size_t
 	       tune_max_msg(m, coll, algo, (double)nbytes, (double)chunk) <= (double)m->ll_max;
 }
 
+/**
+ * ibc_tune_ll_applies() - Whether LL changes anything for one operation:
+ * the transport has an LL path and every message of @algo on @nbytes with
+ * @chunk_bytes fits IBC_LL_MAX_BYTES. Pure.
+ */
+int ibc_tune_ll_applies(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
+			size_t chunk_bytes)
+{
+	return tune_ll_ok(m, coll, algo, nbytes, chunk_bytes);
+}
+
 /* best protocol and chunk for one algorithm; returns the predicted time */
 static double tune_best_for_algo(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
 				 struct ibc_algo_choice *c)

@@ -140,6 +140,9 @@ double ibc_tune_predict(const struct ibc_tune_model *m, int coll, int algo, int 
 /* the model's choice for @coll on @nbytes, honouring the model's overrides */
 void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 		     struct ibc_algo_choice *c);
+/* 1 if the transport has an LL path and every message of @algo fits IBC_LL_MAX_BYTES */
+int ibc_tune_ll_applies(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
+			size_t chunk_bytes);
 /* load the rows of @path matching m->tp and m->nranks (nearest rank count) */
 ibc_status_t ibc_tune_file_load(struct ibc_tune_model *m, const char *path, int *nrows_p);
 /* write @m's base and fitted coefficients as tuning-file rows */

@@ -33,7 +33,7 @@
 
 #define MAXR 8
 
-enum { G_AR, G_BC, G_RD, G_DET, G_MISMATCH, G_KIND_COUNT };
+enum { G_AR, G_BC, G_RD, G_DET, G_MISMATCH, G_ENV, G_KIND_COUNT };
 
 /* result slots: [kind][algo][proto] (DET and MISMATCH use [kind][0][0]) */
 #define NGROUPS (G_KIND_COUNT * IBC_ALGO_COUNT * IBC_PROTO_COUNT)
@@ -47,6 +47,7 @@ struct group_res {
 struct shared {
 	struct group_res res[MAXR][NGROUPS];
 	int mismatch;   /* run the protocol-mismatch check at the end */
+	int env_mode;   /* IBC_ALGO/IBC_PROTO from the environment, different per rank */
 	int done[MAXR]; /* rank r passed its final barrier */
 };
 
@@ -338,8 +339,26 @@ static int rank_main(int rank, int n, void *arg)
 
 	(void)arg;
 	g_rank = rank;
+	if (sh->env_mode) {
+		/* rank 0's settings must win everywhere */
+		setenv("IBC_ALGO", rank == 0 ? "rabenseifner" : "ring", 1);
+		setenv("IBC_PROTO", rank == 0 ? "simple" : "ll", 1);
+	}
 	if (ibc_comm_init_env(&comm) != IBC_OK)
 		return 10;
+	if (sh->env_mode) {
+		struct ibc_tune_model m;
+		int g = gidx(G_ENV, 0, 0);
+
+		allreduce_checks(comm, n, g, "IBC_ALGO from rank 0");
+		check(g, ibc_tuner_model(comm, &m) == IBC_OK && (n == 1 ||
+		      (m.force_algo == IBC_ALGO_RAB && m.force_proto == IBC_PROTO_SIMPLE)),
+		      "rank %d does not use rank 0's IBC_ALGO/IBC_PROTO", rank);
+		rooted_checks(comm, n, g, g, "IBC_ALGO=rabenseifner (not for broadcast/reduce)");
+		if (leave_together(comm, n) != IBC_OK)
+			return 13;
+		return ibc_comm_destroy(comm) == IBC_OK ? 0 : 12;
+	}
 	for (algo = 0; algo < IBC_ALGO_COUNT; algo++) {
 		for (proto = 0; proto < IBC_PROTO_COUNT; proto++) {
 			for (ck = 0; ck < 2; ck++) {
@@ -379,12 +398,13 @@ static int rank_main(int rank, int n, void *arg)
 static const char *kind_name(int kind)
 {
 	static const char *const names[] = { "allreduce", "broadcast", "reduce", "determinism",
-					     "protocol mismatch" };
+					     "protocol mismatch",
+					     "IBC_ALGO/IBC_PROTO of rank 0 used by all ranks" };
 
 	return names[kind];
 }
 
-static void run_one(int n, const char *transport)
+static void run_one(int n, const char *transport, int env_mode)
 {
 	int codes[MAXR];
 	int kind;
@@ -394,7 +414,8 @@ static void run_one(int n, const char *transport)
 	int ok;
 
 	memset(sh, 0, sizeof(*sh));
-	sh->mismatch = n == 2 && !strcmp(transport, "shm");
+	sh->mismatch = n == 2 && !strcmp(transport, "shm") && !env_mode;
+	sh->env_mode = env_mode;
 	setenv("IBC_TRANSPORT", transport, 1);
 	ok = fork_ranks(n, 400, rank_main, NULL, codes) == 0;
 	for (r = 0; r < n; r++)
@@ -416,6 +437,8 @@ static void run_one(int n, const char *transport)
 						first = sh->res[r][g].first;
 				}
 				if (kind >= G_DET && (algo || proto))
+					continue;
+				if ((kind == G_ENV) != !!env_mode)
 					continue;
 				if (kind == G_MISMATCH && !sh->mismatch)
 					continue;
@@ -452,11 +475,12 @@ int main(int argc, char **argv)
 
 		if (n < 1 || n > MAXR)
 			tap_bail_out("N must be 1..%d", MAXR);
-		run_one(n, argv[2]);
+		run_one(n, argv[2], 0);
 		return tap_done();
 	}
 	for (i = 0; i < IBC_ARRAY_SIZE(tps); i++)
 		for (j = 0; j < IBC_ARRAY_SIZE(sizes); j++)
-			run_one(sizes[j], tps[i]);
+			run_one(sizes[j], tps[i], 0);
+	run_one(3, "shm", 1);
 	return tap_done();
 }
