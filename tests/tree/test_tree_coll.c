@@ -11,7 +11,8 @@
  * float sums), and that ranks disagreeing on the protocol get
  * IBC_ERR_INVALID_USAGE instead of a hang.
  *
- * usage: test_tree_coll                 the whole matrix (TAP)
+ * usage: test_tree_coll shm|tcp         1..8 ranks over that transport (TAP;
+ *                                       shm adds the IBC_ALGO-from-rank-0 run)
  *        test_tree_coll N TRANSPORT     one communicator
  * Stands in for the collective matrix of tests/coll/ (branch collcheck) run
  * with IBC_ALGO forced, until that lands on main.
@@ -478,9 +479,13 @@ int main(int argc, char **argv)
 		run_one(n, argv[2], 0);
 		return tap_done();
 	}
-	for (i = 0; i < IBC_ARRAY_SIZE(tps); i++)
+	for (i = 0; i < IBC_ARRAY_SIZE(tps); i++) {
+		if (argc == 2 && strcmp(argv[1], tps[i]))
+			continue;
 		for (j = 0; j < IBC_ARRAY_SIZE(sizes); j++)
 			run_one(sizes[j], tps[i], 0);
-	run_one(3, "shm", 1);
+		if (!strcmp(tps[i], "shm"))
+			run_one(3, "shm", 1);
+	}
 	return tap_done();
 }

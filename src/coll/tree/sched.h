@@ -120,8 +120,8 @@ uint64_t ibc_sched_chunk_for(uint64_t len, uint64_t chunk);
 /*
  * struct ibc_dtree_node - one rank's place in one of the two trees.
  * @parent: parent rank, -1 for the root.
- * @child:  up to two children, -1 where absent; child[0] < rank < child[1]
- *          (in-order trees), except at the root, which has one child.
+ * @child:  up to two children, -1 where absent (the root has one, in
+ *          child[1]); folds take child[0] first.
  * @depth:  edges between this rank and the root.
  */
 struct ibc_dtree_node {
