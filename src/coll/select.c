@@ -623,9 +623,9 @@ static int choice_eq(const struct ibc_algo_choice *a, const struct ibc_algo_choi
 }
 
 /* call @fn for every size range (powers of two, 1 B .. 1 GiB) with one choice */
-static void tune_ranges(const struct ibc_tune_model *m, int coll,
-			void (*fn)(void *arg, size_t lo, size_t hi, const struct ibc_algo_choice *c),
-			void *arg)
+typedef void (*tune_range_fn)(void *arg, size_t lo, size_t hi, const struct ibc_algo_choice *c);
+
+static void tune_ranges(const struct ibc_tune_model *m, int coll, tune_range_fn fn, void *arg)
 {
 	struct ibc_algo_choice cur;
 	size_t lo = 1;
@@ -1035,7 +1035,8 @@ static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms, dou
 		     m->nranks, ibc_tune_tp_name(m->tp), src, probe_ms, init_ms,
 		     m->base[IBC_PROTO_SIMPLE].alpha_us, m->base[IBC_PROTO_LL].alpha_us,
 		     m->base[IBC_PROTO_SIMPLE].beta_ns,
-		     m->base[IBC_PROTO_SIMPLE].beta_ns > 0 ? 1.0 / m->base[IBC_PROTO_SIMPLE].beta_ns : 0.0,
+		     m->base[IBC_PROTO_SIMPLE].beta_ns > 0 ?
+		     1.0 / m->base[IBC_PROTO_SIMPLE].beta_ns : 0.0,
 		     m->base[IBC_PROTO_SIMPLE].gamma_ns);
 	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++) {
 		struct log_ranges lr;
@@ -1138,7 +1139,8 @@ static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 	}
 	IBC_LOG_INFO(TUNING, "%s of %zu bytes on %d ranks over %s: %s/%s chunk %zu bytes, predicted %.1f us (best per algorithm: %s us)%s",
 		     coll_names[coll], nbytes, t->m.nranks, ibc_tune_tp_name(t->m.tp),
-		     algo_names[c->algo], proto_names[c->proto], c->chunk_bytes, c->predicted_us, alt,
+		     algo_names[c->algo], proto_names[c->proto], c->chunk_bytes, c->predicted_us,
+		     alt,
 		     t->meff.force_algo >= 0 || t->meff.force_proto >= 0 ? " [forced]" : "");
 }
 

@@ -236,12 +236,15 @@ static void rooted_checks(ibc_comm_h comm, int n, int gb, int gr, const char *cf
 			int32_t *b = xmalloc(cnt * 4);
 			double *sd = xmalloc(cnt * 8);
 			double *rd = xmalloc(cnt * 8);
+			uint16_t *sb = xmalloc(cnt * 2);
+			uint16_t *rb = xmalloc(cnt * 2);
 			int bad = 0;
 			ibc_status_t st;
 
 			for (i = 0; i < cnt; i++) {
 				b[i] = r == root ? root * 100000 + (int32_t)i : -1;
 				sd[i] = (double)((r + 3) * (int)((i % 11) + 1));
+				sb[i] = f2bf((float)((r + 1) * (int)((i % 5) + 1)));
 			}
 			st = ibc_broadcast(r == root ? b : NULL, b, cnt, IBC_INT32, root, comm);
 			for (i = 0; i < cnt && st == IBC_OK; i++)
@@ -256,6 +259,15 @@ static void rooted_checks(ibc_comm_h comm, int n, int gb, int gr, const char *cf
 					bad++;
 			check(gr, st == IBC_OK && !bad, "%s reduce root %d count %zu: %s, %d wrong",
 			      cfg, root, cnt, ibc_status_str(st), bad);
+			bad = 0;
+			st = ibc_reduce(sb, r == root ? rb : NULL, cnt, IBC_BFLOAT16, IBC_SUM, root, comm);
+			for (i = 0; i < cnt && st == IBC_OK && r == root; i++)
+				if (bf2f(rb[i]) != (float)((i % 5) + 1) * (float)(n * (n + 1) / 2))
+					bad++;
+			check(gr, st == IBC_OK && !bad, "%s bfloat16 reduce root %d count %zu: %s, %d wrong",
+			      cfg, root, cnt, ibc_status_str(st), bad);
+			free(sb);
+			free(rb);
 			free(b);
 			free(sd);
 			free(rd);
@@ -405,7 +417,7 @@ static const char *kind_name(int kind)
 	return names[kind];
 }
 
-static void run_one(int n, const char *transport, int env_mode)
+static void run_one(int n, const char *transport, int env_mode, int accum)
 {
 	int codes[MAXR];
 	int kind;
@@ -418,11 +430,15 @@ static void run_one(int n, const char *transport, int env_mode)
 	sh->mismatch = n == 2 && !strcmp(transport, "shm") && !env_mode;
 	sh->env_mode = env_mode;
 	setenv("IBC_TRANSPORT", transport, 1);
+	if (accum)
+		setenv("IBC_ACCUM_FP32", "1", 1);
 	ok = fork_ranks(n, 400, rank_main, NULL, codes) == 0;
+	unsetenv("IBC_ACCUM_FP32");
 	for (r = 0; r < n; r++)
 		if (codes[r])
 			tap_diag("rank %d exited with %d", r, codes[r]);
-	tap_ok(ok, "%d ranks over %s: every rank finished", n, transport);
+	tap_ok(ok, "%d ranks over %s%s: every rank finished", n, transport,
+	       accum ? " with IBC_ACCUM_FP32=1" : "");
 	for (kind = 0; kind < G_KIND_COUNT; kind++) {
 		for (algo = 0; algo < IBC_ALGO_COUNT; algo++) {
 			for (proto = 0; proto < IBC_PROTO_COUNT; proto++) {
@@ -476,16 +492,19 @@ int main(int argc, char **argv)
 
 		if (n < 1 || n > MAXR)
 			tap_bail_out("N must be 1..%d", MAXR);
-		run_one(n, argv[2], 0);
+		run_one(n, argv[2], 0, 0);
 		return tap_done();
 	}
 	for (i = 0; i < IBC_ARRAY_SIZE(tps); i++) {
 		if (argc == 2 && strcmp(argv[1], tps[i]))
 			continue;
 		for (j = 0; j < IBC_ARRAY_SIZE(sizes); j++)
-			run_one(sizes[j], tps[i], 0);
-		if (!strcmp(tps[i], "shm"))
-			run_one(3, "shm", 1);
+			run_one(sizes[j], tps[i], 0, 0);
+		if (!strcmp(tps[i], "shm")) {
+			run_one(3, "shm", 1, 0);
+			/* fp32 partials for bfloat16 in every algorithm */
+			run_one(5, "shm", 0, 1);
+		}
 	}
 	return tap_done();
 }

@@ -80,6 +80,88 @@ static int check_ops(const struct ibc_sched_op *ops, size_t nops, int n, int r, 
 	return 0;
 }
 
+/* fold or copy the message @m into rank @r's state as op @op says; -1 on a double count */
+static int sim_deliver(struct rank_state *s, int r, const struct ibc_sched_op *op,
+		       const struct msg *m)
+{
+	uint64_t i;
+
+	for (i = 0; i < op->cnt; i++) {
+		uint64_t *dm = &s->mask[op->off + i];
+		uint64_t *dh = &s->hash[op->off + i];
+
+		if (op->kind == IBC_SCHED_RECV) {
+			*dm = m->mask[i];
+			*dh = m->hash[i];
+			continue;
+		}
+		if (*dm & m->mask[i]) {
+			snprintf(why, sizeof(why),
+				 "rank %d op %zu: element %llu would count ranks 0x%llx twice", r,
+				 s->pc, (unsigned long long)(op->off + i),
+				 (unsigned long long)(*dm & m->mask[i]));
+			return -1;
+		}
+		*dm |= m->mask[i];
+		if (op->flags & IBC_SCHED_F_IN_LEFT)
+			*dh = mix(m->hash[i], *dh);
+		else
+			*dh = mix(*dh, m->hash[i]);
+	}
+	return 0;
+}
+
+/* run rank @r's next op: 1 done, 0 blocked (receive with no message), -1 error */
+static int sim_op(struct rank_state *rs, struct chan *ch, int n, int r)
+{
+	struct rank_state *s = &rs[r];
+	const struct ibc_sched_op *op;
+	struct chan *c;
+	struct msg *m;
+
+	if (s->pc >= s->nops)
+		return 0;
+	op = &s->ops[s->pc];
+	if (op->kind == IBC_SCHED_SEND) {
+		c = &ch[r * n + op->peer];
+		m = calloc(1, sizeof(*m));
+		m->step = op->step;
+		m->cnt = op->cnt;
+		m->mask = malloc(op->cnt * sizeof(uint64_t));
+		m->hash = malloc(op->cnt * sizeof(uint64_t));
+		memcpy(m->mask, s->mask + op->off, op->cnt * sizeof(uint64_t));
+		memcpy(m->hash, s->hash + op->off, op->cnt * sizeof(uint64_t));
+		if (c->tail)
+			c->tail->next = m;
+		else
+			c->head = m;
+		c->tail = m;
+		s->pc++;
+		return 1;
+	}
+	c = &ch[op->peer * n + r];
+	m = c->head;
+	if (!m)
+		return 0;
+	if (m->step != op->step || m->cnt != op->cnt) {
+		snprintf(why, sizeof(why),
+			 "rank %d op %zu expects step 0x%x (%llu elements) from rank %d, which sent step 0x%x (%llu elements)",
+			 r, s->pc, op->step, (unsigned long long)op->cnt, op->peer, m->step,
+			 (unsigned long long)m->cnt);
+		return -1;
+	}
+	if (sim_deliver(s, r, op, m))
+		return -1;
+	c->head = m->next;
+	if (!c->head)
+		c->tail = NULL;
+	free(m->mask);
+	free(m->hash);
+	free(m);
+	s->pc++;
+	return 1;
+}
+
 /*
  * Simulate @n ranks running the programs of @gen; 0 when every property of
  * the file header holds, else -1 with the reason in why[].
@@ -127,71 +209,12 @@ static int simulate(ibc_sched_gen_fn gen, int kind, int n, uint64_t count, uint6
 	do {
 		progress = 0;
 		for (r = 0; r < n; r++) {
-			struct rank_state *s = &rs[r];
+			int st;
 
-			while (s->pc < s->nops) {
-				const struct ibc_sched_op *op = &s->ops[s->pc];
-				uint64_t i;
-
-				if (op->kind == IBC_SCHED_SEND) {
-					struct chan *c = &ch[r * n + op->peer];
-					struct msg *m = calloc(1, sizeof(*m));
-
-					m->step = op->step;
-					m->cnt = op->cnt;
-					m->mask = malloc(op->cnt * sizeof(uint64_t));
-					m->hash = malloc(op->cnt * sizeof(uint64_t));
-					memcpy(m->mask, s->mask + op->off, op->cnt * sizeof(uint64_t));
-					memcpy(m->hash, s->hash + op->off, op->cnt * sizeof(uint64_t));
-					if (c->tail)
-						c->tail->next = m;
-					else
-						c->head = m;
-					c->tail = m;
-				} else {
-					struct chan *c = &ch[op->peer * n + r];
-					struct msg *m = c->head;
-
-					if (!m)
-						break;
-					if (m->step != op->step || m->cnt != op->cnt) {
-						snprintf(why, sizeof(why),
-							 "rank %d op %zu expects step 0x%x (%llu elements) from rank %d, which sent step 0x%x (%llu elements)",
-							 r, s->pc, op->step, (unsigned long long)op->cnt,
-							 op->peer, m->step, (unsigned long long)m->cnt);
-						goto out;
-					}
-					for (i = 0; i < op->cnt; i++) {
-						uint64_t *dm = &s->mask[op->off + i];
-						uint64_t *dh = &s->hash[op->off + i];
-
-						if (op->kind == IBC_SCHED_RECV) {
-							*dm = m->mask[i];
-							*dh = m->hash[i];
-							continue;
-						}
-						if (*dm & m->mask[i]) {
-							snprintf(why, sizeof(why),
-								 "rank %d op %zu: element %llu would count ranks 0x%llx twice",
-								 r, s->pc,
-								 (unsigned long long)(op->off + i),
-								 (unsigned long long)(*dm & m->mask[i]));
-							goto out;
-						}
-						*dm |= m->mask[i];
-						*dh = (op->flags & IBC_SCHED_F_IN_LEFT) ? mix(m->hash[i], *dh)
-											: mix(*dh, m->hash[i]);
-					}
-					c->head = m->next;
-					if (!c->head)
-						c->tail = NULL;
-					free(m->mask);
-					free(m->hash);
-					free(m);
-				}
-				s->pc++;
+			while ((st = sim_op(rs, ch, n, r)) > 0)
 				progress = 1;
-			}
+			if (st < 0)
+				goto out;
 		}
 	} while (progress);
 	for (r = 0; r < n; r++) {
@@ -221,7 +244,8 @@ static int simulate(ibc_sched_gen_fn gen, int kind, int n, uint64_t count, uint6
 		for (e = 0; e < count; e++) {
 			if (rs[r].mask[e] != want) {
 				snprintf(why, sizeof(why), "rank %d element %llu holds ranks 0x%llx, not 0x%llx",
-					 r, (unsigned long long)e, (unsigned long long)rs[r].mask[e],
+					 r, (unsigned long long)e,
+					 (unsigned long long)rs[r].mask[e],
 					 (unsigned long long)want);
 				goto out;
 			}
@@ -331,9 +355,10 @@ static void test_dtree_shape(void)
 
 			ibc_dtree_node(n, 0, r, &a);
 			ibc_dtree_node(n, 1, r, &b);
-			both += (a.child[0] >= 0 || a.child[1] >= 0) && (b.child[0] >= 0 || b.child[1] >= 0);
+			both += (a.child[0] >= 0 || a.child[1] >= 0) &&
+				(b.child[0] >= 0 || b.child[1] >= 0);
 		}
-		/* complementary trees: a rank forwards in one tree only (rank 0 may in both for odd n) */
+		/* complementary trees: a rank forwards in one tree only (rank 0: in both, odd n) */
 		if (both > (n % 2 ? 1 : 0)) {
 			tap_diag("n %d: %d ranks are inner nodes of both trees", n, both);
 			bad = 1;
@@ -449,6 +474,47 @@ struct prog_case {
 	int kind;
 };
 
+/* one program at every n = 1..64 over counts, chunks and roots; 0 if all hold */
+static int check_program(const struct prog_case *pc, size_t *nsim_p, size_t *ops_p)
+{
+	int n;
+
+	for (n = 1; n <= 64; n++) {
+		uint64_t counts[] = { 1, 2, 7, (uint64_t)n - 1, 3 * (uint64_t)n + 1, 1000 };
+		uint64_t chunks[] = { 1, 3, 64, 1u << 20 };
+		int roots[3] = { 0, n - 1, n / 2 };
+		int nroots = pc->kind == C_ALLREDUCE ? 1 : 3;
+		size_t i;
+		size_t j;
+		int k;
+
+		for (i = 0; i < IBC_ARRAY_SIZE(counts); i++) {
+			for (j = 0; j < IBC_ARRAY_SIZE(chunks); j++) {
+				/* the finest chunking of long vectors is slow; sample it */
+				if (chunks[j] == 1 && counts[i] == 1000 && n % 7)
+					continue;
+				for (k = 0; k < nroots; k++) {
+					size_t t = 0;
+					int bad;
+
+					bad = simulate(pc->gen, pc->kind, n, counts[i],
+						       chunks[j], roots[k], &t);
+
+					(*nsim_p)++;
+					*ops_p += t;
+					if (!bad)
+						continue;
+					tap_diag("%s: n %d count %llu chunk %llu root %d: %s", pc->name,
+						 n, (unsigned long long)counts[i],
+						 (unsigned long long)chunks[j], roots[k], why);
+					return -1;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
 static void test_programs(void)
 {
 	static const struct prog_case cases[] = {
@@ -461,48 +527,12 @@ static void test_programs(void)
 	size_t ci;
 
 	for (ci = 0; ci < IBC_ARRAY_SIZE(cases); ci++) {
-		const struct prog_case *pc = &cases[ci];
 		size_t nsim = 0;
 		size_t ops = 0;
-		int failed = 0;
-		int n;
+		int bad = check_program(&cases[ci], &nsim, &ops);
 
-		for (n = 1; n <= 64 && !failed; n++) {
-			uint64_t counts[] = { 1, 2, 7, (uint64_t)n - 1, 3 * (uint64_t)n + 1, 1000 };
-			uint64_t chunks[] = { 1, 3, 64, 1u << 20 };
-			size_t i;
-			size_t j;
-
-			for (i = 0; i < IBC_ARRAY_SIZE(counts) && !failed; i++) {
-				for (j = 0; j < IBC_ARRAY_SIZE(chunks) && !failed; j++) {
-					int roots[3] = { 0, n - 1, n / 2 };
-					int nroots = pc->kind == C_ALLREDUCE ? 1 : 3;
-					int k;
-
-					if (counts[i] == 0)
-						continue;
-					/* the finest chunking of long vectors on big n is slow; sample it */
-					if (chunks[j] == 1 && counts[i] == 1000 && n % 7)
-						continue;
-					for (k = 0; k < nroots && !failed; k++) {
-						size_t t;
-
-						if (simulate(pc->gen, pc->kind, n, counts[i], chunks[j],
-							     roots[k], &t)) {
-							tap_diag("%s: n %d count %llu chunk %llu root %d: %s",
-								 pc->name, n,
-								 (unsigned long long)counts[i],
-								 (unsigned long long)chunks[j], roots[k], why);
-							failed = 1;
-						}
-						nsim++;
-						ops += t;
-					}
-				}
-			}
-		}
-		tap_ok(!failed, "%s: %zu simulations of n = 1..64 ranks (%zu ops): each element reduced once, full result on every rank, same bits everywhere, every send received, no deadlock",
-		       pc->name, nsim, ops);
+		tap_ok(!bad, "%s: %zu simulations of n = 1..64 ranks (%zu ops): each element reduced once, full result on every rank, same bits everywhere, every send received, no deadlock",
+		       cases[ci].name, nsim, ops);
 	}
 }
 

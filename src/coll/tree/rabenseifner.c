@@ -69,10 +69,10 @@ size_t ibc_rab_allreduce_prog(const struct ibc_sched_args *a, struct ibc_sched_o
 	rem = a->n - p;
 	if (r < 2 * rem) {
 		if (nr < 0) {
-			ibc_sched_emit_chunked(&o, IBC_SCHED_SEND, 0, r + 1, IBC_SCHED_PHASE_FOLD, 0,
-					       0, count, a->chunk);
-			ibc_sched_emit_chunked(&o, IBC_SCHED_RECV, 0, r + 1, IBC_SCHED_PHASE_FOLD, 1,
-					       0, count, a->chunk);
+			ibc_sched_emit_chunked(&o, IBC_SCHED_SEND, 0, r + 1,
+					       IBC_SCHED_PHASE_FOLD, 0, 0, count, a->chunk);
+			ibc_sched_emit_chunked(&o, IBC_SCHED_RECV, 0, r + 1,
+					       IBC_SCHED_PHASE_FOLD, 1, 0, count, a->chunk);
 			return o.n;
 		}
 		ibc_sched_emit_chunked(&o, IBC_SCHED_RECV_REDUCE, IBC_SCHED_F_IN_LEFT, r - 1,
@@ -90,9 +90,10 @@ size_t ibc_rab_allreduce_prog(const struct ibc_sched_args *a, struct ibc_sched_o
 		uint64_t soff = ibc_block_offset(count, p, slo);
 		uint64_t koff = ibc_block_offset(count, p, klo);
 
-		ibc_sched_emit_chunked(&o, IBC_SCHED_SEND, 0, peer, IBC_SCHED_PHASE_RAB_RS, s, soff,
-				       ibc_block_offset(count, p, shi) - soff, a->chunk);
-		ibc_sched_emit_chunked(&o, IBC_SCHED_RECV_REDUCE, peer < r ? IBC_SCHED_F_IN_LEFT : 0,
+		ibc_sched_emit_chunked(&o, IBC_SCHED_SEND, 0, peer, IBC_SCHED_PHASE_RAB_RS, s,
+				       soff, ibc_block_offset(count, p, shi) - soff, a->chunk);
+		ibc_sched_emit_chunked(&o, IBC_SCHED_RECV_REDUCE,
+				       peer < r ? IBC_SCHED_F_IN_LEFT : 0,
 				       peer, IBC_SCHED_PHASE_RAB_RS, s, koff,
 				       ibc_block_offset(count, p, khi) - koff, a->chunk);
 		lo = klo;

@@ -99,10 +99,10 @@ size_t ibc_rd_allreduce_prog(const struct ibc_sched_args *a, struct ibc_sched_op
 	rem = a->n - p;
 	if (r < 2 * rem) {
 		if (nr < 0) {
-			ibc_sched_emit_chunked(&o, IBC_SCHED_SEND, 0, r + 1, IBC_SCHED_PHASE_FOLD, 0,
-					       0, a->count, a->chunk);
-			ibc_sched_emit_chunked(&o, IBC_SCHED_RECV, 0, r + 1, IBC_SCHED_PHASE_FOLD, 1,
-					       0, a->count, a->chunk);
+			ibc_sched_emit_chunked(&o, IBC_SCHED_SEND, 0, r + 1,
+					       IBC_SCHED_PHASE_FOLD, 0, 0, a->count, a->chunk);
+			ibc_sched_emit_chunked(&o, IBC_SCHED_RECV, 0, r + 1,
+					       IBC_SCHED_PHASE_FOLD, 1, 0, a->count, a->chunk);
 			return o.n;
 		}
 		ibc_sched_emit_chunked(&o, IBC_SCHED_RECV_REDUCE, IBC_SCHED_F_IN_LEFT, r - 1,
@@ -113,7 +113,8 @@ size_t ibc_rd_allreduce_prog(const struct ibc_sched_args *a, struct ibc_sched_op
 
 		ibc_sched_emit_chunked(&o, IBC_SCHED_SEND, 0, peer, IBC_SCHED_PHASE_RD, s, 0,
 				       a->count, a->chunk);
-		ibc_sched_emit_chunked(&o, IBC_SCHED_RECV_REDUCE, peer < r ? IBC_SCHED_F_IN_LEFT : 0,
+		ibc_sched_emit_chunked(&o, IBC_SCHED_RECV_REDUCE,
+				       peer < r ? IBC_SCHED_F_IN_LEFT : 0,
 				       peer, IBC_SCHED_PHASE_RD, s, 0, a->count, a->chunk);
 	}
 	if (r < 2 * rem)
