@@ -16,6 +16,8 @@
  *
  * usage: algo_timing -n N [-t shm|tcp] [-c allreduce|broadcast|reduce]
  *                    [-s 8,64,...] [-r reps] [-w warmup] [--tune FILE]
+ *        algo_timing --fit-from OUTPUT --tune FILE
+ *                    (fit again from the output of an earlier run, no run)
  */
 #include "config.h"
 
@@ -43,6 +45,7 @@ struct opts {
 	int reps;
 	int warmup;
 	const char *tune_file;
+	const char *fit_from;   /* an earlier run's output to fit from */
 };
 
 /* results, written by rank 0, read by the parent */
@@ -277,11 +280,89 @@ static int parse_sizes(const char *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: algo_timing -n N [-t shm|tcp] [-c allreduce|broadcast|reduce] [-s 8,64,4k,...]\n"
-			"                   [-r reps] [-w warmup] [--tune FILE]\n");
+			"                   [-r reps] [-w warmup] [--tune FILE]\n"
+			"       algo_timing --fit-from OUTPUT --tune FILE\n");
+}
+
+/* fill sh->model and sh->cell from an earlier run's output (its header, model line, rows) */
+static int load_output(const char *path)
+{
+	char line[512];
+	char coll[32];
+	char tp[16];
+	double a = 0;
+	double all = 0;
+	double b = 0;
+	double g = 0;
+	int got = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	o.nsizes = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char algo[40];
+		char proto[16];
+		size_t bytes;
+		size_t chunk;
+		double t;
+		double bw;
+		double mn;
+		double mx;
+		int si;
+		int ai;
+		int pi;
+
+		if (sscanf(line, "# algo_timing: %31[^,], %d ranks over %15[^,],", coll, &o.n, tp) == 3) {
+			o.coll = !strcmp(coll, "broadcast") ? IBC_TUNE_BCAST
+				 : !strcmp(coll, "reduce")  ? IBC_TUNE_REDUCE
+							    : IBC_TUNE_ALLREDUCE;
+			o.tp = strdup(tp);
+			got |= 1;
+			continue;
+		}
+		if (sscanf(line, "# model: simple alpha %lf us, ll alpha %lf us, beta %lf ns/B, gamma %lf",
+			   &a, &all, &b, &g) == 4) {
+			got |= 2;
+			continue;
+		}
+		if (!strncmp(line, "# summary", 9))
+			break;
+		if (sscanf(line, "%zu %39s %15s %zu %lf %lf %lf %lf", &bytes, algo, proto, &chunk, &t,
+			   &bw, &mn, &mx) != 8 || !strncmp(algo, "auto:", 5))
+			continue;
+		ai = ibc_algo_parse(algo);
+		pi = ibc_proto_parse(proto);
+		if (ai < 0 || pi < 0)
+			continue;
+		for (si = 0; si < o.nsizes && o.sizes[si] != bytes; si++)
+			;
+		if (si == o.nsizes) {
+			if (o.nsizes == MAX_SIZES)
+				continue;
+			o.sizes[o.nsizes++] = bytes;
+		}
+		sh->cell[si][ai * IBC_PROTO_COUNT + pi] = (struct cell){
+			.valid = 1, .algo = ai, .proto = pi, .chunk = chunk, .med_us = t,
+			.min_us = mn, .max_us = mx };
+	}
+	fclose(f);
+	if (got != 3)
+		return -1;
+	ibc_tune_model_init(&sh->model, o.n, ibc_tune_tp_parse(o.tp),
+			    !strcmp(o.tp, "shm"));
+	sh->model.base[IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ a, b, g };
+	sh->model.base[IBC_PROTO_LL] = (struct ibc_tune_coef){ all, b, g };
+	sh->model.source = IBC_TUNE_SRC_PROBE;
+	sh->have_model = 1;
+	return 0;
 }
 
 static int fit_and_write(void)
 {
+	static struct ibc_tune_sample smp[IBC_ALGO_COUNT][IBC_PROTO_COUNT][MAX_SIZES];
+	const struct ibc_tune_sample *sp[IBC_ALGO_COUNT][IBC_PROTO_COUNT];
+	int ns[IBC_ALGO_COUNT][IBC_PROTO_COUNT];
 	struct ibc_tune_model m = sh->model;
 	FILE *f;
 	int a;
@@ -289,24 +370,24 @@ static int fit_and_write(void)
 
 	for (a = 0; a < IBC_ALGO_COUNT; a++) {
 		for (p = 0; p < IBC_PROTO_COUNT; p++) {
-			struct ibc_tune_sample smp[MAX_SIZES];
-			int ns = 0;
 			int si;
 
+			ns[a][p] = 0;
+			sp[a][p] = smp[a][p];
 			for (si = 0; si < o.nsizes; si++) {
 				const struct cell *c = &sh->cell[si][a * IBC_PROTO_COUNT + p];
 
 				if (!c->valid)
 					continue;
-				smp[ns].nbytes = o.sizes[si];
-				smp[ns].chunk_bytes = c->chunk;
-				smp[ns].time_us = c->med_us;
-				ns++;
+				smp[a][p][ns[a][p]].nbytes = o.sizes[si];
+				smp[a][p][ns[a][p]].chunk_bytes = c->chunk;
+				smp[a][p][ns[a][p]].time_us = c->med_us;
+				ns[a][p]++;
 			}
-			if (ns && ibc_tune_fit(&m, o.coll, a, p, smp, ns, &m.coef[o.coll][a][p]) != IBC_OK)
-				return -1;
 		}
 	}
+	if (ibc_tune_fit_coll(&m, o.coll, sp, ns, m.coef[o.coll]) != IBC_OK)
+		return -1;
 	f = fopen(o.tune_file, "a");
 	if (!f)
 		return -1;
@@ -362,6 +443,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--tune") && v) {
 			o.tune_file = v;
 			i++;
+		} else if (!strcmp(argv[i], "--fit-from") && v) {
+			o.fit_from = v;
+			i++;
 		} else {
 			usage();
 			return 2;
@@ -374,6 +458,18 @@ int main(int argc, char **argv)
 	sh = fork_ranks_shared(sizeof(*sh));
 	if (!sh)
 		return 1;
+	if (o.fit_from) {
+		if (!o.tune_file || load_output(o.fit_from)) {
+			fprintf(stderr, "algo_timing: --fit-from needs --tune FILE and a complete output of algo_timing\n");
+			return 2;
+		}
+		if (fit_and_write()) {
+			fprintf(stderr, "algo_timing: cannot fit or write %s\n", o.tune_file);
+			return 1;
+		}
+		printf("# %s: fitted coefficients appended to %s\n", o.fit_from, o.tune_file);
+		return 0;
+	}
 	la = fopen("/proc/loadavg", "r");
 	if (la) {
 		if (fscanf(la, "%lf", &load) != 1)

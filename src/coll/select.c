@@ -599,6 +599,155 @@ ibc_status_t ibc_tune_fit(const struct ibc_tune_model *m, int coll, int algo, in
 	return IBC_OK;
 }
 
+/* the sums of one algorithm's samples for the weighted least squares */
+struct fit_sums {
+	double ss;      /* sum w S^2 */
+	double sb;      /* sum w S B */
+	double bb;      /* sum w B^2 */
+	double sy;      /* sum w S y */
+	double by;      /* sum w B y */
+	int n;
+};
+
+static int fit_accumulate(const struct ibc_tune_model *m, int coll, int algo, double gamma,
+			  const struct ibc_tune_sample *s, int ns, struct fit_sums *f)
+{
+	int i;
+
+	memset(f, 0, sizeof(*f));
+	for (i = 0; i < ns; i++) {
+		double S;
+		double B;
+		double G;
+		double w;
+		double y;
+
+		if (!(s[i].time_us > 0))
+			return -1;
+		tune_shape(m, coll, algo, (double)s[i].nbytes, (double)IBC_MAX(s[i].chunk_bytes, 1),
+			   &S, &B, &G);
+		B /= 1000.0;
+		w = 1.0 / (s[i].time_us * s[i].time_us);
+		y = s[i].time_us - gamma * G / 1000.0;
+		f->ss += w * S * S;
+		f->sb += w * S * B;
+		f->bb += w * B * B;
+		f->sy += w * S * y;
+		f->by += w * B * y;
+		f->n++;
+	}
+	return 0;
+}
+
+/**
+ * ibc_tune_fit_coll() - Fit one collective's coefficients for all its
+ * algorithms at once: one alpha per protocol, shared by the algorithms (a
+ * message step costs what it costs whatever the algorithm), and one beta
+ * per algorithm (how well it uses bandwidth and memory). The LL protocol
+ * only carries small messages, so its samples fit only its alpha; its betas
+ * are the simple protocol's.
+ * @m:     [in]  model (rank count, ring chunk, base gamma and beta).
+ * @coll:  [in]  enum ibc_tune_coll.
+ * @s:     [in]  per algorithm and protocol, the samples (may be NULL).
+ * @ns:    [in]  per algorithm and protocol, the number of samples.
+ * @out:   [out] per algorithm and protocol, the coefficients; alpha_us is
+ *               -1 where that algorithm and protocol had no sample.
+ *
+ * Weighted least squares on relative error (weights 1/t^2); the normal
+ * equations form an arrowhead matrix solved by its Schur complement; alpha
+ * and the betas are kept >= 0 (a negative one is set to 0 and the others
+ * refitted). Per-algorithm alphas fitted to noisy small-message times
+ * (ibc_tune_fit) can differ by an order of magnitude on a loaded machine;
+ * sharing alpha keeps the small-message choice on the schedules' step
+ * counts, which is where the algorithms really differ.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG for a non-positive time.
+ */
+ibc_status_t ibc_tune_fit_coll(const struct ibc_tune_model *m, int coll,
+			       const struct ibc_tune_sample *const s[IBC_ALGO_COUNT][IBC_PROTO_COUNT],
+			       const int ns[IBC_ALGO_COUNT][IBC_PROTO_COUNT],
+			       struct ibc_tune_coef out[IBC_ALGO_COUNT][IBC_PROTO_COUNT])
+{
+	struct fit_sums f[IBC_ALGO_COUNT];
+	double beta[IBC_ALGO_COUNT];
+	double gamma = m->base[IBC_PROTO_SIMPLE].gamma_ns;
+	double alpha = m->base[IBC_PROTO_SIMPLE].alpha_us;
+	double a00 = 0;
+	double r0 = 0;
+	int have = 0;
+	int a;
+	int p;
+
+	for (a = 0; a < IBC_ALGO_COUNT; a++)
+		for (p = 0; p < IBC_PROTO_COUNT; p++)
+			out[a][p] = (struct ibc_tune_coef){ -1.0, 0, gamma };
+	/* simple: alpha shared, beta per algorithm (arrowhead system) */
+	for (a = 0; a < IBC_ALGO_COUNT; a++) {
+		beta[a] = m->base[IBC_PROTO_SIMPLE].beta_ns;
+		if (fit_accumulate(m, coll, a, gamma, s[a][IBC_PROTO_SIMPLE],
+				   s[a][IBC_PROTO_SIMPLE] ? ns[a][IBC_PROTO_SIMPLE] : 0, &f[a]))
+			return IBC_ERR_INVALID_ARG;
+		if (!f[a].n)
+			continue;
+		have = 1;
+		a00 += f[a].ss;
+		r0 += f[a].sy;
+		if (f[a].bb > 0) {
+			a00 -= f[a].sb * f[a].sb / f[a].bb;
+			r0 -= f[a].sb * f[a].by / f[a].bb;
+		}
+	}
+	if (have) {
+		int a2;
+
+		alpha = a00 > 1e-300 ? r0 / a00 : alpha;
+		if (!(alpha >= 0))
+			alpha = 0;
+		for (a = 0; a < IBC_ALGO_COUNT; a++) {
+			if (f[a].n && f[a].bb > 0)
+				beta[a] = IBC_MAX((f[a].by - f[a].sb * alpha) / f[a].bb, 0.0);
+		}
+		/* refit alpha with the (clamped) betas */
+		a00 = 0;
+		r0 = 0;
+		for (a2 = 0; a2 < IBC_ALGO_COUNT; a2++) {
+			if (!f[a2].n)
+				continue;
+			a00 += f[a2].ss;
+			r0 += f[a2].sy - beta[a2] * f[a2].sb;
+		}
+		if (a00 > 0)
+			alpha = IBC_MAX(r0 / a00, 0.0);
+		for (a = 0; a < IBC_ALGO_COUNT; a++)
+			if (f[a].n)
+				out[a][IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ alpha, beta[a], gamma };
+	}
+	/* LL: one alpha, the betas of simple */
+	{
+		double ss = 0;
+		double sy = 0;
+
+		for (a = 0; a < IBC_ALGO_COUNT; a++) {
+			struct fit_sums g;
+
+			if (!s[a][IBC_PROTO_LL] || !ns[a][IBC_PROTO_LL])
+				continue;
+			if (fit_accumulate(m, coll, a, gamma, s[a][IBC_PROTO_LL], ns[a][IBC_PROTO_LL],
+					   &g))
+				return IBC_ERR_INVALID_ARG;
+			ss += g.ss;
+			sy += g.sy - beta[a] * g.sb;
+		}
+		if (ss > 0) {
+			double all = IBC_MAX(sy / ss, 0.0);
+
+			for (a = 0; a < IBC_ALGO_COUNT; a++)
+				if (s[a][IBC_PROTO_LL] && ns[a][IBC_PROTO_LL])
+					out[a][IBC_PROTO_LL] = (struct ibc_tune_coef){ all, beta[a], gamma };
+		}
+	}
+	return IBC_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* printing                                                                 */
 /* ------------------------------------------------------------------------ */

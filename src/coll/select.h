@@ -150,6 +150,15 @@ ibc_status_t ibc_tune_file_write(const struct ibc_tune_model *m, FILE *f);
 /* fit alpha and beta of (@coll, @algo, @proto) to @ns samples (gamma from m->base) */
 ibc_status_t ibc_tune_fit(const struct ibc_tune_model *m, int coll, int algo, int proto,
 			  const struct ibc_tune_sample *s, int ns, struct ibc_tune_coef *out_p);
+/*
+ * fit all algorithms of @coll at once: one alpha per protocol shared by the
+ * algorithms, one beta per algorithm (LL: alpha only); the preferred fit for
+ * tuning files (kernel-doc in select.c)
+ */
+ibc_status_t ibc_tune_fit_coll(const struct ibc_tune_model *m, int coll,
+			       const struct ibc_tune_sample *const s[IBC_ALGO_COUNT][IBC_PROTO_COUNT],
+			       const int ns[IBC_ALGO_COUNT][IBC_PROTO_COUNT],
+			       struct ibc_tune_coef out[IBC_ALGO_COUNT][IBC_PROTO_COUNT]);
 /* print the coefficients and the choice per size range (ibc_info --tuning) */
 void ibc_tune_print(const struct ibc_tune_model *m, FILE *f);
 

@@ -186,6 +186,56 @@ static void test_fit(void)
 	       k.alpha_us >= 0 && k.beta_ns >= 0, "fit of flat noisy times stays non-negative");
 }
 
+/* the joint fit: one alpha per protocol, one beta per algorithm */
+static void test_fit_coll(void)
+{
+	static const double beta[IBC_ALGO_COUNT] = { 0.2, 0.5, 1.0, 0.3 };
+	size_t sizes[6] = { 8, 512, 4096, 65536, 1 << 20, 16 << 20 };
+	struct ibc_tune_sample smp[IBC_ALGO_COUNT][IBC_PROTO_COUNT][6];
+	const struct ibc_tune_sample *sp[IBC_ALGO_COUNT][IBC_PROTO_COUNT];
+	int ns[IBC_ALGO_COUNT][IBC_PROTO_COUNT];
+	struct ibc_tune_coef out[IBC_ALGO_COUNT][IBC_PROTO_COUNT];
+	struct ibc_tune_model m;
+	int ok = 1;
+	int a;
+	int p;
+	int i;
+
+	round_model(&m, 8);
+	for (a = 0; a < IBC_ALGO_COUNT; a++) {
+		for (p = 0; p < IBC_PROTO_COUNT; p++) {
+			struct ibc_tune_model g = m;
+
+			g.coef[IBC_TUNE_ALLREDUCE][a][p] =
+				(struct ibc_tune_coef){ p ? 1.5 : 3.0, beta[a], 0.5 };
+			sp[a][p] = smp[a][p];
+			ns[a][p] = p ? 3 : 6; /* LL only up to 4 KiB */
+			for (i = 0; i < ns[a][p]; i++) {
+				smp[a][p][i].nbytes = sizes[i];
+				smp[a][p][i].chunk_bytes = 65536;
+				smp[a][p][i].time_us = ibc_tune_predict(&g, IBC_TUNE_ALLREDUCE, a, p,
+									sizes[i], 65536);
+			}
+		}
+	}
+	ns[IBC_ALGO_RD][IBC_PROTO_LL] = 0;
+	tap_ok(ibc_tune_fit_coll(&m, IBC_TUNE_ALLREDUCE, sp, ns, out) == IBC_OK, "joint fit runs");
+	for (a = 0; a < IBC_ALGO_COUNT; a++) {
+		ok &= near(out[a][IBC_PROTO_SIMPLE].alpha_us, 3.0, 1e-6) &&
+		      near(out[a][IBC_PROTO_SIMPLE].beta_ns, beta[a], 1e-6);
+		if (a != IBC_ALGO_RD)
+			ok &= near(out[a][IBC_PROTO_LL].alpha_us, 1.5, 1e-6) &&
+			      out[a][IBC_PROTO_LL].beta_ns == out[a][IBC_PROTO_SIMPLE].beta_ns;
+	}
+	tap_ok(ok, "joint fit recovers the shared alphas (3, 1.5 us) and each algorithm's beta");
+	tap_ok(out[IBC_ALGO_RD][IBC_PROTO_LL].alpha_us < 0, "no samples: no row");
+	/* one noisy small sample cannot give one algorithm its own latency */
+	smp[IBC_ALGO_RING][IBC_PROTO_SIMPLE][0].time_us /= 10;
+	ibc_tune_fit_coll(&m, IBC_TUNE_ALLREDUCE, sp, ns, out);
+	tap_ok(out[IBC_ALGO_RING][IBC_PROTO_SIMPLE].alpha_us == out[IBC_ALGO_RD][IBC_PROTO_SIMPLE].alpha_us,
+	       "alpha stays shared with an outlier");
+}
+
 static void test_file(void)
 {
 	char path[] = "/tmp/ibc-tune-XXXXXX";
@@ -282,6 +332,7 @@ int main(void)
 	test_predict();
 	test_choose();
 	test_fit();
+	test_fit_coll();
 	test_file();
 	test_print();
 	test_env();
