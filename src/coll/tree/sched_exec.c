@@ -3,10 +3,11 @@
  * sched_exec.c - runs the programs of src/coll/tree/ (sched.h) over the net
  * layer, and the small helpers the program generators share.
  *
- * The executor walks a rank's program in order. Sends are posted when
- * reached and never waited for until their data is about to be
- * overwritten. Receives are posted ahead (up to SX_LOOKAHEAD ops), in
- * program order: a RECV_REDUCE lands in one of SX_NSLOTS chunk buffers of
+ * The executor walks a rank's program in order. Sends are handed to the
+ * transport in program order per peer, at most SX_WIN_OPS (and
+ * SX_WIN_BYTES) in flight per peer, and never waited for until their data
+ * is about to be overwritten. Receives are posted ahead (up to
+ * SX_LOOKAHEAD ops), in program order: a RECV_REDUCE lands in one of SX_NSLOTS chunk buffers of
  * the communicator's scratch area, a RECV lands in W directly when no
  * earlier op still pending touches its range. So chunk c+1 streams in
  * while chunk c is reduced and forwarded, which is what pipelines the
@@ -76,12 +77,37 @@ void ibc_sched_emit_chunked(struct ibc_sched_out *o, int kind, int flags, int pe
 /* executor                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Sends are deferred: a SEND op is issued to the transport only while its
+ * peer has fewer than SX_WIN_OPS sends and SX_WIN_BYTES bytes in flight,
+ * in program order per peer. Without the window a step of recursive
+ * doubling would hand the transport the whole vector at once; over TCP the
+ * kernel then holds megabytes the receiver has not asked for yet, prunes
+ * receive queues under that load and the connection stalls in
+ * retransmission back-off (seen as a 600 s hang at 64 MiB on 8 ranks). The
+ * ring bounds its sends the same way (RING_WINDOW). Every wait issues
+ * deferred sends as windows free, so no peer waits on a send held back
+ * behind sends to another peer.
+ */
+#define SX_WIN_OPS 8
+#define SX_WIN_BYTES (4u << 20)
+#define SX_MAX_PEERS 64
+
+struct sx_peer {
+	int rank;
+	size_t next;                    /* ops below it hold no unissued send to this peer */
+	size_t inflight[SX_WIN_OPS];    /* op indices of issued, not yet complete sends */
+	int ninflight;
+	size_t inflight_bytes;
+};
+
 struct sx {
 	struct ibc_comm *comm;
 	const struct ibc_request *req;
 	const struct ibc_sched_op *ops;
 	size_t nops;
-	struct ibc_treq *tr;    /* [nops]: one request per op */
+	struct ibc_treq *tr;    /* [nops]: one request per op (zeroed: not done) */
+	uint8_t *issued;        /* [nops]: 1 once a send was handed to the transport */
 	char *w;                /* working buffer, wire elements */
 	size_t wsz;             /* wire element bytes */
 	ibc_dtype_t wdt;        /* wire dtype (float32 when accumulating) */
@@ -93,6 +119,8 @@ struct sx {
 	size_t pc;              /* next op to execute */
 	size_t post;            /* next op whose receive may be posted (>= pc) */
 	size_t send_lo;         /* every send below it has completed */
+	struct sx_peer peer[SX_MAX_PEERS];
+	int npeers;
 };
 
 static int sx_overlap(const struct ibc_sched_op *op, uint64_t off, uint64_t cnt)
@@ -100,35 +128,116 @@ static int sx_overlap(const struct ibc_sched_op *op, uint64_t off, uint64_t cnt)
 	return op->off < off + cnt && off < op->off + op->cnt;
 }
 
-/* move send_lo past completed sends and non-sends; a failed send is returned */
-static ibc_status_t sx_advance(struct sx *x)
+/* drop completed sends from @p's window; a failed send is returned */
+static ibc_status_t sx_reap(struct sx *x, struct sx_peer *p)
 {
-	while (x->send_lo < x->pc) {
-		const struct ibc_sched_op *op = &x->ops[x->send_lo];
-		struct ibc_treq *t = &x->tr[x->send_lo];
+	int i = 0;
 
-		if (op->kind == IBC_SCHED_SEND) {
-			if (!ibc_treq_is_done(t))
-				break;
-			if (t->status != IBC_OK)
-				return t->status;
+	while (i < p->ninflight) {
+		struct ibc_treq *t = &x->tr[p->inflight[i]];
+
+		if (!ibc_treq_is_done(t)) {
+			i++;
+			continue;
 		}
-		x->send_lo++;
+		if (t->status != IBC_OK)
+			return t->status;
+		p->inflight_bytes -= t->nbytes;
+		p->inflight[i] = p->inflight[--p->ninflight];
 	}
 	return IBC_OK;
 }
 
-/* wait until no posted send still reads W[off, off+cnt) */
+/* issue the deferred sends (ops below pc) that the peers' windows admit */
+static ibc_status_t sx_issue(struct sx *x)
+{
+	int k;
+
+	for (k = 0; k < x->npeers; k++) {
+		struct sx_peer *p = &x->peer[k];
+
+		IBC_CHECK(sx_reap(x, p));
+		while (p->next < x->pc) {
+			const struct ibc_sched_op *op = &x->ops[p->next];
+			size_t nbytes = op->cnt * x->wsz;
+			struct ibc_msg_desc d;
+
+			if (op->kind != IBC_SCHED_SEND || op->peer != p->rank) {
+				p->next++;
+				continue;
+			}
+			if (p->ninflight == SX_WIN_OPS ||
+			    (p->ninflight && p->inflight_bytes + nbytes > SX_WIN_BYTES))
+				break;
+			ibc_coll_desc(x->req, op->step, x->accum, &d);
+			IBC_CHECK(ibc_net_isend(x->comm, op->peer, x->w + op->off * x->wsz, nbytes, &d,
+						&x->tr[p->next]));
+			x->issued[p->next] = 1;
+			p->inflight[p->ninflight++] = p->next;
+			p->inflight_bytes += nbytes;
+			p->next++;
+		}
+	}
+	return IBC_OK;
+}
+
+/*
+ * Wait until @target is done (NULL: until any send in flight completes),
+ * issuing deferred sends whenever a window frees up.
+ */
+static ibc_status_t sx_wait(struct sx *x, struct ibc_treq *target)
+{
+	struct ibc_treq *w[1 + SX_MAX_PEERS * SX_WIN_OPS];
+
+	for (;;) {
+		int n = 0;
+		int k;
+		int i;
+
+		IBC_CHECK(sx_issue(x));
+		if (target && ibc_treq_is_done(target))
+			return target->status;
+		if (target)
+			w[n++] = target;
+		for (k = 0; k < x->npeers; k++)
+			for (i = 0; i < x->peer[k].ninflight; i++)
+				if (!ibc_treq_is_done(&x->tr[x->peer[k].inflight[i]]))
+					w[n++] = &x->tr[x->peer[k].inflight[i]];
+		if (!n)
+			return IBC_OK;
+		IBC_CHECK(ibc_net_waitany(x->comm, w, n));
+		if (!target)
+			return sx_issue(x);
+	}
+}
+
+/* move send_lo past completed sends and non-sends */
+static void sx_advance(struct sx *x)
+{
+	while (x->send_lo < x->pc) {
+		const struct ibc_sched_op *op = &x->ops[x->send_lo];
+
+		if (op->kind == IBC_SCHED_SEND && !ibc_treq_is_done(&x->tr[x->send_lo]))
+			break;
+		x->send_lo++;
+	}
+}
+
+/* wait until no send below pc still reads W[off, off+cnt) (issuing deferred ones) */
 static ibc_status_t sx_wait_sends(struct sx *x, uint64_t off, uint64_t cnt)
 {
 	size_t i;
 
-	IBC_CHECK(sx_advance(x));
+	sx_advance(x);
 	for (i = x->send_lo; i < x->pc; i++) {
 		const struct ibc_sched_op *op = &x->ops[i];
 
-		if (op->kind == IBC_SCHED_SEND && sx_overlap(op, off, cnt))
-			IBC_CHECK(ibc_net_wait1(x->comm, &x->tr[i]));
+		if (op->kind != IBC_SCHED_SEND || !sx_overlap(op, off, cnt) ||
+		    ibc_treq_is_done(&x->tr[i]))
+			continue;
+		while (!x->issued[i])
+			IBC_CHECK(sx_wait(x, NULL));
+		IBC_CHECK(sx_wait(x, &x->tr[i]));
 	}
 	return IBC_OK;
 }
@@ -142,6 +251,7 @@ static int sx_recv_safe(struct sx *x, size_t i)
 	for (j = x->pc; j < i; j++)
 		if (sx_overlap(&x->ops[j], op->off, op->cnt))
 			return 0;
+	/* sends below pc not complete, issued or not */
 	for (j = x->send_lo; j < x->pc; j++)
 		if (x->ops[j].kind == IBC_SCHED_SEND && !ibc_treq_is_done(&x->tr[j]) &&
 		    sx_overlap(&x->ops[j], op->off, op->cnt))
@@ -180,7 +290,7 @@ static ibc_status_t sx_post_ahead(struct sx *x)
 			if (x->post > x->pc && !sx_recv_safe(x, x->post))
 				break;
 		} else {
-			/* sends are issued when reached; the receives behind them may go */
+			/* sends are issued through the windows; the receives behind them may go */
 			x->post++;
 			continue;
 		}
@@ -206,55 +316,63 @@ static void sx_fold(struct sx *x, const struct ibc_sched_op *op)
 
 static ibc_status_t sx_run(struct sx *x)
 {
-	size_t i;
+	int k;
 
 	while (x->pc < x->nops) {
 		const struct ibc_sched_op *op = &x->ops[x->pc];
 
 		IBC_CHECK(sx_post_ahead(x));
 		if (op->kind == IBC_SCHED_SEND) {
-			struct ibc_msg_desc d;
-
-			ibc_coll_desc(x->req, op->step, x->accum, &d);
-			IBC_CHECK(ibc_net_isend(x->comm, op->peer, x->w + op->off * x->wsz,
-						op->cnt * x->wsz, &d, &x->tr[x->pc]));
-		} else {
-			/* sx_post_ahead() always posts the receive of op pc */
-			IBC_CHECK(ibc_net_wait1(x->comm, &x->tr[x->pc]));
-			if (op->kind == IBC_SCHED_RECV_REDUCE) {
-				IBC_CHECK(sx_wait_sends(x, op->off, op->cnt));
-				sx_fold(x, op);
-			}
+			/* deferred: sx_issue() hands it over when its peer's window admits it */
+			x->pc++;
+			IBC_CHECK(sx_issue(x));
+			continue;
+		}
+		/* sx_post_ahead() always posts the receive of op pc */
+		IBC_CHECK(sx_wait(x, &x->tr[x->pc]));
+		if (op->kind == IBC_SCHED_RECV_REDUCE) {
+			IBC_CHECK(sx_wait_sends(x, op->off, op->cnt));
+			sx_fold(x, op);
 		}
 		x->pc++;
 	}
-	for (i = x->send_lo; i < x->nops; i++)
-		if (x->ops[i].kind == IBC_SCHED_SEND)
-			IBC_CHECK(ibc_net_wait1(x->comm, &x->tr[i]));
-	return IBC_OK;
+	/* the remaining sends */
+	for (;;) {
+		int busy = 0;
+
+		IBC_CHECK(sx_issue(x));
+		for (k = 0; k < x->npeers; k++)
+			busy |= x->peer[k].ninflight > 0 || x->peer[k].next < x->nops;
+		if (!busy)
+			return IBC_OK;
+		IBC_CHECK(sx_wait(x, NULL));
+	}
 }
 
-/* connect to every peer the program talks to */
-static ibc_status_t sx_connect(struct ibc_comm *comm, const struct ibc_sched_op *ops, size_t nops)
+/* the distinct peers of the program (connected, each with a send window) */
+static ibc_status_t sx_peers(struct sx *x)
 {
-	int peers[64];
-	int np = 0;
+	int ranks[SX_MAX_PEERS];
 	size_t i;
 	int j;
 
-	for (i = 0; i < nops; i++) {
-		for (j = 0; j < np; j++)
-			if (peers[j] == ops[i].peer)
+	x->npeers = 0;
+	for (i = 0; i < x->nops; i++) {
+		for (j = 0; j < x->npeers; j++)
+			if (x->peer[j].rank == x->ops[i].peer)
 				break;
-		if (j < np)
+		if (j < x->npeers)
 			continue;
-		if (np == (int)IBC_ARRAY_SIZE(peers)) {
-			IBC_CHECK(ibc_net_connect(comm, peers, np));
-			np = 0;
+		if (x->npeers == SX_MAX_PEERS) {
+			IBC_LOG_ERROR(TREE, "a program talks to more than %d peers", SX_MAX_PEERS);
+			return IBC_ERR_INTERNAL;
 		}
-		peers[np++] = ops[i].peer;
+		memset(&x->peer[x->npeers], 0, sizeof(x->peer[0]));
+		x->peer[x->npeers].rank = x->ops[i].peer;
+		ranks[x->npeers] = x->ops[i].peer;
+		x->npeers++;
 	}
-	return np ? ibc_net_connect(comm, peers, np) : IBC_OK;
+	return x->npeers ? ibc_net_connect(x->comm, ranks, x->npeers) : IBC_OK;
 }
 
 static void copy_if_needed(void *dst, const void *src, size_t nbytes)
@@ -317,7 +435,7 @@ ibc_status_t ibc_sched_run(struct ibc_comm *comm, struct ibc_request *req, ibc_s
 	nops = gen(&a, NULL, 0);
 	slot_elems = IBC_MIN(count, (size_t)ibc_sched_chunk_for(count, a.chunk));
 	sz_ops = IBC_ALIGN_UP(nops * sizeof(struct ibc_sched_op), 64);
-	sz_tr = IBC_ALIGN_UP(nops * sizeof(struct ibc_treq), 64);
+	sz_tr = IBC_ALIGN_UP(nops * (sizeof(struct ibc_treq) + 1), 64);
 	x.slot_bytes = IBC_ALIGN_UP(slot_elems * x.wsz, 64);
 	sz_tmp = coll == IBC_COLL_BROADCAST ? 0 : SX_NSLOTS * x.slot_bytes;
 	sz_w = (x.accum || (coll == IBC_COLL_REDUCE && !is_root)) ? IBC_ALIGN_UP(count * x.wsz, 64)
@@ -327,6 +445,8 @@ ibc_status_t ibc_sched_run(struct ibc_comm *comm, struct ibc_request *req, ibc_s
 	x.ops = (const struct ibc_sched_op *)base;
 	x.tr = (struct ibc_treq *)(base + sz_ops);
 	x.tmp = base + sz_ops + sz_tr;
+	x.issued = (uint8_t *)(x.tr + nops);
+	memset(x.tr, 0, nops * (sizeof(struct ibc_treq) + 1));
 	x.nops = gen(&a, (struct ibc_sched_op *)base, nops);
 	for (i = 0; i < x.nops; i++)
 		has_recv |= x.ops[i].kind != IBC_SCHED_SEND;
@@ -349,7 +469,7 @@ ibc_status_t ibc_sched_run(struct ibc_comm *comm, struct ibc_request *req, ibc_s
 		x.w = (char *)req->sendbuf; /* a leaf only sends: W is never written */
 	}
 
-	IBC_CHECK(sx_connect(comm, x.ops, x.nops));
+	IBC_CHECK(sx_peers(&x));
 	IBC_CHECK(sx_run(&x));
 
 	if (coll == IBC_COLL_ALLREDUCE || (coll == IBC_COLL_REDUCE && is_root)) {
