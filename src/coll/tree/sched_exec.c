@@ -167,8 +167,15 @@ static ibc_status_t sx_issue(struct sx *x)
 				continue;
 			}
 			if (p->ninflight == SX_WIN_OPS ||
-			    (p->ninflight && p->inflight_bytes + nbytes > SX_WIN_BYTES))
-				break;
+			    (p->ninflight && p->inflight_bytes + nbytes > SX_WIN_BYTES)) {
+				/* sends may complete inside isend (shm LL): look again */
+				int before = p->ninflight;
+
+				IBC_CHECK(sx_reap(x, p));
+				if (p->ninflight == before)
+					break;
+				continue;
+			}
 			ibc_coll_desc(x->req, op->step, x->accum, &d);
 			IBC_CHECK(ibc_net_isend(x->comm, op->peer, x->w + op->off * x->wsz, nbytes, &d,
 						&x->tr[p->next]));
