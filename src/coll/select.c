@@ -644,8 +644,9 @@ static int fit_accumulate(const struct ibc_tune_model *m, int coll, int algo, do
  * algorithms at once: one alpha per protocol, shared by the algorithms (a
  * message step costs what it costs whatever the algorithm), and one beta
  * per algorithm (how well it uses bandwidth and memory). The LL protocol
- * only carries small messages, so its samples fit only its alpha; its betas
- * are the simple protocol's.
+ * only carries small messages, so its samples fit only its alpha (capped at
+ * simple's: LL removes work from a step); its betas are the simple
+ * protocol's.
  * @m:     [in]  model (rank count, ring chunk, base gamma and beta).
  * @coll:  [in]  enum ibc_tune_coll.
  * @s:     [in]  per algorithm and protocol, the samples (may be NULL).
@@ -738,7 +739,10 @@ ibc_status_t ibc_tune_fit_coll(const struct ibc_tune_model *m, int coll,
 			sy += g.sy - beta[a] * g.sb;
 		}
 		if (ss > 0) {
-			double all = IBC_MAX(sy / ss, 0.0);
+			/* LL takes work away from a message step, never adds some: a fit
+			 * above simple's alpha is noise (other jobs) and is capped */
+			double all = IBC_MIN(IBC_MAX(sy / ss, 0.0),
+					     have ? alpha : m->base[IBC_PROTO_SIMPLE].alpha_us);
 
 			for (a = 0; a < IBC_ALGO_COUNT; a++)
 				if (s[a][IBC_PROTO_LL] && ns[a][IBC_PROTO_LL])
@@ -1146,6 +1150,9 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 		m->base[IBC_PROTO_LL].alpha_us =
 			v[PV_NLL] > 0 ? IBC_MAX(v[PV_ALPHA_LL] / v[PV_NLL], 0.05)
 				      : m->base[IBC_PROTO_SIMPLE].alpha_us;
+		/* as in the fit: LL never costs more per step than simple */
+		m->base[IBC_PROTO_LL].alpha_us = IBC_MIN(m->base[IBC_PROTO_LL].alpha_us,
+							 m->base[IBC_PROTO_SIMPLE].alpha_us);
 		m->source |= IBC_TUNE_SRC_PROBE;
 	}
 	if (v[PV_NRANK] > 0) {

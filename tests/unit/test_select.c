@@ -229,6 +229,14 @@ static void test_fit_coll(void)
 	}
 	tap_ok(ok, "joint fit recovers the shared alphas (3, 1.5 us) and each algorithm's beta");
 	tap_ok(out[IBC_ALGO_RD][IBC_PROTO_LL].alpha_us < 0, "no samples: no row");
+	/* LL samples slower than simple (a loaded machine): LL alpha capped at simple's */
+	for (a = 0; a < IBC_ALGO_COUNT; a++)
+		for (i = 0; i < ns[a][IBC_PROTO_LL]; i++)
+			smp[a][IBC_PROTO_LL][i].time_us *= 50;
+	ibc_tune_fit_coll(&m, IBC_TUNE_ALLREDUCE, sp, ns, out);
+	tap_ok(out[IBC_ALGO_RING][IBC_PROTO_LL].alpha_us == out[IBC_ALGO_RING][IBC_PROTO_SIMPLE].alpha_us,
+	       "LL alpha never above simple's (got %.3f vs %.3f)",
+	       out[IBC_ALGO_RING][IBC_PROTO_LL].alpha_us, out[IBC_ALGO_RING][IBC_PROTO_SIMPLE].alpha_us);
 	/* one noisy small sample cannot give one algorithm its own latency */
 	smp[IBC_ALGO_RING][IBC_PROTO_SIMPLE][0].time_us /= 10;
 	ibc_tune_fit_coll(&m, IBC_TUNE_ALLREDUCE, sp, ns, out);
