@@ -321,7 +321,7 @@ static double tune_best_for_algo(const struct ibc_tune_model *m, int coll, int a
 	size_t fixed = 0;
 	double best = HUGE_VAL;
 	size_t i;
-	int proto;
+	int pi;
 
 	if (algo == IBC_ALGO_RING)
 		fixed = (size_t)m->ring_chunk;
@@ -329,7 +329,10 @@ static double tune_best_for_algo(const struct ibc_tune_model *m, int coll, int a
 		fixed = (size_t)m->force_chunk;
 	else if (algo == IBC_ALGO_RD || algo == IBC_ALGO_RAB)
 		fixed = TUNE_DEFAULT_CHUNK;
-	for (proto = 0; proto < IBC_PROTO_COUNT; proto++) {
+	/* LL first: on a tie (its latency capped at simple's) it is the better bet */
+	for (pi = 0; pi < IBC_PROTO_COUNT; pi++) {
+		int proto = IBC_PROTO_COUNT - 1 - pi;
+
 		if (m->force_proto >= 0 && proto != m->force_proto)
 			continue;
 		for (i = 0; i < (fixed ? 1 : IBC_ARRAY_SIZE(tune_chunks)); i++) {
@@ -360,8 +363,9 @@ static double tune_best_for_algo(const struct ibc_tune_model *m, int coll, int a
  * @nbytes: [in]  message size, bytes.
  * @c:      [out] the choice.
  *
- * Ties go to the earlier algorithm, protocol and chunk in enum order, so
- * the result is a pure function of the arguments (the same on every rank).
+ * Ties go to the earlier algorithm and chunk in enum order and to LL over
+ * simple, so the result is a pure function of the arguments (the same on
+ * every rank).
  */
 void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 		     struct ibc_algo_choice *c)
