@@ -64,7 +64,7 @@ def main():
     confs = sorted({(r["tp"], r["n"]) for r in runs}, key=lambda c: (c[0] != "shm", c[1]))
 
     print("Runs (load average at the start of each):\n")
-    print("| run | ranks | transport | load | probe alpha simple / ll (us) |")
+    print("| run | ranks | transport | load | model alpha simple / ll, us (probe; evaluation runs: the file's base rows) |")
     print("| --- | --- | --- | --- | --- |")
     for r in runs:
         print(f"| {r['name']} | {r['n']} | {r['tp']} | {fmt(r['load'])} | "
