@@ -14,6 +14,7 @@
 #include "coll/select.h"
 #include "coll/tree/sched.h"
 #include "core/util.h"
+#include "cuda/cuda.h"
 
 ibc_status_t ibc_coll_scratch(struct ibc_comm *comm, size_t nbytes, void **p)
 {
@@ -66,6 +67,9 @@ static ibc_status_t coll_run_tuned(struct ibc_comm *comm, struct ibc_request *re
 
 ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req)
 {
+	/* device buffers or stream order: staged around this function (src/cuda) */
+	if (req->cuda_flags)
+		return ibc_cuda_coll_run(comm, req);
 	if (req->count == 0 && req->coll != IBC_COLL_BARRIER)
 		return IBC_OK;
 	switch (req->coll) {

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "boot_wire.h"
 #include "comm.h"
 #include "coll/coll.h"
+#include "cuda/cuda.h"
 #include "net.h"
 #include "param.h"
 #include "socket.h"
@@ -199,6 +201,7 @@ static void comm_free(struct ibc_comm *comm)
 	ibc_free(comm->peers);
 	ibc_free(comm->scratch);
 	ibc_tuner_destroy(comm->tuner);
+	ibc_cuda_comm_destroy(comm);
 	ibc_free(comm);
 }
 
@@ -329,6 +332,31 @@ out:
 	return st;
 }
 
+/*
+ * Busy-polling helps only when every rank has a core: with more ranks on
+ * this host than cores available to the process, waiting ranks yield at
+ * once so that the peer they wait for can run.
+ */
+static void comm_choose_spin(struct ibc_comm *comm)
+{
+	cpu_set_t set;
+	int ncpu = 0;
+	int i;
+
+	comm->nlocal = 0;
+	for (i = 0; i < comm->nranks; i++)
+		comm->nlocal += ibc_bootstrap_same_host(comm->bs, i);
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		ncpu = CPU_COUNT(&set);
+	comm->spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
+	if (ncpu > 0 && comm->nlocal > ncpu && !ibc_param_from_env(IBC_PARAM_IDX_SPIN_US)) {
+		comm->spin_ns = 0;
+		if (comm->rank == 0)
+			IBC_LOG_INFO(INIT, "%d ranks on this host share %d cores: waits yield instead of spinning",
+				     comm->nlocal, ncpu);
+	}
+}
+
 /* build the communicator around its ready bootstrap */
 static ibc_status_t comm_setup(struct ibc_comm *comm)
 {
@@ -342,6 +370,7 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 	if (!comm->peers)
 		return IBC_ERR_NO_MEMORY;
 	IBC_CHECK(comm_choose_transports(comm));
+	comm_choose_spin(comm);
 	if (comm->use_thread) {
 		ret = pthread_create(&comm->thread, NULL, progress_thread, comm);
 		if (ret) {
@@ -834,6 +863,7 @@ ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int
 		comm->running = 1;
 		pthread_mutex_unlock(&comm->lock);
 		comm_execute(comm, req);
+		/* the operation's own status (it was IBC_OK even when the op failed) */
 		if (req->status != IBC_OK)
 			ibc_log_set_last_error(req->errmsg);
 		return req->status;
