@@ -8,6 +8,9 @@
  *   ibc_info --topo       topology tree, and the NIC and cores of each local
  *                         rank for 1 to 8 ranks per node (IBC_TOPO_FILE
  *                         describes another machine)
+ *   ibc_info --tuning     the tuner's cost model (built-in or IBC_TUNING_FILE)
+ *                         and its algorithm per size range, per transport
+ *                         and rank count (IBC_TRANSPORT, IBC_NRANKS narrow it)
  * Links the internal convenience library to read the parameter registry.
  */
 #include "config.h"
@@ -20,6 +23,7 @@
 #include "core/build_info.h"
 #include "core/param.h"
 #include "core/util.h"
+#include "coll/select.h"
 #include "topo/topo.h"
 
 static void print_build(void)
@@ -166,15 +170,53 @@ static int print_topo(void)
 	return ret;
 }
 
+/* the tuner's model and choices without a communicator (no probe: defaults or the file) */
+static int print_tuning(void)
+{
+	static const int sizes[] = { 2, 4, 8, 16 };
+	const struct ibc_build_info *bi = ibc_build_info();
+	const char *want_tp = ibc_param_transport();
+	const char *file = ibc_param_tuning_file();
+	int want_n = (int)ibc_param_nranks();
+	int tp;
+	size_t i;
+
+	printf("# tuner (src/coll/select.c). Without a communicator this shows the built-in\n"
+	       "# coefficients%s; a communicator measures its own at its first collective\n"
+	       "# (IBC_TUNING_PROBE) and logs them with IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=TUNING.\n",
+	       file && *file ? " replaced by IBC_TUNING_FILE rows" : "");
+	for (tp = 0; tp < IBC_TUNE_TP_COUNT; tp++) {
+		if (tp == IBC_TUNE_TP_IB && !bi->have_verbs)
+			continue;
+		if (strcmp(want_tp, "auto") && strcmp(want_tp, ibc_tune_tp_name(tp)))
+			continue;
+		for (i = 0; i < (want_n > 0 ? 1 : IBC_ARRAY_SIZE(sizes)); i++) {
+			struct ibc_tune_model m;
+			int n = want_n > 0 ? want_n : sizes[i];
+			int nrows = 0;
+
+			ibc_tune_model_init(&m, n, tp, tp == IBC_TUNE_TP_SHM);
+			if (file && *file && ibc_tune_file_load(&m, file, &nrows) != IBC_OK) {
+				fprintf(stderr, "ibc_info: cannot read IBC_TUNING_FILE %s\n", file);
+				return 1;
+			}
+			ibc_tune_print(&m, stdout);
+		}
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ibc_info [--build] [--params] [--env-md] [--topo]\n"
+	fprintf(f, "usage: ibc_info [--build] [--params] [--env-md] [--topo] [--tuning]\n"
 		   "  (no option)  build configuration and parameters\n"
 		   "  --build      build configuration only\n"
 		   "  --params     every parameter with value, default, source and help\n"
 		   "  --env-md     the parameter table as Markdown (docs/env.md)\n"
 		   "  --topo       topology tree, and each local rank's NIC and cores\n"
-		   "               for 1 to 8 ranks per node (IBC_TOPO_FILE: another machine)\n");
+		   "               for 1 to 8 ranks per node (IBC_TOPO_FILE: another machine)\n"
+		   "  --tuning     the tuner's cost model and algorithm per size range for\n"
+		   "               2, 4, 8, 16 ranks (or IBC_NRANKS) per transport (or IBC_TRANSPORT)\n");
 }
 
 int main(int argc, char **argv)
@@ -193,6 +235,9 @@ int main(int argc, char **argv)
 			print_params();
 		} else if (!strcmp(argv[i], "--env-md")) {
 			print_env_md();
+		} else if (!strcmp(argv[i], "--tuning")) {
+			if (print_tuning())
+				return 1;
 		} else if (!strcmp(argv[i], "--topo")) {
 			if (print_topo())
 				return 1;

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * coll.c - dispatch of an operation to its algorithm, and the scratch area
- * the algorithms share. Algorithm choice: ring for the reducing and
- * gathering collectives (docs/algorithms.md); the tree/tuner work adds
- * other algorithms behind ibc_coll_run().
+ * the algorithms share. All-reduce, broadcast and reduce ask the tuner
+ * (select.c) for the algorithm, protocol and chunk of each call (ring,
+ * trees, recursive doubling, Rabenseifner; docs/algorithms.md); the other
+ * collectives have one algorithm each.
  */
 #include "config.h"
 
 #include <stdlib.h>
 
 #include "coll/coll.h"
+#include "coll/select.h"
+#include "coll/tree/sched.h"
 #include "core/util.h"
 #include "cuda/cuda.h"
 
@@ -29,6 +32,39 @@ ibc_status_t ibc_coll_scratch(struct ibc_comm *comm, size_t nbytes, void **p)
 	return IBC_OK;
 }
 
+/* all-reduce, broadcast, reduce: the tuner's (or the forced) algorithm */
+static ibc_status_t coll_run_tuned(struct ibc_comm *comm, struct ibc_request *req)
+{
+	struct ibc_algo_choice c;
+	ibc_sched_gen_fn gen = NULL;
+
+	IBC_CHECK(ibc_tuner_select(comm, req, &c));
+	req->proto_flags = c.proto == IBC_PROTO_LL ? IBC_DESC_F_LL : 0;
+	switch (req->coll) {
+	case IBC_COLL_ALLREDUCE:
+		if (c.algo == IBC_ALGO_TREE)
+			gen = ibc_dtree_allreduce_prog;
+		else if (c.algo == IBC_ALGO_RD)
+			gen = ibc_rd_allreduce_prog;
+		else if (c.algo == IBC_ALGO_RAB)
+			gen = ibc_rab_allreduce_prog;
+		else
+			return ibc_ring_allreduce(comm, req);
+		break;
+	case IBC_COLL_BROADCAST:
+		if (c.algo != IBC_ALGO_TREE)
+			return ibc_ring_broadcast(comm, req);
+		gen = ibc_binomial_bcast_prog;
+		break;
+	default:
+		if (c.algo != IBC_ALGO_TREE)
+			return ibc_ring_reduce(comm, req);
+		gen = ibc_binomial_reduce_prog;
+		break;
+	}
+	return ibc_sched_run(comm, req, gen, c.chunk_bytes);
+}
+
 ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req)
 {
 	/* device buffers or stream order: staged around this function (src/cuda) */
@@ -37,11 +73,11 @@ ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req)
 	if (req->count == 0 && req->coll != IBC_COLL_BARRIER)
 		return IBC_OK;
 	switch (req->coll) {
-	case IBC_COLL_ALLREDUCE:      return ibc_ring_allreduce(comm, req);
+	case IBC_COLL_ALLREDUCE:
+	case IBC_COLL_BROADCAST:
+	case IBC_COLL_REDUCE:         return coll_run_tuned(comm, req);
 	case IBC_COLL_REDUCE_SCATTER: return ibc_ring_reduce_scatter(comm, req);
 	case IBC_COLL_ALLGATHER:      return ibc_ring_allgather(comm, req);
-	case IBC_COLL_BROADCAST:      return ibc_ring_broadcast(comm, req);
-	case IBC_COLL_REDUCE:         return ibc_ring_reduce(comm, req);
 	case IBC_COLL_ALLTOALL:       return ibc_coll_alltoall(comm, req);
 	case IBC_COLL_SEND:           return ibc_coll_send(comm, req);
 	case IBC_COLL_RECV:           return ibc_coll_recv(comm, req);

@@ -24,7 +24,7 @@ static inline void ibc_coll_desc(const struct ibc_request *req, uint32_t step, i
 	d->coll = (uint8_t)(req->coll == IBC_COLL_RECV ? IBC_COLL_SEND : req->coll);
 	d->dtype = (uint8_t)req->dtype;
 	d->op = (uint8_t)req->op;
-	d->flags = accum ? IBC_DESC_F_ACCUM_FP32 : 0;
+	d->flags = (uint8_t)((accum ? IBC_DESC_F_ACCUM_FP32 : 0) | req->proto_flags);
 	d->count = req->count;
 	d->root = req->root;
 	d->step = step;
@@ -34,6 +34,10 @@ static inline void ibc_coll_desc(const struct ibc_request *req, uint32_t step, i
 /* step numbering for descriptors: phase (4 bits) | ring step (12 bits) | chunk (16 bits) */
 #define IBC_COLL_STEP(phase, s, ci) \
 	(((uint32_t)(phase) << 28) | (((uint32_t)(s) & 0xfffu) << 16) | ((uint32_t)(ci) & 0xffffu))
+
+/* free a communicator's tuner state (select.c; comm.c calls it at destruction) */
+struct ibc_tuner;
+void ibc_tuner_destroy(struct ibc_tuner *t);
 
 /* grow the communicator's scratch area to @nbytes (kept across operations) */
 ibc_status_t ibc_coll_scratch(struct ibc_comm *comm, size_t nbytes, void **p);

@@ -269,6 +269,7 @@ static void comm_free(struct ibc_comm *comm)
 	pthread_cond_destroy(&comm->cond);
 	ibc_free(comm->peers);
 	ibc_free(comm->scratch);
+	ibc_tuner_destroy(comm->tuner);
 	ibc_cuda_comm_destroy(comm);
 	ibc_free(comm);
 }

@@ -43,6 +43,7 @@ struct ibc_request {
 	ibc_redop_t op;
 	int root;               /* root, or peer for send/recv; -1 */
 	uint32_t seq;           /* collective seq, or per-pair p2p seq */
+	uint8_t proto_flags;    /* IBC_DESC_F_LL when the tuner chose LL (coll.c) */
 	/* device buffers and stream order (src/cuda/cuda.h), 0/NULL for host buffers */
 	unsigned cuda_flags;    /* IBC_CUDA_REQ_*, set by ibc_cuda_req_classify() */
 	int cuda_dev;           /* CUDA device of the device buffers */
@@ -111,6 +112,7 @@ struct ibc_comm {
 	/* scratch owned by the algorithms (coll/), reused across operations */
 	void *scratch;
 	size_t scratch_nbytes;
+	struct ibc_tuner *tuner;              /* coll/select.c: cost model and decisions */
 	/* staging state for device buffers (src/cuda/cuda_stage.c), NULL until used */
 	struct ibc_cuda_comm *cuda;
 };

@@ -60,6 +60,16 @@ struct ibc_msg_desc {
 
 #define IBC_MSG_DESC_WIRE_BYTES 32
 #define IBC_DESC_F_ACCUM_FP32 0x1 /* payload is fp32 partial sums of a 16-bit dtype */
+/*
+ * IBC_DESC_F_LL: send by the transport's low-latency path when it has one
+ * (IBC_TCAP_LL) and the message is small enough (IBC_LL_MAX_BYTES): data
+ * with a flag or sequence word per line written straight into a
+ * pre-registered peer buffer that the receiver polls, no rendezvous or
+ * credit round trip per message (NCCL's LL). Both ends of a message set the
+ * same flags (the descriptor check compares them); a transport without the
+ * path ignores the flag. docs/algorithms.md describes the verbs version.
+ */
+#define IBC_DESC_F_LL 0x2
 
 /* struct ibc_treq - one posted send or receive; memory owned by the caller. */
 struct ibc_treq {
@@ -77,6 +87,7 @@ struct ibc_treq {
 #define IBC_TCAP_HOST    0x1    /* host memory */
 #define IBC_TCAP_CUDA    0x2    /* CUDA device memory directly (GPUDirect) */
 #define IBC_TCAP_DMABUF  0x4
+#define IBC_TCAP_LL      0x8    /* has a low-latency path for IBC_DESC_F_LL messages */
 
 /*
  * struct ibc_transport_ops - the table one transport provides.

@@ -20,6 +20,24 @@
  * makes the lost-wake-up impossible). The doorbell also reports a dead peer
  * at once (EOF).
  *
+ * Low-latency (LL) path, after NCCL's LL protocol: a message whose
+ * descriptor carries IBC_DESC_F_LL and whose size is at most the segment's
+ * LL limit (IBC_LL_MAX_BYTES of the lower rank) skips the slot ring. The
+ * sender writes it straight into a ring of 64-byte lines in the segment,
+ * each line 56 bytes of data and an 8-byte flag stored last with release
+ * semantics: the flag is the line's absolute number + 1, so a line from an
+ * earlier lap never looks new and nothing has to be cleared. The first line
+ * carries the descriptor, the size, the message number and 16 payload
+ * bytes (an 8-byte all-reduce step is one line). The receiver polls the
+ * flag of the next line and copies out; it publishes how many lines it
+ * consumed, and the sender reads that only when the ring looks full. No
+ * head/tail handshake per message: one cache line moves from writer to
+ * reader. isend() writes the message at once when nothing is queued ahead
+ * (the request completes before isend returns). Every message (slot or LL)
+ * carries a per-direction message number, so a receiver that expects the
+ * other path (ranks disagreeing on IBC_PROTO) reports mismatched calls
+ * instead of hanging.
+ *
  * Set-up (nonblocking, transport.h): the lower rank creates the segment,
  * sends INFO {name, size, pid, probe address} and opens the doorbell; the
  * higher rank maps it, probes process_vm_readv on the lower rank's probe
@@ -47,6 +65,9 @@
 #define SHM_PROBE_MAGIC 0x45424f5250434249ull
 #define SLOT_FIRST 0x1u
 #define SLOT_RDV 0x2u
+#define LL_LINE_DATA 56         /* payload bytes of an LL line */
+#define LL_FIRST_DATA 16        /* payload bytes in a message's first line */
+#define LL_RING_MSGS 8          /* LL ring capacity, in messages of the largest size */
 
 enum {
 	TAG_INFO = IBC_BOOT_TAG_SHM + 0,
@@ -60,7 +81,9 @@ struct shm_seg_hdr {
 	uint32_t nslots;
 	uint32_t slot_bytes;
 	uint64_t size;
-	uint8_t pad[40];
+	uint32_t ll_lines;      /* LL ring lines per direction (0: no LL path) */
+	uint32_t ll_max;        /* largest LL message, bytes */
+	uint8_t pad[32];
 };
 
 struct shm_ring_ctl {
@@ -73,14 +96,25 @@ struct shm_slot_hdr {
 	uint64_t msg_nbytes;    /* the message's total bytes */
 	uint64_t rdv_addr;      /* SLOT_RDV: sender's buffer */
 	uint32_t flags;
-	uint32_t pad;
+	uint32_t msgno;         /* SLOT_FIRST: the message's number in this direction */
 	uint8_t desc[IBC_MSG_DESC_WIRE_BYTES];
+};
+
+/* one LL line: written data first, then the flag (release) */
+struct shm_ll_line {
+	uint8_t data[LL_LINE_DATA];
+	uint64_t flag;          /* absolute line number + 1 once written */
+};
+
+struct shm_ll_ctl {
+	_Alignas(64) uint64_t tail;     /* LL lines consumed (consumer) */
 };
 
 struct shm_shared {
 	struct shm_seg_hdr hdr;
 	struct shm_ring_ctl ring[2];            /* [0]: lower -> higher, [1]: higher -> lower */
 	_Alignas(64) uint32_t sleeping[2];      /* [0]: lower rank sleeps, [1]: higher */
+	struct shm_ll_ctl ll[2];                /* per direction, as ring[] */
 };
 
 struct shm_op {
@@ -91,6 +125,8 @@ struct shm_op {
 	size_t off;             /* bytes published (send) or consumed (recv) */
 	int started;            /* first slot published / consumed */
 	int rdv;                /* send: by rendezvous */
+	int ll;                 /* by the LL path */
+	uint32_t msgno;         /* send: message number in this direction */
 	uint64_t rdv_slot;      /* send: ring index of the rendezvous slot */
 	uint8_t desc[IBC_MSG_DESC_WIRE_BYTES];  /* send: packed; */
 	struct ibc_msg_desc want;               /* recv: expected */
@@ -128,6 +164,18 @@ struct ibc_tconn {
 	int peer_gone;                  /* doorbell EOF: the peer closed its end */
 	uint64_t seen_in_head;          /* for the sleep decision */
 	uint64_t seen_out_tail;
+	/* LL path (see file header) */
+	uint32_t ll_lines;              /* lines per direction; 0: no LL path */
+	size_t ll_max;                  /* bytes */
+	struct shm_ll_line *ll_out;     /* ring we write */
+	struct shm_ll_line *ll_in;      /* ring we read */
+	struct shm_ll_ctl *ll_out_ctl;  /* the peer's consumed count of ll_out */
+	struct shm_ll_ctl *ll_in_ctl;   /* our consumed count of ll_in */
+	uint64_t ll_head;               /* lines written to ll_out */
+	uint64_t ll_tail_seen;          /* last value read from ll_out_ctl */
+	uint64_t ll_rtail;              /* lines consumed from ll_in */
+	uint32_t send_msgno;            /* next message number, out direction */
+	uint32_t recv_msgno;            /* next message number, in direction */
 	struct ibc_tconn *next;
 };
 
@@ -220,7 +268,8 @@ static void shm_fini(void *vctx)
 	ibc_free(ctx);
 }
 
-static size_t seg_layout(uint32_t nslots, size_t slot_bytes, size_t *hdr_off, size_t *data_off)
+static size_t seg_layout(uint32_t nslots, size_t slot_bytes, uint32_t ll_lines, size_t *hdr_off,
+			 size_t *data_off, size_t *ll_off)
 {
 	size_t off = IBC_ALIGN_UP(sizeof(struct shm_shared), 64);
 
@@ -228,17 +277,35 @@ static size_t seg_layout(uint32_t nslots, size_t slot_bytes, size_t *hdr_off, si
 	off += 2 * (size_t)nslots * sizeof(struct shm_slot_hdr);
 	off = IBC_ALIGN_UP(off, 4096);
 	*data_off = off;
-	return off + 2 * (size_t)nslots * slot_bytes;
+	off += 2 * (size_t)nslots * slot_bytes;
+	off = IBC_ALIGN_UP(off, 64);    /* whole cache lines, aligned flags */
+	*ll_off = off;
+	return off + 2 * (size_t)ll_lines * sizeof(struct shm_ll_line);
+}
+
+/* lines an LL message of @nbytes takes */
+static uint32_t ll_nlines(size_t nbytes)
+{
+	size_t rest = nbytes > LL_FIRST_DATA ? nbytes - LL_FIRST_DATA : 0;
+
+	return 1 + (uint32_t)IBC_DIV_UP(rest, LL_LINE_DATA);
 }
 
 static void conn_wire(struct ibc_tconn *c)
 {
 	size_t hdr_off;
 	size_t data_off;
+	size_t ll_off;
 	char *base = (char *)c->sh;
+	struct shm_ll_line *ll = NULL;
 	int d;
 
-	seg_layout(c->nslots, c->slot_bytes, &hdr_off, &data_off);
+	seg_layout(c->nslots, c->slot_bytes, c->ll_lines, &hdr_off, &data_off, &ll_off);
+	ll = (struct shm_ll_line *)(base + ll_off);
+	c->ll_out = ll + (size_t)c->side * c->ll_lines;
+	c->ll_in = ll + (size_t)(1 - c->side) * c->ll_lines;
+	c->ll_out_ctl = &c->sh->ll[c->side];
+	c->ll_in_ctl = &c->sh->ll[1 - c->side];
 	for (d = 0; d < 2; d++) {
 		c->slot_hdr[d] = (struct shm_slot_hdr *)(base + hdr_off) + (size_t)d * c->nslots;
 		c->slot_data[d] = base + data_off + (size_t)d * c->nslots * c->slot_bytes;
@@ -342,17 +409,22 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		const uint8_t *id = ibc_bootstrap_comm_id(comm->bs);
 		size_t hdr_off;
 		size_t data_off;
+		size_t ll_off;
 
 		IBC_CHECK(conn_alloc(ctx, peer, &c));
 		pd->c = c;
 		c->nslots = (uint32_t)ibc_param_shm_nslots();
 		c->slot_bytes = (size_t)ibc_param_shm_slot_bytes();
+		c->ll_max = (size_t)ibc_param_ll_max_bytes();
+		c->ll_lines = c->ll_max ? LL_RING_MSGS * ll_nlines(c->ll_max) : 0;
 		snprintf(pd->name, sizeof(pd->name), "/ibc-%02x%02x%02x%02x-%d-%d-%d", id[0], id[1],
 			 id[2], id[3], comm->rank, peer, (int)getpid());
-		IBC_CHECK(seg_map(c, pd->name, 1, seg_layout(c->nslots, c->slot_bytes, &hdr_off,
-							       &data_off)));
+		IBC_CHECK(seg_map(c, pd->name, 1, seg_layout(c->nslots, c->slot_bytes, c->ll_lines,
+							       &hdr_off, &data_off, &ll_off)));
 		c->sh->hdr.nslots = c->nslots;
 		c->sh->hdr.slot_bytes = (uint32_t)c->slot_bytes;
+		c->sh->hdr.ll_lines = c->ll_lines;
+		c->sh->hdr.ll_max = (uint32_t)c->ll_max;
 		c->sh->hdr.size = c->seg_size;
 		__atomic_store_n(&c->sh->hdr.magic, SHM_MAGIC, __ATOMIC_RELEASE);
 		conn_wire(c);
@@ -414,11 +486,15 @@ static ibc_status_t shm_connect_higher(struct shm_ctx *ctx, int peer, struct ibc
 		}
 		c->nslots = c->sh->hdr.nslots;
 		c->slot_bytes = c->sh->hdr.slot_bytes;
+		c->ll_lines = c->sh->hdr.ll_lines;
+		c->ll_max = c->sh->hdr.ll_max;
 		{
 			size_t h;
 			size_t d;
+			size_t l;
 
-			if (seg_layout(c->nslots, c->slot_bytes, &h, &d) != c->seg_size) {
+			if (seg_layout(c->nslots, c->slot_bytes, c->ll_lines, &h, &d, &l) != c->seg_size ||
+			    (c->ll_lines && c->ll_lines < ll_nlines(c->ll_max))) {
 				IBC_LOG_ERROR(SHM, "segment %s from rank %d has an inconsistent size",
 					      info.name, peer);
 				return IBC_ERR_REMOTE;
@@ -509,20 +585,187 @@ static void q_pop_free(struct ibc_tconn *c, struct shm_q *q)
 	c->free_ops = o;
 }
 
+/* ------------------------------------------------------------------------ */
+/* LL path (file header): lines of data + flag, no per-message handshake    */
+/* ------------------------------------------------------------------------ */
+
+static void ring_bell(struct ibc_tconn *c);
+static ibc_status_t conn_fail(struct ibc_tconn *c, ibc_status_t st);
+
+static int ll_eligible(const struct ibc_tconn *c, const struct ibc_msg_desc *desc, size_t nbytes)
+{
+	return c->ll_lines && (desc->flags & IBC_DESC_F_LL) && nbytes <= c->ll_max;
+}
+
+/* write one LL message when the ring has room for all its lines; 1 if written */
+static int ll_write(struct ibc_tconn *c, const char *buf, size_t nbytes,
+		    const uint8_t desc[IBC_MSG_DESC_WIRE_BYTES], uint32_t msgno)
+{
+	uint32_t nl = ll_nlines(nbytes);
+	uint32_t n32 = (uint32_t)nbytes;
+	struct shm_ll_line *l;
+	size_t off;
+	size_t len;
+
+	if (c->ll_head + nl - c->ll_tail_seen > c->ll_lines) {
+		c->ll_tail_seen = __atomic_load_n(&c->ll_out_ctl->tail, __ATOMIC_ACQUIRE);
+		if (c->ll_head + nl - c->ll_tail_seen > c->ll_lines)
+			return 0;
+	}
+	l = &c->ll_out[c->ll_head % c->ll_lines];
+	memcpy(l->data, desc, IBC_MSG_DESC_WIRE_BYTES);
+	memcpy(l->data + 32, &n32, 4);
+	memcpy(l->data + 36, &msgno, 4);
+	len = IBC_MIN(nbytes, (size_t)LL_FIRST_DATA);
+	if (len)
+		memcpy(l->data + 40, buf, len);
+	__atomic_store_n(&l->flag, c->ll_head + 1, __ATOMIC_RELEASE);
+	c->ll_head++;
+	for (off = len; off < nbytes; off += len) {
+		l = &c->ll_out[c->ll_head % c->ll_lines];
+		len = IBC_MIN(nbytes - off, (size_t)LL_LINE_DATA);
+		memcpy(l->data, buf + off, len);
+		__atomic_store_n(&l->flag, c->ll_head + 1, __ATOMIC_RELEASE);
+		c->ll_head++;
+	}
+	return 1;
+}
+
+/* LL line number @idx of the ring we read, or NULL if not written yet */
+static const struct shm_ll_line *ll_ready(const struct ibc_tconn *c, uint64_t idx)
+{
+	const struct shm_ll_line *l = &c->ll_in[idx % c->ll_lines];
+
+	return __atomic_load_n(&l->flag, __ATOMIC_ACQUIRE) == idx + 1 ? l : NULL;
+}
+
+/* the message expected on one path arrived on the other one: mismatched calls */
+static ibc_status_t path_mismatch(struct ibc_tconn *c, struct shm_op *o, const uint8_t *desc,
+				  size_t their_nbytes, int their_ll)
+{
+	struct ibc_msg_desc theirs;
+	ibc_status_t st;
+
+	ibc_msg_desc_unpack(desc, &theirs);
+	theirs.flags = (uint8_t)(theirs.flags & ~IBC_DESC_F_LL);
+	if (their_nbytes == o->nbytes && theirs.seq == o->want.seq && theirs.coll == o->want.coll &&
+	    theirs.step == o->want.step && theirs.count == o->want.count &&
+	    theirs.flags == (o->want.flags & ~IBC_DESC_F_LL)) {
+		/* the same message: only the protocol differs */
+		st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INVALID_USAGE, c->peer,
+				   "mismatched protocols: the peer sent message %u (%zu bytes) by the %s path, this rank expects the %s path (ranks chose different protocols)",
+				   c->recv_msgno, their_nbytes, their_ll ? "LL" : "slot",
+				   their_ll ? "slot" : "LL");
+		return conn_fail(c, st);
+	}
+	ibc_msg_desc_unpack(desc, &theirs);
+	st = ibc_msg_desc_check(c->ctx->comm, c->peer, &o->want, o->nbytes, &theirs, their_nbytes);
+	if (st == IBC_OK)
+		st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INTERNAL, c->peer,
+				   "message %u arrived by the %s path, this rank expected the %s path",
+				   c->recv_msgno, their_ll ? "LL" : "slot", their_ll ? "slot" : "LL");
+	return conn_fail(c, st);
+}
+
+/* nothing for @o on its own path: is the message this rank expects on the other one? */
+static ibc_status_t check_other_path(struct ibc_tconn *c, struct shm_op *o)
+{
+	if (o->ll) {
+		uint64_t tail = c->in->tail;
+
+		if (tail < __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE)) {
+			const struct shm_slot_hdr *h = &c->in_hdr[tail % c->nslots];
+
+			if ((h->flags & SLOT_FIRST) && h->msgno == c->recv_msgno)
+				return path_mismatch(c, o, h->desc, (size_t)h->msg_nbytes, 0);
+		}
+	} else if (c->ll_lines) {
+		const struct shm_ll_line *l = ll_ready(c, c->ll_rtail);
+		uint32_t n32;
+		uint32_t msgno;
+
+		if (l) {
+			memcpy(&n32, l->data + 32, 4);
+			memcpy(&msgno, l->data + 36, 4);
+			if (msgno == c->recv_msgno)
+				return path_mismatch(c, o, l->data, n32, 1);
+		}
+	}
+	return IBC_OK;
+}
+
+/* copy out what has arrived of the LL message @o (head of recvq) */
+static ibc_status_t ll_progress_recv(struct ibc_tconn *c, struct shm_op *o, int *moved_p)
+{
+	const struct shm_ll_line *l;
+	size_t len;
+
+	if (!o->started) {
+		struct ibc_msg_desc theirs;
+		uint32_t n32;
+		uint32_t msgno;
+		ibc_status_t st;
+
+		l = ll_ready(c, c->ll_rtail);
+		if (!l)
+			return check_other_path(c, o);
+		memcpy(&n32, l->data + 32, 4);
+		memcpy(&msgno, l->data + 36, 4);
+		if (msgno != c->recv_msgno) /* a later message: ours went by the slot path */
+			return check_other_path(c, o);
+		ibc_msg_desc_unpack(l->data, &theirs);
+		st = ibc_msg_desc_check(c->ctx->comm, c->peer, &o->want, o->nbytes, &theirs, n32);
+		if (st != IBC_OK)
+			return conn_fail(c, st);
+		len = IBC_MIN(o->nbytes, (size_t)LL_FIRST_DATA);
+		if (len)
+			memcpy(o->buf, l->data + 40, len);
+		o->off = len;
+		o->started = 1;
+		c->ll_rtail++;
+		*moved_p = 1;
+	}
+	while (o->off < o->nbytes && (l = ll_ready(c, c->ll_rtail))) {
+		len = IBC_MIN(o->nbytes - o->off, (size_t)LL_LINE_DATA);
+		memcpy(o->buf + o->off, l->data, len);
+		o->off += len;
+		c->ll_rtail++;
+		*moved_p = 1;
+	}
+	if (o->off == o->nbytes)
+		__atomic_store_n(&c->ll_in_ctl->tail, c->ll_rtail, __ATOMIC_RELEASE);
+	return IBC_OK;
+}
+
 static ibc_status_t shm_isend(struct ibc_tconn *c, const void *buf, size_t nbytes,
 			      const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
+	int ll = ll_eligible(c, desc, nbytes);
 	struct shm_op *o;
 
 	if (c->broken)
 		return IBC_ERR_REMOTE;
+	if (ll && !c->sendq.head) {
+		uint8_t d[IBC_MSG_DESC_WIRE_BYTES];
+
+		/* nothing queued ahead: write it now, the request completes at once */
+		ibc_msg_desc_pack(desc, d);
+		if (ll_write(c, buf, nbytes, d, c->send_msgno)) {
+			c->send_msgno++;
+			ring_bell(c);
+			ibc_treq_complete(req, IBC_OK);
+			return IBC_OK;
+		}
+	}
 	o = op_get(c);
 	if (!o)
 		return ibc_comm_fail(c->ctx->comm, IBC_ERR_NO_MEMORY, c->peer, "out of memory");
 	o->req = req;
 	o->buf = (char *)buf;
 	o->nbytes = nbytes;
-	o->rdv = c->peer_can_read_me && nbytes >= c->cma_min && nbytes > 0;
+	o->ll = ll;
+	o->msgno = c->send_msgno++;
+	o->rdv = !ll && c->peer_can_read_me && nbytes >= c->cma_min && nbytes > 0;
 	ibc_msg_desc_pack(desc, o->desc);
 	q_push(&c->sendq, o);
 	return IBC_OK;
@@ -542,6 +785,7 @@ static ibc_status_t shm_irecv(struct ibc_tconn *c, void *buf, size_t nbytes,
 	o->buf = buf;
 	o->nbytes = nbytes;
 	o->want = *desc;
+	o->ll = ll_eligible(c, desc, nbytes);
 	q_push(&c->recvq, o);
 	return IBC_OK;
 }
@@ -586,6 +830,15 @@ static int progress_send(struct ibc_tconn *c)
 
 		c->seen_out_tail = tail;
 
+		if (o->ll) {
+			if (!ll_write(c, o->buf, o->nbytes, o->desc, o->msgno))
+				return moved;
+			moved = 1;
+			ring_bell(c);
+			ibc_treq_complete(o->req, IBC_OK);
+			q_pop_free(c, &c->sendq);
+			continue;
+		}
 		if (o->rdv && o->started) {
 			if (tail <= o->rdv_slot)
 				return moved;
@@ -604,8 +857,10 @@ static int progress_send(struct ibc_tconn *c)
 			h->msg_nbytes = o->nbytes;
 			h->rdv_addr = o->rdv ? (uint64_t)(uintptr_t)o->buf : 0;
 			h->flags = (o->started ? 0 : SLOT_FIRST) | (o->rdv ? SLOT_RDV : 0);
-			if (!o->started)
+			if (!o->started) {
 				memcpy(h->desc, o->desc, sizeof(h->desc));
+				h->msgno = o->msgno;
+			}
 			o->started = 1;
 			o->off += len;
 			if (o->rdv)
@@ -652,8 +907,22 @@ static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
 	while (c->recvq.head) {
 		struct shm_op *o = c->recvq.head;
 		uint64_t tail = c->in->tail; /* we are the only writer */
-		uint64_t head = __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE);
+		uint64_t head;
 
+		if (o->ll) {
+			IBC_CHECK(ll_progress_recv(c, o, moved_p));
+			if (*moved_p)
+				ring_bell(c);
+			if (!o->started || o->off < o->nbytes)
+				return IBC_OK;
+			c->recv_msgno++;
+			ibc_treq_complete(o->req, IBC_OK);
+			q_pop_free(c, &c->recvq);
+			continue;
+		}
+		head = __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE);
+		if (!o->started && tail == head)
+			return check_other_path(c, o);
 		while (tail < head && (!o->started || o->off < o->nbytes)) {
 			uint32_t s = (uint32_t)(tail % c->nslots);
 			struct shm_slot_hdr *h = &c->in_hdr[s];
@@ -668,6 +937,8 @@ static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
 							   "shm ring out of step (slot %u not a message start)", s);
 					return conn_fail(c, st);
 				}
+				if (h->msgno != c->recv_msgno) /* ours went by the LL path */
+					return check_other_path(c, o);
 				st = ibc_msg_desc_check(c->ctx->comm, c->peer, &o->want, o->nbytes,
 							&theirs, (size_t)h->msg_nbytes);
 				if (st != IBC_OK)
@@ -700,6 +971,7 @@ static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
 			ring_bell(c);
 		if (!o->started || o->off < o->nbytes)
 			return IBC_OK;
+		c->recv_msgno++;
 		ibc_treq_complete(o->req, IBC_OK);
 		q_pop_free(c, &c->recvq);
 	}
@@ -800,8 +1072,13 @@ static void shm_wait(void *vctx, int timeout_us)
 		 * credit it saw, so any change since means there is work: no sleep */
 		if (c->recvq.head && __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE) != c->in->tail)
 			ready = 1;
+		if (c->recvq.head && c->ll_lines && ll_ready(c, c->ll_rtail))
+			ready = 1;
 		if (c->sendq.head &&
 		    __atomic_load_n(&c->out->tail, __ATOMIC_ACQUIRE) != c->seen_out_tail)
+			ready = 1;
+		if (c->sendq.head && c->ll_lines &&
+		    __atomic_load_n(&c->ll_out_ctl->tail, __ATOMIC_ACQUIRE) != c->ll_tail_seen)
 			ready = 1;
 		ctx->pfds[n].fd = c->bell_fd;
 		ctx->pfds[n].events = POLLIN;
@@ -821,7 +1098,7 @@ static void shm_wait(void *vctx, int timeout_us)
 
 const struct ibc_transport_ops ibc_shm_ops = {
 	.name = "shm",
-	.caps = IBC_TCAP_HOST,
+	.caps = IBC_TCAP_HOST | IBC_TCAP_LL,
 	.init = shm_init,
 	.fini = shm_fini,
 	.connect = shm_connect,

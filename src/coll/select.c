@@ -1,0 +1,1348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * select.c - the tuner (select.h): alpha-beta-gamma cost model per
+ * (collective, algorithm, protocol) and transport, the choice of algorithm,
+ * protocol and chunk per message size, the tuning file, the fit that
+ * produces it, and the per-communicator state with its start-up probe.
+ * Sources: R. Hockney, "The communication challenge for MPP", Parallel
+ * Computing 20(3), 1994 (alpha-beta model); Thakur, Rabenseifner, Gropp,
+ * IJHPCA 19(1), 2005 (costs of ring, recursive doubling, Rabenseifner,
+ * binomial trees, with gamma); NCCL's tuning model (src/graph/tuning.cc),
+ * which also prices trees per pipeline step.
+ *
+ * The shapes (S steps, B bytes moved, G bytes reduced on the critical path;
+ * n ranks, N bytes, p = 2^floor(log2 n), f = 1 if n != p, h = tree height,
+ * c = chunk, k = chunks, rc = IBC_RING_CHUNK_BYTES):
+ *   all-reduce ring:  S = 2(n-1) ceil(N/n/rc)   B = 2(n-1)/n N    G = (n-1)/n N
+ *   all-reduce tree:  S = 2(h+k-1)  B = 4c(h+k-1)  G = 2c(h+k-1)  (k = N/2/c)
+ *   all-reduce rd:    S = log2 p + 2f   B = N(log2 p + 2f)   G = N(log2 p + f)
+ *   all-reduce rab.:  S = 2 log2 p + 2f  B = 2(p-1)/p N + 2fN  G = (p-1)/p N + fN
+ *   bcast/reduce chain:    S = n-1+k-1 (c = rc)   B = S c   G = B (reduce)
+ *   bcast/reduce binomial: S = h k   B = h k c   G = B (reduce)
+ * T = alpha S + (beta B + gamma G) / 1000 us. The tree shapes count both
+ * directions of every link a rank drives; the fit (ibc_tune_fit) absorbs
+ * what the shapes miss into per-algorithm coefficients.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "coll/coll.h"
+#include "coll/reduce.h"
+#include "coll/select.h"
+#include "coll/tree/sched.h"
+#include "core/param.h"
+#include "core/util.h"
+
+#define TUNE_DEFAULT_CHUNK (256u << 10)         /* rd/rabenseifner chunk, bytes */
+#define TUNE_CACHE 8                            /* decisions cached per collective */
+#define PROBE_SMALL 8                           /* bytes of a latency probe message */
+#define PROBE_LARGE (512u << 10)                /* bytes of a bandwidth probe message */
+#define PROBE_GAMMA (256u << 10)                /* bytes reduced by the gamma probe */
+#define PROBE_SMALL_NS 6000000ull               /* time budget of a latency series */
+#define PROBE_LARGE_NS 12000000ull              /* time budget of the bandwidth series */
+
+static const size_t tune_chunks[] = { 4u << 10, 16u << 10, 64u << 10, 256u << 10, 1u << 20,
+				      4u << 20 };
+
+/* ------------------------------------------------------------------------ */
+/* names                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static const char *const algo_names[IBC_ALGO_COUNT] = { "ring", "tree", "rd", "rabenseifner" };
+static const char *const proto_names[IBC_PROTO_COUNT] = { "simple", "ll" };
+static const char *const coll_names[IBC_TUNE_COLL_COUNT] = { "allreduce", "broadcast", "reduce" };
+static const char *const tp_names[IBC_TUNE_TP_COUNT] = { "shm", "tcp", "ib" };
+
+const char *ibc_algo_name(int algo)
+{
+	return algo >= 0 && algo < IBC_ALGO_COUNT ? algo_names[algo] : "?";
+}
+
+const char *ibc_proto_name(int proto)
+{
+	return proto >= 0 && proto < IBC_PROTO_COUNT ? proto_names[proto] : "?";
+}
+
+const char *ibc_tune_coll_name(int coll)
+{
+	return coll >= 0 && coll < IBC_TUNE_COLL_COUNT ? coll_names[coll] : "?";
+}
+
+const char *ibc_tune_tp_name(int tp)
+{
+	return tp >= 0 && tp < IBC_TUNE_TP_COUNT ? tp_names[tp] : "?";
+}
+
+static int parse_name(const char *s, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+int ibc_algo_parse(const char *s)
+{
+	return parse_name(s, algo_names, IBC_ALGO_COUNT);
+}
+
+int ibc_proto_parse(const char *s)
+{
+	return parse_name(s, proto_names, IBC_PROTO_COUNT);
+}
+
+int ibc_tune_tp_parse(const char *s)
+{
+	return parse_name(s, tp_names, IBC_TUNE_TP_COUNT);
+}
+
+int ibc_algo_applies(int coll, int algo)
+{
+	if (algo < 0 || algo >= IBC_ALGO_COUNT)
+		return 0;
+	return coll == IBC_TUNE_ALLREDUCE || algo == IBC_ALGO_RING || algo == IBC_ALGO_TREE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the model                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* built-in coefficients per transport: what the probe replaces */
+static const struct ibc_tune_coef tune_defaults[IBC_TUNE_TP_COUNT][IBC_PROTO_COUNT] = {
+	[IBC_TUNE_TP_SHM] = { { 2.0, 0.20, 0.15 }, { 1.0, 0.20, 0.15 } },
+	[IBC_TUNE_TP_TCP] = { { 15.0, 0.40, 0.15 }, { 15.0, 0.40, 0.15 } },
+	[IBC_TUNE_TP_IB] = { { 3.0, 0.08, 0.15 }, { 2.0, 0.08, 0.15 } },
+};
+
+/**
+ * ibc_tune_model_init() - A model with the built-in coefficients and this
+ * process's settings (IBC_ALGO, IBC_PROTO, IBC_TREE_CHUNK_BYTES,
+ * IBC_LL_MAX_BYTES, IBC_RING_CHUNK_BYTES, IBC_TUNING_PROBE).
+ * @m:      [out] the model.
+ * @nranks: [in]  communicator size.
+ * @tp:     [in]  enum ibc_tune_tp of the slowest link.
+ * @has_ll: [in]  1 if that transport has an LL path.
+ *
+ * Unknown IBC_ALGO/IBC_PROTO values log a WARN and mean auto.
+ */
+void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_ll)
+{
+	const char *s;
+	int a;
+	int c;
+	int p;
+
+	memset(m, 0, sizeof(*m));
+	if (tp < 0 || tp >= IBC_TUNE_TP_COUNT)
+		tp = IBC_TUNE_TP_TCP;
+	m->nranks = nranks;
+	m->tp = tp;
+	m->has_ll = has_ll;
+	m->source = IBC_TUNE_SRC_DEFAULT;
+	m->ll_max = ibc_param_ll_max_bytes();
+	m->ring_chunk = ibc_param_ring_chunk_bytes();
+	m->force_chunk = ibc_param_tree_chunk_bytes();
+	m->probe = (int32_t)ibc_param_tuning_probe();
+	m->base[IBC_PROTO_SIMPLE] = tune_defaults[tp][IBC_PROTO_SIMPLE];
+	m->base[IBC_PROTO_LL] = tune_defaults[tp][has_ll ? IBC_PROTO_LL : IBC_PROTO_SIMPLE];
+	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++)
+		for (a = 0; a < IBC_ALGO_COUNT; a++)
+			for (p = 0; p < IBC_PROTO_COUNT; p++)
+				m->coef[c][a][p].alpha_us = -1.0;
+	m->force_algo = -1;
+	s = ibc_param_algo();
+	if (strcmp(s, "auto")) {
+		m->force_algo = ibc_algo_parse(s);
+		if (m->force_algo < 0)
+			IBC_LOG_WARN(ENV, "IBC_ALGO=%s is not auto, ring, tree, rd or rabenseifner; using auto",
+				     s);
+	}
+	m->force_proto = -1;
+	s = ibc_param_proto();
+	if (strcmp(s, "auto")) {
+		m->force_proto = ibc_proto_parse(s);
+		if (m->force_proto < 0)
+			IBC_LOG_WARN(ENV, "IBC_PROTO=%s is not auto, simple or ll; using auto", s);
+	}
+}
+
+static int ilog2_floor(int n)
+{
+	int l = 0;
+
+	while ((2 << l) <= n)
+		l++;
+	return l;
+}
+
+/* the critical-path shape of one operation (file header) */
+static void tune_shape(const struct ibc_tune_model *m, int coll, int algo, double N, double C,
+		       double *S, double *B, double *G)
+{
+	int n = m->nranks;
+	double rc = (double)IBC_MAX(m->ring_chunk, 1);
+	double lg = ilog2_floor(n);
+	double p = (double)(1 << ilog2_floor(n));
+	double f = (double)n != p ? 1.0 : 0.0;
+	double c;
+	double k;
+	double h;
+
+	*S = 0;
+	*B = 0;
+	*G = 0;
+	if (n <= 1)
+		return;
+	if (coll == IBC_TUNE_ALLREDUCE) {
+		switch (algo) {
+		case IBC_ALGO_RING:
+			k = IBC_MAX(1.0, ceil(ceil(N / n) / rc));
+			*S = 2.0 * (n - 1) * k;
+			*B = 2.0 * (n - 1) / n * N;
+			*G = (double)(n - 1) / n * N;
+			return;
+		case IBC_ALGO_TREE: {
+			double half = ceil(N / 2);
+
+			h = ibc_dtree_height(n);
+			c = IBC_MIN(IBC_MAX(C, ceil(half / IBC_SCHED_MAX_CHUNKS)), half);
+			k = IBC_MAX(1.0, ceil(half / IBC_MAX(c, 1.0)));
+			*S = 2.0 * (h + k - 1);
+			*B = 4.0 * c * (h + k - 1);
+			*G = 2.0 * c * (h + k - 1);
+			return;
+		}
+		case IBC_ALGO_RD:
+			*S = lg + 2 * f;
+			*B = N * (lg + 2 * f);
+			*G = N * (lg + f);
+			return;
+		case IBC_ALGO_RAB:
+			*S = 2 * lg + 2 * f;
+			*B = 2 * (p - 1) / p * N + 2 * f * N;
+			*G = (p - 1) / p * N + f * N;
+			return;
+		default:
+			return;
+		}
+	}
+	if (algo == IBC_ALGO_RING) {
+		c = IBC_MIN(N, rc);
+		k = IBC_MAX(1.0, ceil(N / rc));
+		*S = (n - 1) + (k - 1);
+	} else {
+		h = ibc_binomial_height(n);
+		c = IBC_MIN(IBC_MAX(C, ceil(N / IBC_SCHED_MAX_CHUNKS)), N);
+		k = IBC_MAX(1.0, ceil(N / IBC_MAX(c, 1.0)));
+		*S = h * k;
+	}
+	*B = *S * c;
+	*G = coll == IBC_TUNE_REDUCE ? *B : 0;
+}
+
+/* the largest message the algorithm sends, bytes (decides whether LL applies) */
+static double tune_max_msg(const struct ibc_tune_model *m, int coll, int algo, double N, double C)
+{
+	double rc = (double)IBC_MAX(m->ring_chunk, 1);
+
+	if (coll == IBC_TUNE_ALLREDUCE) {
+		switch (algo) {
+		case IBC_ALGO_RING:
+			return IBC_MIN(ceil(N / m->nranks), rc);
+		case IBC_ALGO_TREE:
+			return IBC_MIN(C, ceil(N / 2));
+		case IBC_ALGO_RD:
+			return IBC_MIN(C, N);
+		default:
+			return IBC_MIN(C, ceil(N / 2));
+		}
+	}
+	return algo == IBC_ALGO_RING ? IBC_MIN(N, rc) : IBC_MIN(C, N);
+}
+
+static const struct ibc_tune_coef *tune_coef(const struct ibc_tune_model *m, int coll, int algo,
+					     int proto)
+{
+	const struct ibc_tune_coef *c = &m->coef[coll][algo][proto];
+
+	return c->alpha_us >= 0 ? c : &m->base[proto];
+}
+
+/**
+ * ibc_tune_predict() - The model's time for one operation.
+ * @m:           [in] model.
+ * @coll:        [in] enum ibc_tune_coll.
+ * @algo:        [in] enum ibc_algo (must apply to @coll).
+ * @proto:       [in] enum ibc_proto.
+ * @nbytes:      [in] message size, bytes.
+ * @chunk_bytes: [in] pipeline chunk of tree/rd/rabenseifner, bytes.
+ *
+ * Return: predicted time in us (0 for one rank). Pure.
+ */
+double ibc_tune_predict(const struct ibc_tune_model *m, int coll, int algo, int proto,
+			size_t nbytes, size_t chunk_bytes)
+{
+	const struct ibc_tune_coef *k = tune_coef(m, coll, algo, proto);
+	double S;
+	double B;
+	double G;
+
+	tune_shape(m, coll, algo, (double)nbytes, (double)IBC_MAX(chunk_bytes, 1), &S, &B, &G);
+	return k->alpha_us * S + (k->beta_ns * B + k->gamma_ns * G) / 1000.0;
+}
+
+static int tune_ll_ok(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
+		      size_t chunk)
+{
+	return m->has_ll && m->ll_max > 0 &&
+	       tune_max_msg(m, coll, algo, (double)nbytes, (double)chunk) <= (double)m->ll_max;
+}
+
+/**
+ * ibc_tune_ll_applies() - Whether LL changes anything for one operation:
+ * the transport has an LL path and every message of @algo on @nbytes with
+ * @chunk_bytes fits IBC_LL_MAX_BYTES. Pure.
+ */
+int ibc_tune_ll_applies(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
+			size_t chunk_bytes)
+{
+	return tune_ll_ok(m, coll, algo, nbytes, chunk_bytes);
+}
+
+/* best protocol and chunk for one algorithm; returns the predicted time */
+static double tune_best_for_algo(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
+				 struct ibc_algo_choice *c)
+{
+	size_t fixed = 0;
+	double best = HUGE_VAL;
+	size_t i;
+	int pi;
+
+	if (algo == IBC_ALGO_RING)
+		fixed = (size_t)m->ring_chunk;
+	else if (m->force_chunk > 0)
+		fixed = (size_t)m->force_chunk;
+	else if (algo == IBC_ALGO_RD || algo == IBC_ALGO_RAB)
+		fixed = TUNE_DEFAULT_CHUNK;
+	/* LL first: on a tie (its latency capped at simple's) it is the better bet */
+	for (pi = 0; pi < IBC_PROTO_COUNT; pi++) {
+		int proto = IBC_PROTO_COUNT - 1 - pi;
+
+		if (m->force_proto >= 0 && proto != m->force_proto)
+			continue;
+		for (i = 0; i < (fixed ? 1 : IBC_ARRAY_SIZE(tune_chunks)); i++) {
+			size_t chunk = fixed ? fixed : tune_chunks[i];
+			double t;
+
+			/* LL needs small messages; with IBC_PROTO=ll it is used where it fits */
+			if (proto == IBC_PROTO_LL && m->force_proto != IBC_PROTO_LL &&
+			    !tune_ll_ok(m, coll, algo, nbytes, chunk))
+				continue;
+			t = ibc_tune_predict(m, coll, algo, proto, nbytes, chunk);
+			if (t < best) {
+				best = t;
+				c->algo = algo;
+				c->proto = proto;
+				c->chunk_bytes = chunk;
+				c->predicted_us = t;
+			}
+		}
+	}
+	return best;
+}
+
+/**
+ * ibc_tune_choose() - The predicted-fastest algorithm, protocol and chunk.
+ * @m:      [in]  model (its force_* fields are honoured where they apply).
+ * @coll:   [in]  enum ibc_tune_coll.
+ * @nbytes: [in]  message size, bytes.
+ * @c:      [out] the choice.
+ *
+ * Ties go to the earlier algorithm and chunk in enum order and to LL over
+ * simple, so the result is a pure function of the arguments (the same on
+ * every rank).
+ */
+void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
+		     struct ibc_algo_choice *c)
+{
+	double best = HUGE_VAL;
+	int algo;
+
+	memset(c, 0, sizeof(*c));
+	c->algo = IBC_ALGO_RING;
+	c->chunk_bytes = (size_t)m->ring_chunk;
+	if (m->force_algo >= 0 && ibc_algo_applies(coll, m->force_algo)) {
+		tune_best_for_algo(m, coll, m->force_algo, nbytes, c);
+		return;
+	}
+	for (algo = 0; algo < IBC_ALGO_COUNT; algo++) {
+		struct ibc_algo_choice t;
+		double v;
+
+		if (!ibc_algo_applies(coll, algo))
+			continue;
+		v = tune_best_for_algo(m, coll, algo, nbytes, &t);
+		if (v < best) {
+			best = v;
+			*c = t;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* tuning file                                                              */
+/* ------------------------------------------------------------------------ */
+
+static double rank_distance(int a, int b)
+{
+	return fabs(log2((double)a) - log2((double)b));
+}
+
+/**
+ * ibc_tune_file_load() - Read the rows of a tuning file that match the
+ * model's transport, taking for every (collective, algorithm, protocol) and
+ * for the base rows the row whose rank count is nearest to m->nranks (in
+ * log scale; the first such row on ties).
+ * @m:       [in,out] model; matching coefficients replace its own.
+ * @path:    [in]  file (format: docs/algorithms.md).
+ * @nrows_p: [out] rows used.
+ *
+ * Malformed lines log a WARN with their number and are skipped.
+ * Return: IBC_OK; IBC_ERR_SYSTEM if the file cannot be opened (logged).
+ */
+ibc_status_t ibc_tune_file_load(struct ibc_tune_model *m, const char *path, int *nrows_p)
+{
+	double dist[IBC_TUNE_COLL_COUNT + 1][IBC_ALGO_COUNT][IBC_PROTO_COUNT];
+	char line[512];
+	FILE *f;
+	int lineno = 0;
+	int used = 0;
+	int c;
+	int a;
+	int p;
+
+	f = fopen(path, "r");
+	if (!f) {
+		IBC_LOG_WARN(TUNING, "cannot open IBC_TUNING_FILE %s: %s", path, strerror(errno));
+		return IBC_ERR_SYSTEM;
+	}
+	for (c = 0; c <= IBC_TUNE_COLL_COUNT; c++)
+		for (a = 0; a < IBC_ALGO_COUNT; a++)
+			for (p = 0; p < IBC_PROTO_COUNT; p++)
+				dist[c][a][p] = HUGE_VAL;
+	while (fgets(line, sizeof(line), f)) {
+		char scoll[32];
+		char salgo[32];
+		char sproto[32];
+		char stp[32];
+		int nranks;
+		struct ibc_tune_coef k;
+		char *hash = strchr(line, '#');
+		int coll;
+		int algo;
+		int proto;
+		int tp;
+		double d;
+
+		lineno++;
+		if (hash)
+			*hash = '\0';
+		if (sscanf(line, "%31s", scoll) != 1)
+			continue;
+		if (sscanf(line, "%31s %31s %31s %31s %d %lf %lf %lf", scoll, salgo, sproto, stp,
+			   &nranks, &k.alpha_us, &k.beta_ns, &k.gamma_ns) != 8 || nranks < 1 ||
+		    !(k.alpha_us >= 0) || !(k.beta_ns >= 0) || !(k.gamma_ns >= 0)) {
+			IBC_LOG_WARN(TUNING, "%s:%d: expected 'collective algorithm protocol transport nranks alpha_us beta_ns gamma_ns' with numbers >= 0; line ignored",
+				     path, lineno);
+			continue;
+		}
+		coll = !strcmp(scoll, "base") ? IBC_TUNE_COLL_COUNT
+					      : parse_name(scoll, coll_names, IBC_TUNE_COLL_COUNT);
+		algo = coll == IBC_TUNE_COLL_COUNT ? 0 : ibc_algo_parse(salgo);
+		proto = ibc_proto_parse(sproto);
+		tp = ibc_tune_tp_parse(stp);
+		if (coll < 0 || algo < 0 || proto < 0 || tp < 0 ||
+		    (coll < IBC_TUNE_COLL_COUNT && !ibc_algo_applies(coll, algo))) {
+			IBC_LOG_WARN(TUNING, "%s:%d: unknown collective, algorithm, protocol or transport ('%s %s %s %s'); line ignored",
+				     path, lineno, scoll, salgo, sproto, stp);
+			continue;
+		}
+		if (tp != m->tp)
+			continue;
+		d = rank_distance(nranks, m->nranks);
+		if (!(d < dist[coll][algo][proto]))
+			continue;
+		dist[coll][algo][proto] = d;
+		if (coll == IBC_TUNE_COLL_COUNT)
+			m->base[proto] = k;
+		else
+			m->coef[coll][algo][proto] = k;
+	}
+	fclose(f);
+	for (c = 0; c <= IBC_TUNE_COLL_COUNT; c++)
+		for (a = 0; a < IBC_ALGO_COUNT; a++)
+			for (p = 0; p < IBC_PROTO_COUNT; p++)
+				used += dist[c][a][p] < HUGE_VAL;
+	if (dist[IBC_TUNE_COLL_COUNT][0][IBC_PROTO_SIMPLE] < HUGE_VAL &&
+	    dist[IBC_TUNE_COLL_COUNT][0][IBC_PROTO_LL] == HUGE_VAL)
+		m->base[IBC_PROTO_LL] = m->base[IBC_PROTO_SIMPLE];
+	if (used)
+		m->source |= IBC_TUNE_SRC_FILE;
+	*nrows_p = used;
+	return IBC_OK;
+}
+
+/**
+ * ibc_tune_file_write() - Write @m's coefficients as tuning-file rows for
+ * its transport and rank count: the base rows, then every fitted row.
+ * @m: [in] model.
+ * @f: [in] open stream.
+ * Return: IBC_OK; IBC_ERR_SYSTEM on a write error.
+ */
+ibc_status_t ibc_tune_file_write(const struct ibc_tune_model *m, FILE *f)
+{
+	const char *tp = ibc_tune_tp_name(m->tp);
+	int c;
+	int a;
+	int p;
+
+	fprintf(f, "# ibcoll tuning file v1: collective algorithm protocol transport nranks alpha_us beta_ns_per_byte gamma_ns_per_byte\n");
+	for (p = 0; p < IBC_PROTO_COUNT; p++)
+		fprintf(f, "base - %s %s %d %.4f %.5f %.5f\n", proto_names[p], tp, m->nranks,
+			m->base[p].alpha_us, m->base[p].beta_ns, m->base[p].gamma_ns);
+	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++)
+		for (a = 0; a < IBC_ALGO_COUNT; a++)
+			for (p = 0; p < IBC_PROTO_COUNT; p++) {
+				const struct ibc_tune_coef *k = &m->coef[c][a][p];
+
+				if (k->alpha_us < 0)
+					continue;
+				fprintf(f, "%s %s %s %s %d %.4f %.5f %.5f\n", coll_names[c],
+					algo_names[a], proto_names[p], tp, m->nranks, k->alpha_us,
+					k->beta_ns, k->gamma_ns);
+			}
+	return ferror(f) ? IBC_ERR_SYSTEM : IBC_OK;
+}
+
+/**
+ * ibc_tune_fit() - Fit alpha and beta of one (collective, algorithm,
+ * protocol) to measured times, with gamma taken from m->base.
+ * @m:     [in]  model (rank count, ring chunk, base gamma).
+ * @coll:  [in]  enum ibc_tune_coll; @algo: [in] enum ibc_algo; @proto: [in].
+ * @s:     [in]  @ns samples (size, chunk used, measured time).
+ * @ns:    [in]  number of samples, >= 1.
+ * @out_p: [out] the coefficients.
+ *
+ * Weighted least squares on relative error (weights 1/t^2), because the
+ * tuner must be right to a few percent at every size, not in absolute
+ * microseconds; alpha and beta are kept >= 0 (refit with one of them at 0
+ * if the unconstrained optimum is negative). With samples of a single size
+ * beta keeps the base value and alpha alone is fitted.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG for no samples or a non-positive time.
+ */
+ibc_status_t ibc_tune_fit(const struct ibc_tune_model *m, int coll, int algo, int proto,
+			  const struct ibc_tune_sample *s, int ns, struct ibc_tune_coef *out_p)
+{
+	double a11 = 0;
+	double a12 = 0;
+	double a22 = 0;
+	double b1 = 0;
+	double b2 = 0;
+	double gamma = m->base[proto].gamma_ns;
+	double alpha;
+	double beta;
+	double det;
+	int i;
+
+	if (ns < 1)
+		return IBC_ERR_INVALID_ARG;
+	for (i = 0; i < ns; i++) {
+		double S;
+		double B;
+		double G;
+		double w;
+		double y;
+
+		if (!(s[i].time_us > 0))
+			return IBC_ERR_INVALID_ARG;
+		tune_shape(m, coll, algo, (double)s[i].nbytes, (double)IBC_MAX(s[i].chunk_bytes, 1),
+			   &S, &B, &G);
+		B /= 1000.0;
+		w = 1.0 / (s[i].time_us * s[i].time_us);
+		y = s[i].time_us - gamma * G / 1000.0;
+		a11 += w * S * S;
+		a12 += w * S * B;
+		a22 += w * B * B;
+		b1 += w * S * y;
+		b2 += w * B * y;
+	}
+	det = a11 * a22 - a12 * a12;
+	if (det > 1e-12 * a11 * a22 && a22 > 0) {
+		alpha = (b1 * a22 - b2 * a12) / det;
+		beta = (a11 * b2 - a12 * b1) / det;
+	} else {
+		beta = m->base[proto].beta_ns;
+		alpha = a11 > 0 ? (b1 - beta * a12) / a11 : 0;
+	}
+	if (alpha < 0) {
+		alpha = 0;
+		beta = a22 > 0 ? b2 / a22 : 0;
+	}
+	if (beta < 0) {
+		beta = 0;
+		alpha = a11 > 0 ? b1 / a11 : 0;
+	}
+	out_p->alpha_us = IBC_MAX(alpha, 0.0);
+	out_p->beta_ns = IBC_MAX(beta, 0.0);
+	out_p->gamma_ns = gamma;
+	return IBC_OK;
+}
+
+/* the sums of one algorithm's samples for the weighted least squares */
+struct fit_sums {
+	double ss;      /* sum w S^2 */
+	double sb;      /* sum w S B */
+	double bb;      /* sum w B^2 */
+	double sy;      /* sum w S y */
+	double by;      /* sum w B y */
+	int n;
+};
+
+static int fit_accumulate(const struct ibc_tune_model *m, int coll, int algo, double gamma,
+			  const struct ibc_tune_sample *s, int ns, struct fit_sums *f)
+{
+	int i;
+
+	memset(f, 0, sizeof(*f));
+	for (i = 0; i < ns; i++) {
+		double S;
+		double B;
+		double G;
+		double w;
+		double y;
+
+		if (!(s[i].time_us > 0))
+			return -1;
+		tune_shape(m, coll, algo, (double)s[i].nbytes, (double)IBC_MAX(s[i].chunk_bytes, 1),
+			   &S, &B, &G);
+		B /= 1000.0;
+		w = 1.0 / (s[i].time_us * s[i].time_us);
+		y = s[i].time_us - gamma * G / 1000.0;
+		f->ss += w * S * S;
+		f->sb += w * S * B;
+		f->bb += w * B * B;
+		f->sy += w * S * y;
+		f->by += w * B * y;
+		f->n++;
+	}
+	return 0;
+}
+
+/**
+ * ibc_tune_fit_coll() - Fit one collective's coefficients for all its
+ * algorithms at once: one alpha per protocol, shared by the algorithms (a
+ * message step costs what it costs whatever the algorithm), and one beta
+ * per algorithm (how well it uses bandwidth and memory). The LL protocol
+ * only carries small messages, so its samples fit only its alpha (capped at
+ * simple's: LL removes work from a step); its betas are the simple
+ * protocol's.
+ * @m:     [in]  model (rank count, ring chunk, base gamma and beta).
+ * @coll:  [in]  enum ibc_tune_coll.
+ * @s:     [in]  per algorithm and protocol, the samples (may be NULL).
+ * @ns:    [in]  per algorithm and protocol, the number of samples.
+ * @out:   [out] per algorithm and protocol, the coefficients; alpha_us is
+ *               -1 where that algorithm and protocol had no sample.
+ *
+ * Weighted least squares on relative error (weights 1/t^2); the normal
+ * equations form an arrowhead matrix solved by its Schur complement; alpha
+ * and the betas are kept >= 0 (a negative one is set to 0 and the others
+ * refitted). Per-algorithm alphas fitted to noisy small-message times
+ * (ibc_tune_fit) can differ by an order of magnitude on a loaded machine;
+ * sharing alpha keeps the small-message choice on the schedules' step
+ * counts, which is where the algorithms really differ.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG for a non-positive time.
+ */
+ibc_status_t ibc_tune_fit_coll(const struct ibc_tune_model *m, int coll,
+			       const struct ibc_tune_sample *const s[IBC_ALGO_COUNT][IBC_PROTO_COUNT],
+			       const int ns[IBC_ALGO_COUNT][IBC_PROTO_COUNT],
+			       struct ibc_tune_coef out[IBC_ALGO_COUNT][IBC_PROTO_COUNT])
+{
+	struct fit_sums f[IBC_ALGO_COUNT];
+	double beta[IBC_ALGO_COUNT];
+	double gamma = m->base[IBC_PROTO_SIMPLE].gamma_ns;
+	double alpha = m->base[IBC_PROTO_SIMPLE].alpha_us;
+	double a00 = 0;
+	double r0 = 0;
+	int have = 0;
+	int a;
+	int p;
+
+	for (a = 0; a < IBC_ALGO_COUNT; a++)
+		for (p = 0; p < IBC_PROTO_COUNT; p++)
+			out[a][p] = (struct ibc_tune_coef){ -1.0, 0, gamma };
+	/* simple: alpha shared, beta per algorithm (arrowhead system) */
+	for (a = 0; a < IBC_ALGO_COUNT; a++) {
+		beta[a] = m->base[IBC_PROTO_SIMPLE].beta_ns;
+		if (fit_accumulate(m, coll, a, gamma, s[a][IBC_PROTO_SIMPLE],
+				   s[a][IBC_PROTO_SIMPLE] ? ns[a][IBC_PROTO_SIMPLE] : 0, &f[a]))
+			return IBC_ERR_INVALID_ARG;
+		if (!f[a].n)
+			continue;
+		have = 1;
+		a00 += f[a].ss;
+		r0 += f[a].sy;
+		if (f[a].bb > 0) {
+			a00 -= f[a].sb * f[a].sb / f[a].bb;
+			r0 -= f[a].sb * f[a].by / f[a].bb;
+		}
+	}
+	if (have) {
+		int a2;
+
+		alpha = a00 > 1e-300 ? r0 / a00 : alpha;
+		if (!(alpha >= 0))
+			alpha = 0;
+		for (a = 0; a < IBC_ALGO_COUNT; a++) {
+			if (f[a].n && f[a].bb > 0)
+				beta[a] = IBC_MAX((f[a].by - f[a].sb * alpha) / f[a].bb, 0.0);
+		}
+		/* refit alpha with the (clamped) betas */
+		a00 = 0;
+		r0 = 0;
+		for (a2 = 0; a2 < IBC_ALGO_COUNT; a2++) {
+			if (!f[a2].n)
+				continue;
+			a00 += f[a2].ss;
+			r0 += f[a2].sy - beta[a2] * f[a2].sb;
+		}
+		if (a00 > 0)
+			alpha = IBC_MAX(r0 / a00, 0.0);
+		for (a = 0; a < IBC_ALGO_COUNT; a++)
+			if (f[a].n)
+				out[a][IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ alpha, beta[a], gamma };
+	}
+	/* LL: one alpha, the betas of simple */
+	{
+		double ss = 0;
+		double sy = 0;
+
+		for (a = 0; a < IBC_ALGO_COUNT; a++) {
+			struct fit_sums g;
+
+			if (!s[a][IBC_PROTO_LL] || !ns[a][IBC_PROTO_LL])
+				continue;
+			if (fit_accumulate(m, coll, a, gamma, s[a][IBC_PROTO_LL], ns[a][IBC_PROTO_LL],
+					   &g))
+				return IBC_ERR_INVALID_ARG;
+			ss += g.ss;
+			sy += g.sy - beta[a] * g.sb;
+		}
+		if (ss > 0) {
+			/* LL takes work away from a message step, never adds some: a fit
+			 * above simple's alpha is noise (other jobs) and is capped */
+			double all = IBC_MIN(IBC_MAX(sy / ss, 0.0),
+					     have ? alpha : m->base[IBC_PROTO_SIMPLE].alpha_us);
+
+			for (a = 0; a < IBC_ALGO_COUNT; a++)
+				if (s[a][IBC_PROTO_LL] && ns[a][IBC_PROTO_LL])
+					out[a][IBC_PROTO_LL] = (struct ibc_tune_coef){ all, beta[a], gamma };
+		}
+	}
+	return IBC_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* printing                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static void fmt_bytes(size_t v, char *buf, size_t len)
+{
+	if (v >= (1u << 30) && v % (1u << 30) == 0)
+		snprintf(buf, len, "%zu GiB", v >> 30);
+	else if (v >= (1u << 20) && v % (1u << 20) == 0)
+		snprintf(buf, len, "%zu MiB", v >> 20);
+	else if (v >= 1024 && v % 1024 == 0)
+		snprintf(buf, len, "%zu KiB", v >> 10);
+	else
+		snprintf(buf, len, "%zu B", v);
+}
+
+static int choice_eq(const struct ibc_algo_choice *a, const struct ibc_algo_choice *b)
+{
+	if (a->algo != b->algo || a->proto != b->proto)
+		return 0;
+	return a->algo == IBC_ALGO_RING || a->chunk_bytes == b->chunk_bytes;
+}
+
+/* call @fn for every size range (powers of two, 1 B .. 1 GiB) with one choice */
+typedef void (*tune_range_fn)(void *arg, size_t lo, size_t hi, const struct ibc_algo_choice *c);
+
+static void tune_ranges(const struct ibc_tune_model *m, int coll, tune_range_fn fn, void *arg)
+{
+	struct ibc_algo_choice cur;
+	size_t lo = 1;
+	size_t v;
+
+	ibc_tune_choose(m, coll, 1, &cur);
+	for (v = 2; v <= (1u << 30); v <<= 1) {
+		struct ibc_algo_choice c;
+
+		ibc_tune_choose(m, coll, v, &c);
+		if (!choice_eq(&c, &cur)) {
+			fn(arg, lo, v >> 1, &cur);
+			lo = v;
+			cur = c;
+		}
+	}
+	fn(arg, lo, (size_t)1 << 30, &cur);
+}
+
+static void range_text(size_t lo, size_t hi, const struct ibc_algo_choice *c, char *buf,
+		       size_t len)
+{
+	char a[32];
+	char b[32];
+	char ch[32];
+
+	fmt_bytes(lo, a, sizeof(a));
+	fmt_bytes(hi, b, sizeof(b));
+	fmt_bytes(c->chunk_bytes, ch, sizeof(ch));
+	if (c->algo == IBC_ALGO_RING)
+		snprintf(buf, len, "%9s .. %-9s %s %s", a, b, algo_names[c->algo],
+			 proto_names[c->proto]);
+	else
+		snprintf(buf, len, "%9s .. %-9s %s %s, chunk %s", a, b, algo_names[c->algo],
+			 proto_names[c->proto], ch);
+}
+
+static void print_range(void *arg, size_t lo, size_t hi, const struct ibc_algo_choice *c)
+{
+	char buf[160];
+
+	range_text(lo, hi, c, buf, sizeof(buf));
+	fprintf(arg, "  %s\n", buf);
+}
+
+static void source_text(const struct ibc_tune_model *m, char *buf, size_t len)
+{
+	int probe = !!(m->source & IBC_TUNE_SRC_PROBE);
+	int file = !!(m->source & IBC_TUNE_SRC_FILE);
+
+	snprintf(buf, len, "%s", probe && file ? "probe+file" : probe ? "probe" : file ? "file"
+											  : "defaults");
+}
+
+/**
+ * ibc_tune_print() - The model's coefficients and its choice per size
+ * range of every collective (evaluated at powers of two), for ibc_info.
+ * @m: [in] model.
+ * @f: [in] output stream.
+ */
+void ibc_tune_print(const struct ibc_tune_model *m, FILE *f)
+{
+	char src[64];
+	int c;
+	int a;
+	int p;
+
+	source_text(m, src, sizeof(src));
+	fprintf(f, "# tuning model: %d ranks over %s (coefficients from: %s), LL up to %lld bytes%s\n",
+		m->nranks, ibc_tune_tp_name(m->tp), src, (long long)m->ll_max,
+		m->has_ll ? "" : " (this transport has no LL path)");
+	if (m->force_algo >= 0 || m->force_proto >= 0 || m->force_chunk > 0)
+		fprintf(f, "# overrides: algorithm %s, protocol %s, chunk %lld bytes\n",
+			m->force_algo >= 0 ? algo_names[m->force_algo] : "auto",
+			m->force_proto >= 0 ? proto_names[m->force_proto] : "auto",
+			(long long)m->force_chunk);
+	fprintf(f, "#   %-10s %-13s %-7s %10s %10s %10s\n", "collective", "algorithm", "proto",
+		"alpha_us", "beta_ns/B", "gamma_ns/B");
+	for (p = 0; p < IBC_PROTO_COUNT; p++)
+		fprintf(f, "    %-10s %-13s %-7s %10.3f %10.4f %10.4f\n", "(base)", "-", proto_names[p],
+			m->base[p].alpha_us, m->base[p].beta_ns, m->base[p].gamma_ns);
+	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++)
+		for (a = 0; a < IBC_ALGO_COUNT; a++)
+			for (p = 0; p < IBC_PROTO_COUNT; p++) {
+				const struct ibc_tune_coef *k = &m->coef[c][a][p];
+
+				if (k->alpha_us < 0)
+					continue;
+				fprintf(f, "    %-10s %-13s %-7s %10.3f %10.4f %10.4f  (fitted)\n",
+					coll_names[c], algo_names[a], proto_names[p], k->alpha_us,
+					k->beta_ns, k->gamma_ns);
+			}
+	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++) {
+		fprintf(f, "# %s, %d ranks over %s: chosen algorithm per size\n", coll_names[c],
+			m->nranks, ibc_tune_tp_name(m->tp));
+		tune_ranges(m, c, print_range, f);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* per communicator                                                         */
+/* ------------------------------------------------------------------------ */
+
+struct tune_cache_ent {
+	size_t nbytes;
+	int valid;
+	struct ibc_algo_choice c;
+};
+
+struct ibc_tuner {
+	int ready;                      /* model agreed */
+	struct ibc_tune_model m;        /* the agreed model */
+	struct ibc_tune_model meff;     /* m with this process's forced choices */
+	int force_algo;                 /* ibc_tuner_force(): -1 = none */
+	int force_proto;
+	size_t force_chunk;
+	struct tune_cache_ent cache[IBC_TUNE_COLL_COUNT][TUNE_CACHE];
+	unsigned cache_next[IBC_TUNE_COLL_COUNT];
+	uint64_t logged[IBC_TUNE_COLL_COUNT]; /* log2(size) buckets already logged */
+	int told_na[IBC_TUNE_COLL_COUNT];     /* "forced algorithm does not apply" logged */
+};
+
+void ibc_tuner_destroy(struct ibc_tuner *t)
+{
+	ibc_free(t);
+}
+
+static ibc_status_t tuner_get(struct ibc_comm *comm, struct ibc_tuner **t_p)
+{
+	if (!comm->tuner) {
+		struct ibc_tuner *t = ibc_calloc(1, sizeof(*t), "tuner");
+
+		if (!t)
+			return IBC_ERR_NO_MEMORY;
+		t->force_algo = -1;
+		t->force_proto = -1;
+		comm->tuner = t;
+	}
+	*t_p = comm->tuner;
+	return IBC_OK;
+}
+
+static void tuner_apply_force(struct ibc_tuner *t)
+{
+	t->meff = t->m;
+	if (t->force_algo >= 0)
+		t->meff.force_algo = t->force_algo;
+	if (t->force_proto >= 0)
+		t->meff.force_proto = t->force_proto;
+	if (t->force_chunk > 0)
+		t->meff.force_chunk = (int64_t)t->force_chunk;
+	memset(t->cache, 0, sizeof(t->cache));
+}
+
+ibc_status_t ibc_tuner_force(struct ibc_comm *comm, int algo, int proto, size_t chunk_bytes)
+{
+	struct ibc_tuner *t;
+
+	if (algo >= IBC_ALGO_COUNT || proto >= IBC_PROTO_COUNT) {
+		IBC_LOG_ERROR(TUNING, "ibc_tuner_force: algorithm %d or protocol %d out of range", algo,
+			      proto);
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(tuner_get(comm, &t));
+	t->force_algo = algo < 0 ? -1 : algo;
+	t->force_proto = proto < 0 ? -1 : proto;
+	t->force_chunk = chunk_bytes;
+	if (t->ready)
+		tuner_apply_force(t);
+	return IBC_OK;
+}
+
+ibc_status_t ibc_tuner_model(struct ibc_comm *comm, struct ibc_tune_model *m_p)
+{
+	if (!comm->tuner || !comm->tuner->ready) {
+		IBC_LOG_ERROR(TUNING, "ibc_tuner_model: no tuned collective ran on this communicator yet");
+		return IBC_ERR_INVALID_USAGE;
+	}
+	*m_p = comm->tuner->m;
+	return IBC_OK;
+}
+
+static int tp_of_ops(const struct ibc_transport_ops *ops)
+{
+	if (ops == &ibc_shm_ops)
+		return IBC_TUNE_TP_SHM;
+	if (ops == &ibc_ib_ops)
+		return IBC_TUNE_TP_IB;
+	return IBC_TUNE_TP_TCP;
+}
+
+/* slowness order for "the slowest link": tcp, then ib, then shm */
+static int tp_rank(int tp)
+{
+	return tp == IBC_TUNE_TP_TCP ? 2 : tp == IBC_TUNE_TP_IB ? 1 : 0;
+}
+
+/* an internal operation on the same sequence number as @req (agreement, probe) */
+static void internal_req(const struct ibc_request *req, int coll, void *buf, size_t count,
+			 ibc_dtype_t dtype, struct ibc_request *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->comm = req->comm;
+	out->coll = coll;
+	out->sendbuf = buf;
+	out->recvbuf = buf;
+	out->count = count;
+	out->dtype = dtype;
+	out->op = IBC_SUM;
+	out->root = coll == IBC_COLL_BROADCAST ? 0 : -1;
+	out->seq = req->seq;
+}
+
+/*
+ * One ping-pong series with @partner: the initiator times round trips of
+ * @nbytes and tells the responder in the payload's first byte when to stop
+ * (after @maxit round trips or @budget_ns), so both run the same number.
+ * *@oneway_us_p (initiator): median round trip / 2, the first one excluded.
+ */
+static ibc_status_t probe_pingpong(struct ibc_comm *comm, const struct ibc_request *req,
+				   int partner, int initiator, int kind, int ll, size_t nbytes,
+				   int maxit, uint64_t budget_ns, char *sbuf, char *rbuf,
+				   double *oneway_us_p)
+{
+	double rt[64];
+	uint64_t start = ibc_time_ns();
+	int nrt = 0;
+	int it;
+
+	for (it = 0;; it++) {
+		struct ibc_treq tr[2];
+		struct ibc_treq *w[2] = { &tr[0], &tr[1] };
+		struct ibc_msg_desc d;
+		uint64_t t0 = ibc_time_ns();
+		char stop;
+
+		ibc_coll_desc(req, IBC_COLL_STEP(IBC_SCHED_PHASE_PROBE, kind, it), 0, &d);
+		if (ll)
+			d.flags |= IBC_DESC_F_LL;
+		if (initiator) {
+			stop = it + 1 >= maxit || t0 - start > budget_ns;
+			sbuf[0] = stop;
+			IBC_CHECK(ibc_net_irecv(comm, partner, rbuf, nbytes, &d, &tr[0]));
+			IBC_CHECK(ibc_net_isend(comm, partner, sbuf, nbytes, &d, &tr[1]));
+			IBC_CHECK(ibc_net_waitall(comm, w, 2));
+			if (it > 0 && nrt < (int)IBC_ARRAY_SIZE(rt))
+				rt[nrt++] = (double)(ibc_time_ns() - t0) / 1000.0;
+		} else {
+			IBC_CHECK(ibc_net_irecv(comm, partner, rbuf, nbytes, &d, &tr[0]));
+			IBC_CHECK(ibc_net_wait1(comm, &tr[0]));
+			stop = rbuf[0];
+			sbuf[0] = stop;
+			IBC_CHECK(ibc_net_isend(comm, partner, sbuf, nbytes, &d, &tr[1]));
+			IBC_CHECK(ibc_net_wait1(comm, &tr[1]));
+		}
+		if (stop)
+			break;
+	}
+	if (initiator) {
+		int i;
+		int j;
+
+		/* median by insertion sort (at most 64 values) */
+		for (i = 1; i < nrt; i++)
+			for (j = i; j > 0 && rt[j - 1] > rt[j]; j--) {
+				double x = rt[j];
+
+				rt[j] = rt[j - 1];
+				rt[j - 1] = x;
+			}
+		*oneway_us_p = nrt ? rt[nrt / 2] / 2.0 : 0.0;
+	}
+	return IBC_OK;
+}
+
+/* reduction speed of this CPU, ns per byte of float32 SUM */
+static double probe_gamma(char *buf)
+{
+	size_t cnt = PROBE_GAMMA / sizeof(float);
+	float *a = (float *)buf;
+	float *b = a + cnt;
+	double best = HUGE_VAL;
+	size_t i;
+	int rep;
+
+	for (i = 0; i < cnt; i++) {
+		a[i] = (float)(i & 1023);
+		b[i] = 1.0f;
+	}
+	for (rep = 0; rep < 4; rep++) {
+		uint64_t t0 = ibc_time_ns();
+		double t;
+
+		ibc_reduce_local(a, b, cnt, IBC_FLOAT32, IBC_SUM);
+		t = (double)(ibc_time_ns() - t0);
+		if (t < best)
+			best = t;
+	}
+	return best / (double)PROBE_GAMMA;
+}
+
+enum { PV_ALPHA, PV_ALPHA_LL, PV_BETA, PV_NPAIR, PV_NLL, PV_GAMMA, PV_NRANK, PV_COUNT };
+
+/*
+ * The probe: pairs (r, r^1) measure 8-byte latency (simple, and LL where
+ * the pair's transport has it) and 512 KiB bandwidth, every rank measures
+ * its reduction speed; a ring all-reduce sums the results (bitwise the same
+ * on all ranks) and the averages become the model's base coefficients.
+ * Bounded: each series stops after its time budget (6 + 6 + 12 ms) plus one
+ * round trip, so the measurement stays under 50 ms unless a single round
+ * trip takes several ms. *@probe_ms_p: measurement and agreement time
+ * (the connection set-up before it is not counted: the first collective
+ * would pay it anyway).
+ */
+static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
+				struct ibc_tune_model *m, double *probe_ms_p)
+{
+	double v[PV_COUNT] = { 0 };
+	struct ibc_request ar;
+	int partner = comm->rank ^ 1;
+	char *sbuf;
+	char *rbuf;
+	uint64_t t0;
+	void *p;
+
+	/* connections first: their set-up is not part of the probe's budget */
+	if (partner < comm->nranks)
+		IBC_CHECK(ibc_net_connect(comm, &partner, 1));
+	t0 = ibc_time_ns();
+	IBC_CHECK(ibc_coll_scratch(comm, 2 * PROBE_LARGE + 2 * PROBE_GAMMA, &p));
+	sbuf = p;
+	rbuf = sbuf + PROBE_LARGE;
+	memset(sbuf, 0, 2 * PROBE_LARGE);
+	v[PV_GAMMA] = probe_gamma(rbuf + PROBE_LARGE);
+	v[PV_NRANK] = 1;
+	if (partner < comm->nranks) {
+		const struct ibc_transport_ops *ops = comm->peers[partner].ops;
+		int init = comm->rank < partner;
+		int counts = tp_of_ops(ops) == m->tp;
+		int ll = (ops->caps & IBC_TCAP_LL) && m->ll_max >= PROBE_SMALL;
+		double a = 0;
+		double all = 0;
+		double big = 0;
+
+		IBC_CHECK(probe_pingpong(comm, req, partner, init, 0, 0, PROBE_SMALL, 40,
+					 PROBE_SMALL_NS, sbuf, rbuf, &a));
+		if (ll)
+			IBC_CHECK(probe_pingpong(comm, req, partner, init, 1, 1, PROBE_SMALL, 40,
+						 PROBE_SMALL_NS, sbuf, rbuf, &all));
+		IBC_CHECK(probe_pingpong(comm, req, partner, init, 2, 0, PROBE_LARGE, 6,
+					 PROBE_LARGE_NS, sbuf, rbuf, &big));
+		if (init && counts && a > 0 && big > a) {
+			v[PV_ALPHA] = a;
+			v[PV_BETA] = (big - a) * 1000.0 / PROBE_LARGE;
+			v[PV_NPAIR] = 1;
+			if (ll && all > 0) {
+				v[PV_ALPHA_LL] = all;
+				v[PV_NLL] = 1;
+			}
+		}
+	}
+	internal_req(req, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
+	IBC_CHECK(ibc_ring_allreduce(comm, &ar));
+	*probe_ms_p = (double)(ibc_time_ns() - t0) / 1e6;
+	if (v[PV_NPAIR] > 0) {
+		m->base[IBC_PROTO_SIMPLE].alpha_us = IBC_MAX(v[PV_ALPHA] / v[PV_NPAIR], 0.05);
+		m->base[IBC_PROTO_SIMPLE].beta_ns = IBC_MAX(v[PV_BETA] / v[PV_NPAIR], 0.001);
+		m->base[IBC_PROTO_LL].beta_ns = m->base[IBC_PROTO_SIMPLE].beta_ns;
+		m->base[IBC_PROTO_LL].alpha_us =
+			v[PV_NLL] > 0 ? IBC_MAX(v[PV_ALPHA_LL] / v[PV_NLL], 0.05)
+				      : m->base[IBC_PROTO_SIMPLE].alpha_us;
+		/* as in the fit: LL never costs more per step than simple */
+		m->base[IBC_PROTO_LL].alpha_us = IBC_MIN(m->base[IBC_PROTO_LL].alpha_us,
+							 m->base[IBC_PROTO_SIMPLE].alpha_us);
+		m->source |= IBC_TUNE_SRC_PROBE;
+	}
+	if (v[PV_NRANK] > 0) {
+		m->base[IBC_PROTO_SIMPLE].gamma_ns = v[PV_GAMMA] / v[PV_NRANK];
+		m->base[IBC_PROTO_LL].gamma_ns = m->base[IBC_PROTO_SIMPLE].gamma_ns;
+	}
+	return IBC_OK;
+}
+
+struct log_ranges {
+	char buf[1024];
+	size_t len;
+};
+
+static void log_range(void *arg, size_t lo, size_t hi, const struct ibc_algo_choice *c)
+{
+	struct log_ranges *lr = arg;
+	char t[160];
+
+	range_text(lo, hi, c, t, sizeof(t));
+	if (lr->len < sizeof(lr->buf))
+		lr->len += (size_t)snprintf(lr->buf + lr->len, sizeof(lr->buf) - lr->len, "%s%s",
+					    lr->len ? "; " : "", t);
+}
+
+static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms, double init_ms)
+{
+	char src[64];
+	int c;
+
+	if (!ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_TUNING) &&
+	    !ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_INIT))
+		return;
+	source_text(m, src, sizeof(src));
+	IBC_LOG_INFO(TUNING, "model for %d ranks over %s from %s (probe %.1f ms, set-up in all %.1f ms): simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B (%.2f GB/s), gamma %.4f ns/B",
+		     m->nranks, ibc_tune_tp_name(m->tp), src, probe_ms, init_ms,
+		     m->base[IBC_PROTO_SIMPLE].alpha_us, m->base[IBC_PROTO_LL].alpha_us,
+		     m->base[IBC_PROTO_SIMPLE].beta_ns,
+		     m->base[IBC_PROTO_SIMPLE].beta_ns > 0 ?
+		     1.0 / m->base[IBC_PROTO_SIMPLE].beta_ns : 0.0,
+		     m->base[IBC_PROTO_SIMPLE].gamma_ns);
+	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++) {
+		struct log_ranges lr;
+
+		lr.len = 0;
+		lr.buf[0] = '\0';
+		tune_ranges(m, c, log_range, &lr);
+		IBC_LOG_INFO(TUNING, "%s thresholds: %s", coll_names[c], lr.buf);
+	}
+}
+
+/* collective: agree on the model (rank 0's settings and file, averaged probe) */
+static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struct ibc_request *req)
+{
+	struct ibc_tune_model m;
+	struct ibc_request br;
+	uint64_t t0 = ibc_time_ns();
+	double probe_ms = 0;
+	int tp = IBC_TUNE_TP_SHM;
+	int has_ll = 1;
+	int i;
+
+	for (i = 0; i < comm->nranks; i++) {
+		const struct ibc_transport_ops *ops = comm->peers[i].ops;
+
+		if (i == comm->rank || !ops)
+			continue;
+		if (tp_rank(tp_of_ops(ops)) > tp_rank(tp))
+			tp = tp_of_ops(ops);
+	}
+	for (i = 0; i < comm->nranks; i++) {
+		const struct ibc_transport_ops *ops = comm->peers[i].ops;
+
+		if (i != comm->rank && ops && tp_of_ops(ops) == tp && !(ops->caps & IBC_TCAP_LL))
+			has_ll = 0;
+	}
+	ibc_tune_model_init(&m, comm->nranks, tp, has_ll);
+	if (comm->rank == 0) {
+		const char *path = ibc_param_tuning_file();
+		int nrows = 0;
+
+		if (path && *path && ibc_tune_file_load(&m, path, &nrows) == IBC_OK)
+			IBC_LOG_INFO(TUNING, "IBC_TUNING_FILE %s: %d rows for %s at about %d ranks",
+				     path, nrows, ibc_tune_tp_name(tp), comm->nranks);
+	}
+	/* everyone adopts rank 0's settings and file rows */
+	internal_req(req, IBC_COLL_BROADCAST, &m, sizeof(m), IBC_UINT8, &br);
+	IBC_CHECK(ibc_ring_broadcast(comm, &br));
+	if (m.probe && !(m.source & IBC_TUNE_SRC_FILE))
+		IBC_CHECK(tuner_probe(comm, req, &m, &probe_ms));
+	t->m = m;
+	t->ready = 1;
+	tuner_apply_force(t);
+	if (comm->rank == 0)
+		tuner_log_model(&m, probe_ms, (double)(ibc_time_ns() - t0) / 1e6);
+	return IBC_OK;
+}
+
+static int tune_coll_of(int coll)
+{
+	switch (coll) {
+	case IBC_COLL_ALLREDUCE:
+		return IBC_TUNE_ALLREDUCE;
+	case IBC_COLL_BROADCAST:
+		return IBC_TUNE_BCAST;
+	case IBC_COLL_REDUCE:
+		return IBC_TUNE_REDUCE;
+	default:
+		return -1;
+	}
+}
+
+static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
+			       const struct ibc_algo_choice *c)
+{
+	char alt[256];
+	size_t len = 0;
+	int bucket = 0;
+	int a;
+
+	while (bucket < 63 && ((size_t)2 << bucket) <= nbytes)
+		bucket++;
+	if (t->logged[coll] & (1ull << bucket))
+		return;
+	t->logged[coll] |= 1ull << bucket;
+	if (!ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_TUNING))
+		return;
+	alt[0] = '\0';
+	for (a = 0; a < IBC_ALGO_COUNT; a++) {
+		struct ibc_algo_choice x;
+		double v;
+
+		if (!ibc_algo_applies(coll, a))
+			continue;
+		v = tune_best_for_algo(&t->m, coll, a, nbytes, &x);
+		len += (size_t)snprintf(alt + len, sizeof(alt) - len, "%s%s %.1f", len ? ", " : "",
+					algo_names[a], v);
+		if (len >= sizeof(alt))
+			break;
+	}
+	IBC_LOG_INFO(TUNING, "%s of %zu bytes on %d ranks over %s: %s/%s chunk %zu bytes, predicted %.1f us (best per algorithm: %s us)%s",
+		     coll_names[coll], nbytes, t->m.nranks, ibc_tune_tp_name(t->m.tp),
+		     algo_names[c->algo], proto_names[c->proto], c->chunk_bytes, c->predicted_us,
+		     alt,
+		     t->meff.force_algo >= 0 || t->meff.force_proto >= 0 ? " [forced]" : "");
+}
+
+ibc_status_t ibc_tuner_select(struct ibc_comm *comm, struct ibc_request *req,
+			      struct ibc_algo_choice *c)
+{
+	int coll = tune_coll_of(req->coll);
+	struct ibc_tuner *t;
+	size_t esz;
+	size_t nbytes;
+	unsigned i;
+
+	if (coll < 0 || comm->nranks == 1) {
+		memset(c, 0, sizeof(*c));
+		c->algo = IBC_ALGO_RING;
+		c->chunk_bytes = (size_t)ibc_param_ring_chunk_bytes();
+		return IBC_OK;
+	}
+	IBC_CHECK(tuner_get(comm, &t));
+	if (!t->ready)
+		IBC_CHECK(tuner_init(comm, t, req));
+	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
+	nbytes = req->count * esz;
+	for (i = 0; i < TUNE_CACHE; i++) {
+		const struct tune_cache_ent *e = &t->cache[coll][i];
+
+		if (e->valid && e->nbytes == nbytes) {
+			*c = e->c;
+			return IBC_OK;
+		}
+	}
+	ibc_tune_choose(&t->meff, coll, nbytes, c);
+	if (t->meff.force_algo >= 0 && !ibc_algo_applies(coll, t->meff.force_algo) &&
+	    !t->told_na[coll]) {
+		t->told_na[coll] = 1;
+		IBC_LOG_INFO(TUNING, "algorithm %s does not implement %s; the tuner chooses among the others",
+			     algo_names[t->meff.force_algo], coll_names[coll]);
+	}
+	tuner_log_decision(t, coll, nbytes, c);
+	i = t->cache_next[coll]++ % TUNE_CACHE;
+	t->cache[coll][i].nbytes = nbytes;
+	t->cache[coll][i].valid = 1;
+	t->cache[coll][i].c = *c;
+	return IBC_OK;
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * select.h - the tuner: an alpha-beta-gamma cost model per (collective,
+ * algorithm, protocol) and transport, the choice of the predicted-fastest
+ * algorithm, protocol and chunk per message size, and the per-communicator
+ * state (model agreed by all ranks at the first tuned collective).
+ * Implemented in select.c; used by coll.c (dispatch), tools/ibc_info.c
+ * (--tuning) and the timing driver (bench/algo_timing.c, --tune).
+ *
+ * Predicted time of one operation of N bytes on n ranks:
+ *   T = alpha * S + (beta * B + gamma * G) / 1000        [us]
+ * where S (message steps on the critical path), B (bytes moved on it) and
+ * G (bytes reduced on it) come from each algorithm's schedule (select.c,
+ * tune_shape()), alpha is in us per step and beta, gamma in ns per byte.
+ * The coefficients are the communicator's measured ones (or defaults) for
+ * every algorithm, unless the tuning file has fitted ones for that
+ * (collective, algorithm, protocol, transport, rank count).
+ */
+#ifndef IBC_COLL_SELECT_H
+#define IBC_COLL_SELECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ibcoll.h"
+
+struct ibc_comm;
+struct ibc_request;
+struct ibc_tuner;
+
+/* enum ibc_algo - algorithms of all-reduce, broadcast and reduce (names: ibc_algo_name) */
+enum ibc_algo {
+	IBC_ALGO_RING = 0,      /* ring (all-reduce) or pipelined chain (bcast/reduce) */
+	IBC_ALGO_TREE = 1,      /* double binary tree (all-reduce) or binomial tree */
+	IBC_ALGO_RD = 2,        /* recursive doubling (all-reduce) */
+	IBC_ALGO_RAB = 3,       /* Rabenseifner (all-reduce) */
+	IBC_ALGO_COUNT
+};
+
+enum ibc_proto {
+	IBC_PROTO_SIMPLE = 0,
+	IBC_PROTO_LL = 1,
+	IBC_PROTO_COUNT
+};
+
+/* the collectives the tuner decides for */
+enum ibc_tune_coll {
+	IBC_TUNE_ALLREDUCE = 0,
+	IBC_TUNE_BCAST = 1,
+	IBC_TUNE_REDUCE = 2,
+	IBC_TUNE_COLL_COUNT
+};
+
+/* transport classes with their own coefficients */
+enum ibc_tune_tp {
+	IBC_TUNE_TP_SHM = 0,
+	IBC_TUNE_TP_TCP = 1,
+	IBC_TUNE_TP_IB = 2,
+	IBC_TUNE_TP_COUNT
+};
+
+/* source bits of a model */
+#define IBC_TUNE_SRC_DEFAULT 0x1
+#define IBC_TUNE_SRC_PROBE   0x2
+#define IBC_TUNE_SRC_FILE    0x4
+
+/*
+ * struct ibc_tune_coef - one set of coefficients.
+ * @alpha_us: per message step, us (< 0: not set).
+ * @beta_ns:  per byte moved, ns.
+ * @gamma_ns: per byte reduced, ns.
+ */
+struct ibc_tune_coef {
+	double alpha_us;
+	double beta_ns;
+	double gamma_ns;
+};
+
+/*
+ * struct ibc_tune_model - everything a decision depends on; plain data, the
+ * same bits on every rank of a communicator (rank 0's settings, averaged
+ * probe results), so every rank picks the same algorithm.
+ */
+struct ibc_tune_model {
+	int32_t nranks;
+	int32_t tp;             /* enum ibc_tune_tp of the slowest link */
+	int32_t has_ll;         /* the transport has an LL path (IBC_TCAP_LL) */
+	int32_t source;         /* IBC_TUNE_SRC_* bits */
+	int64_t ll_max;         /* IBC_LL_MAX_BYTES, bytes */
+	int64_t ring_chunk;     /* IBC_RING_CHUNK_BYTES, bytes */
+	int32_t force_algo;     /* -1 or enum ibc_algo (IBC_ALGO) */
+	int32_t force_proto;    /* -1 or enum ibc_proto (IBC_PROTO) */
+	int64_t force_chunk;    /* 0 or bytes (IBC_TREE_CHUNK_BYTES) */
+	int32_t probe;          /* IBC_TUNING_PROBE */
+	int32_t reserved;
+	struct ibc_tune_coef base[IBC_PROTO_COUNT];     /* measured or default, per protocol */
+	/* fitted (tuning file); alpha_us < 0 where absent */
+	struct ibc_tune_coef coef[IBC_TUNE_COLL_COUNT][IBC_ALGO_COUNT][IBC_PROTO_COUNT];
+};
+
+/*
+ * struct ibc_algo_choice - a decision.
+ * @algo, @proto:  enum ibc_algo, enum ibc_proto.
+ * @chunk_bytes:   pipeline chunk for the tree/rd/rabenseifner programs.
+ * @predicted_us:  the model's time for it.
+ */
+struct ibc_algo_choice {
+	int algo;
+	int proto;
+	size_t chunk_bytes;
+	double predicted_us;
+};
+
+/* one measured time, input of ibc_tune_fit() */
+struct ibc_tune_sample {
+	size_t nbytes;          /* message size, bytes */
+	size_t chunk_bytes;     /* chunk the run used */
+	double time_us;         /* measured time of one operation */
+};
+
+const char *ibc_algo_name(int algo);
+const char *ibc_proto_name(int proto);
+const char *ibc_tune_coll_name(int coll);
+const char *ibc_tune_tp_name(int tp);
+/* parse names ("ring", "tree", "rd", "rabenseifner"; "simple", "ll"); -1 if unknown */
+int ibc_algo_parse(const char *s);
+int ibc_proto_parse(const char *s);
+int ibc_tune_tp_parse(const char *s);
+/* 1 if @algo implements @coll */
+int ibc_algo_applies(int coll, int algo);
+
+/* ---- pure model functions (no communicator) ------------------------------ */
+
+/* defaults for @nranks ranks over transport @tp, overrides from the environment */
+void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_ll);
+/* predicted time (us) of @coll with @algo/@proto on @nbytes with @chunk_bytes */
+double ibc_tune_predict(const struct ibc_tune_model *m, int coll, int algo, int proto,
+			size_t nbytes, size_t chunk_bytes);
+/* the model's choice for @coll on @nbytes, honouring the model's overrides */
+void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
+		     struct ibc_algo_choice *c);
+/* 1 if the transport has an LL path and every message of @algo fits IBC_LL_MAX_BYTES */
+int ibc_tune_ll_applies(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
+			size_t chunk_bytes);
+/* load the rows of @path matching m->tp and m->nranks (nearest rank count) */
+ibc_status_t ibc_tune_file_load(struct ibc_tune_model *m, const char *path, int *nrows_p);
+/* write @m's base and fitted coefficients as tuning-file rows */
+ibc_status_t ibc_tune_file_write(const struct ibc_tune_model *m, FILE *f);
+/* fit alpha and beta of (@coll, @algo, @proto) to @ns samples (gamma from m->base) */
+ibc_status_t ibc_tune_fit(const struct ibc_tune_model *m, int coll, int algo, int proto,
+			  const struct ibc_tune_sample *s, int ns, struct ibc_tune_coef *out_p);
+/*
+ * fit all algorithms of @coll at once: one alpha per protocol shared by the
+ * algorithms, one beta per algorithm (LL: alpha only); the preferred fit for
+ * tuning files (kernel-doc in select.c)
+ */
+ibc_status_t ibc_tune_fit_coll(const struct ibc_tune_model *m, int coll,
+			       const struct ibc_tune_sample *const s[IBC_ALGO_COUNT][IBC_PROTO_COUNT],
+			       const int ns[IBC_ALGO_COUNT][IBC_PROTO_COUNT],
+			       struct ibc_tune_coef out[IBC_ALGO_COUNT][IBC_PROTO_COUNT]);
+/* print the coefficients and the choice per size range (ibc_info --tuning) */
+void ibc_tune_print(const struct ibc_tune_model *m, FILE *f);
+
+/* ---- per communicator ------------------------------------------------------ */
+
+/*
+ * ibc_tuner_select() - the algorithm for @req (all-reduce, broadcast or
+ * reduce) on @comm. The first call on a communicator of more than one rank
+ * is collective: rank 0's settings and tuning file are shared, then (with
+ * IBC_TUNING_PROBE=1 and no file rows for this transport) every rank
+ * measures latency and bandwidth with a partner and reduction speed
+ * locally, and the averages become the model, so all ranks decide alike.
+ * Logs each new decision (per collective and power-of-two size) once at
+ * INFO TUNING. Returns IBC_OK or the net layer's error.
+ */
+ibc_status_t ibc_tuner_select(struct ibc_comm *comm, struct ibc_request *req,
+			      struct ibc_algo_choice *c);
+void ibc_tuner_destroy(struct ibc_tuner *t);
+
+/*
+ * ibc_tuner_force() - tests and benchmarks: fix the algorithm (-1: tuner),
+ * protocol (-1: tuner) and chunk (0: tuner) of @comm's later operations.
+ * Every rank must call it with the same values between the same operations.
+ */
+ibc_status_t ibc_tuner_force(struct ibc_comm *comm, int algo, int proto, size_t chunk_bytes);
+
+/* a copy of @comm's model (after its first tuned collective) */
+ibc_status_t ibc_tuner_model(struct ibc_comm *comm, struct ibc_tune_model *m_p);
+
+#endif /* IBC_COLL_SELECT_H */

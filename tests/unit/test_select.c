@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_select.c - the tuner's pure parts (src/coll/select.c): names, the
+ * cost model's predictions against hand-computed values, the choice per
+ * size (latency-bound sizes pick a logarithmic algorithm, large ones the
+ * ring), overrides, the least-squares fit (recovers known coefficients),
+ * the tuning file (round trip, nearest rank count, malformed lines) and
+ * the printed table of ibc_info --tuning.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/select.h"
+#include "core/param.h"
+#include "core/util.h"
+#include "tap.h"
+
+static int near(double a, double b, double rel)
+{
+	return fabs(a - b) <= rel * fabs(b) + 1e-12;
+}
+
+static void test_names(void)
+{
+	int a;
+	int ok = 1;
+
+	for (a = 0; a < IBC_ALGO_COUNT; a++)
+		ok &= ibc_algo_parse(ibc_algo_name(a)) == a;
+	tap_ok(ok && ibc_algo_parse("nope") == -1, "algorithm names parse back");
+	tap_ok(ibc_proto_parse("ll") == IBC_PROTO_LL && ibc_proto_parse("simple") == IBC_PROTO_SIMPLE &&
+	       ibc_proto_parse("LL") == -1, "protocol names");
+	tap_ok(ibc_algo_applies(IBC_TUNE_ALLREDUCE, IBC_ALGO_RAB) &&
+	       !ibc_algo_applies(IBC_TUNE_BCAST, IBC_ALGO_RD) &&
+	       ibc_algo_applies(IBC_TUNE_REDUCE, IBC_ALGO_TREE),
+	       "rd and rabenseifner implement all-reduce only");
+}
+
+/* a model with round coefficients: alpha 10 us, beta 1 ns/B, gamma 0.5 ns/B */
+static void round_model(struct ibc_tune_model *m, int n)
+{
+	ibc_tune_model_init(m, n, IBC_TUNE_TP_SHM, 1);
+	m->ring_chunk = 1 << 20;
+	m->force_algo = -1;
+	m->force_proto = -1;
+	m->force_chunk = 0;
+	m->base[IBC_PROTO_SIMPLE].alpha_us = 10;
+	m->base[IBC_PROTO_SIMPLE].beta_ns = 1;
+	m->base[IBC_PROTO_SIMPLE].gamma_ns = 0.5;
+	m->base[IBC_PROTO_LL] = m->base[IBC_PROTO_SIMPLE];
+	m->base[IBC_PROTO_LL].alpha_us = 4;
+}
+
+static void test_predict(void)
+{
+	struct ibc_tune_model m;
+	double t;
+
+	round_model(&m, 8);
+	/* ring all-reduce, 8 ranks, 8000 bytes: 14 steps, 2*7/8*8000 = 14000 B, 7000 B reduced */
+	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RING, IBC_PROTO_SIMPLE, 8000, 0);
+	tap_ok(near(t, 14 * 10 + (14000 * 1 + 7000 * 0.5) / 1000, 1e-9), "ring 8 ranks 8000 B: %.3f us", t);
+	/* rd, 8 ranks: 3 steps of the whole vector */
+	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RD, IBC_PROTO_SIMPLE, 8000, 1 << 20);
+	tap_ok(near(t, 3 * 10 + (3 * 8000 + 3 * 8000 * 0.5) / 1000, 1e-9), "rd 8 ranks 8000 B: %.3f us", t);
+	/* rd, 6 ranks: p 4, fold: 2 + 2 steps, 4 N moved, 3 N reduced */
+	round_model(&m, 6);
+	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RD, IBC_PROTO_SIMPLE, 1000, 1 << 20);
+	tap_ok(near(t, 4 * 10 + (4000 + 3000 * 0.5) / 1000, 1e-9), "rd 6 ranks (folded) 1000 B: %.3f us", t);
+	/* rabenseifner, 8 ranks: 6 steps, 2*7/8 N moved, 7/8 N reduced */
+	round_model(&m, 8);
+	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RAB, IBC_PROTO_SIMPLE, 8000, 1 << 20);
+	tap_ok(near(t, 6 * 10 + (14000 + 7000 * 0.5) / 1000, 1e-9), "rabenseifner 8 ranks: %.3f us", t);
+	/* dtree, 8 ranks (height 3), 8000 B with 1000 B chunks: k 4, 2(3+3) steps */
+	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_TREE, IBC_PROTO_SIMPLE, 8000, 1000);
+	tap_ok(near(t, 12 * 10 + (4 * 1000 * 6 + 2 * 1000 * 6 * 0.5) / 1000, 1e-9), "tree 8 ranks: %.3f us", t);
+	/* binomial broadcast, 8 ranks, 3 chunks: 9 steps */
+	t = ibc_tune_predict(&m, IBC_TUNE_BCAST, IBC_ALGO_TREE, IBC_PROTO_SIMPLE, 3000, 1000);
+	tap_ok(near(t, 9 * 10 + 9 * 1000 / 1000.0, 1e-9), "binomial broadcast: %.3f us", t);
+	/* chain reduce, 8 ranks, one chunk: 7 steps, reduced too */
+	t = ibc_tune_predict(&m, IBC_TUNE_REDUCE, IBC_ALGO_RING, IBC_PROTO_SIMPLE, 1000, 0);
+	tap_ok(near(t, 7 * 10 + (7000 + 7000 * 0.5) / 1000, 1e-9), "chain reduce: %.3f us", t);
+	round_model(&m, 1);
+	tap_ok(ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RING, 0, 1 << 20, 0) == 0,
+	       "one rank costs nothing");
+}
+
+static void test_choose(void)
+{
+	struct ibc_tune_model m;
+	struct ibc_algo_choice c;
+	size_t v;
+	int mono = 1;
+	double prev = 0;
+
+	round_model(&m, 8);
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
+	tap_ok(c.algo == IBC_ALGO_RD && c.proto == IBC_PROTO_LL,
+	       "8 B on 8 ranks: recursive doubling with LL (got %s/%s)", ibc_algo_name(c.algo),
+	       ibc_proto_name(c.proto));
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 64u << 20, &c);
+	tap_ok(c.algo == IBC_ALGO_RING || c.algo == IBC_ALGO_RAB,
+	       "64 MiB on 8 ranks: a bandwidth-optimal algorithm (got %s)", ibc_algo_name(c.algo));
+	tap_ok(c.proto == IBC_PROTO_SIMPLE, "64 MiB: simple protocol (LL does not fit)");
+	/* the chosen time never exceeds any algorithm's */
+	for (v = 1; v <= (1u << 28); v <<= 2) {
+		int a;
+
+		ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, v, &c);
+		for (a = 0; a < IBC_ALGO_COUNT; a++) {
+			double t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, a, IBC_PROTO_SIMPLE, v, 1 << 20);
+
+			if (t < c.predicted_us - 1e-9)
+				mono = 0;
+		}
+		if (c.predicted_us < prev)
+			mono = 0;
+		prev = c.predicted_us;
+	}
+	tap_ok(mono, "the pick is never predicted slower than another algorithm, and grows with size");
+	/* overrides */
+	m.force_algo = IBC_ALGO_TREE;
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
+	tap_ok(c.algo == IBC_ALGO_TREE, "IBC_ALGO=tree is honoured");
+	m.force_algo = IBC_ALGO_RD;
+	ibc_tune_choose(&m, IBC_TUNE_BCAST, 8, &c);
+	tap_ok(c.algo == IBC_ALGO_RING || c.algo == IBC_ALGO_TREE,
+	       "IBC_ALGO=rd does not apply to broadcast: the tuner picks (got %s)", ibc_algo_name(c.algo));
+	m.force_algo = -1;
+	m.force_proto = IBC_PROTO_SIMPLE;
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
+	tap_ok(c.proto == IBC_PROTO_SIMPLE, "IBC_PROTO=simple is honoured");
+	m.force_proto = -1;
+	m.force_chunk = 12345;
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 1u << 20, &c);
+	tap_ok(c.algo == IBC_ALGO_RING || c.chunk_bytes == 12345, "IBC_TREE_CHUNK_BYTES is honoured");
+	m.force_chunk = 0;
+	m.has_ll = 0;
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
+	tap_ok(c.proto == IBC_PROTO_SIMPLE, "no LL path on the transport: simple");
+	/* 2 ranks, tiny message, bcast: chain and binomial are the same one step */
+	round_model(&m, 2);
+	ibc_tune_choose(&m, IBC_TUNE_BCAST, 8, &c);
+	tap_ok(c.algo == IBC_ALGO_RING, "2-rank broadcast tie goes to the first algorithm (ring)");
+}
+
+static void test_fit(void)
+{
+	struct ibc_tune_model m;
+	struct ibc_tune_sample s[8];
+	struct ibc_tune_coef k;
+	size_t sizes[8] = { 8, 64, 1024, 8192, 65536, 1 << 20, 8 << 20, 64 << 20 };
+	int i;
+
+	round_model(&m, 8);
+	/* times generated by alpha 3.5, beta 0.25, gamma 0.5 (the base gamma) */
+	for (i = 0; i < 8; i++) {
+		struct ibc_tune_model g = m;
+
+		g.base[IBC_PROTO_SIMPLE].alpha_us = 3.5;
+		g.base[IBC_PROTO_SIMPLE].beta_ns = 0.25;
+		s[i].nbytes = sizes[i];
+		s[i].chunk_bytes = 65536;
+		s[i].time_us = ibc_tune_predict(&g, IBC_TUNE_ALLREDUCE, IBC_ALGO_TREE, IBC_PROTO_SIMPLE,
+						sizes[i], 65536);
+	}
+	tap_ok(ibc_tune_fit(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_TREE, IBC_PROTO_SIMPLE, s, 8, &k) == IBC_OK &&
+	       near(k.alpha_us, 3.5, 1e-6) && near(k.beta_ns, 0.25, 1e-6) && k.gamma_ns == 0.5,
+	       "fit recovers alpha 3.5 us and beta 0.25 ns/B (got %.6f, %.6f)", k.alpha_us, k.beta_ns);
+	/* one size only: beta stays the base value */
+	tap_ok(ibc_tune_fit(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RD, IBC_PROTO_SIMPLE, s, 1, &k) == IBC_OK &&
+	       near(k.beta_ns, 1.0, 1e-9) && k.alpha_us >= 0, "fit on one size keeps beta (alpha %.3f)",
+	       k.alpha_us);
+	s[0].time_us = 0;
+	tap_ok(ibc_tune_fit(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RD, IBC_PROTO_SIMPLE, s, 1, &k) ==
+	       IBC_ERR_INVALID_ARG, "a zero time is refused");
+	/* noise: coefficients stay non-negative */
+	for (i = 0; i < 8; i++)
+		s[i].time_us = 5.0 + (i % 2);
+	tap_ok(ibc_tune_fit(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RING, IBC_PROTO_SIMPLE, s, 8, &k) == IBC_OK &&
+	       k.alpha_us >= 0 && k.beta_ns >= 0, "fit of flat noisy times stays non-negative");
+}
+
+/* the joint fit: one alpha per protocol, one beta per algorithm */
+static void test_fit_coll(void)
+{
+	static const double beta[IBC_ALGO_COUNT] = { 0.2, 0.5, 1.0, 0.3 };
+	size_t sizes[6] = { 8, 512, 4096, 65536, 1 << 20, 16 << 20 };
+	struct ibc_tune_sample smp[IBC_ALGO_COUNT][IBC_PROTO_COUNT][6];
+	const struct ibc_tune_sample *sp[IBC_ALGO_COUNT][IBC_PROTO_COUNT];
+	int ns[IBC_ALGO_COUNT][IBC_PROTO_COUNT];
+	struct ibc_tune_coef out[IBC_ALGO_COUNT][IBC_PROTO_COUNT];
+	struct ibc_tune_model m;
+	int ok = 1;
+	int a;
+	int p;
+	int i;
+
+	round_model(&m, 8);
+	for (a = 0; a < IBC_ALGO_COUNT; a++) {
+		for (p = 0; p < IBC_PROTO_COUNT; p++) {
+			struct ibc_tune_model g = m;
+
+			g.coef[IBC_TUNE_ALLREDUCE][a][p] =
+				(struct ibc_tune_coef){ p ? 1.5 : 3.0, beta[a], 0.5 };
+			sp[a][p] = smp[a][p];
+			ns[a][p] = p ? 3 : 6; /* LL only up to 4 KiB */
+			for (i = 0; i < ns[a][p]; i++) {
+				smp[a][p][i].nbytes = sizes[i];
+				smp[a][p][i].chunk_bytes = 65536;
+				smp[a][p][i].time_us = ibc_tune_predict(&g, IBC_TUNE_ALLREDUCE, a, p,
+									sizes[i], 65536);
+			}
+		}
+	}
+	ns[IBC_ALGO_RD][IBC_PROTO_LL] = 0;
+	tap_ok(ibc_tune_fit_coll(&m, IBC_TUNE_ALLREDUCE, sp, ns, out) == IBC_OK, "joint fit runs");
+	for (a = 0; a < IBC_ALGO_COUNT; a++) {
+		ok &= near(out[a][IBC_PROTO_SIMPLE].alpha_us, 3.0, 1e-6) &&
+		      near(out[a][IBC_PROTO_SIMPLE].beta_ns, beta[a], 1e-6);
+		if (a != IBC_ALGO_RD)
+			ok &= near(out[a][IBC_PROTO_LL].alpha_us, 1.5, 1e-6) &&
+			      out[a][IBC_PROTO_LL].beta_ns == out[a][IBC_PROTO_SIMPLE].beta_ns;
+	}
+	tap_ok(ok, "joint fit recovers the shared alphas (3, 1.5 us) and each algorithm's beta");
+	tap_ok(out[IBC_ALGO_RD][IBC_PROTO_LL].alpha_us < 0, "no samples: no row");
+	/* LL samples slower than simple (a loaded machine): LL alpha capped at simple's */
+	for (a = 0; a < IBC_ALGO_COUNT; a++)
+		for (i = 0; i < ns[a][IBC_PROTO_LL]; i++)
+			smp[a][IBC_PROTO_LL][i].time_us *= 50;
+	ibc_tune_fit_coll(&m, IBC_TUNE_ALLREDUCE, sp, ns, out);
+	tap_ok(out[IBC_ALGO_RING][IBC_PROTO_LL].alpha_us == out[IBC_ALGO_RING][IBC_PROTO_SIMPLE].alpha_us,
+	       "LL alpha never above simple's (got %.3f vs %.3f)",
+	       out[IBC_ALGO_RING][IBC_PROTO_LL].alpha_us, out[IBC_ALGO_RING][IBC_PROTO_SIMPLE].alpha_us);
+	/* one noisy small sample cannot give one algorithm its own latency */
+	smp[IBC_ALGO_RING][IBC_PROTO_SIMPLE][0].time_us /= 10;
+	ibc_tune_fit_coll(&m, IBC_TUNE_ALLREDUCE, sp, ns, out);
+	tap_ok(out[IBC_ALGO_RING][IBC_PROTO_SIMPLE].alpha_us == out[IBC_ALGO_RD][IBC_PROTO_SIMPLE].alpha_us,
+	       "alpha stays shared with an outlier");
+}
+
+static void test_file(void)
+{
+	char path[] = "/tmp/ibc-tune-XXXXXX";
+	struct ibc_tune_model m;
+	struct ibc_tune_model l;
+	int fd = mkstemp(path);
+	FILE *f;
+	int nrows = -1;
+
+	if (fd < 0)
+		tap_bail_out("mkstemp failed");
+	f = fdopen(fd, "w");
+	round_model(&m, 8);
+	m.coef[IBC_TUNE_ALLREDUCE][IBC_ALGO_TREE][IBC_PROTO_LL] = (struct ibc_tune_coef){ 1.25, 0.5, 0.5 };
+	m.coef[IBC_TUNE_BCAST][IBC_ALGO_RING][IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ 7, 0.125, 0.5 };
+	tap_ok(ibc_tune_file_write(&m, f) == IBC_OK, "tuning file written");
+	/* the same table for 4 and 32 ranks with other values, a bad line, another transport */
+	fprintf(f, "allreduce tree ll shm 4 99 9 9\n");
+	fprintf(f, "allreduce tree ll shm 32 77 7 7  # comment\n");
+	fprintf(f, "allreduce tree ll tcp 8 55 5 5\n");
+	fprintf(f, "broadcast rd simple shm 8 1 1 1\n");
+	fprintf(f, "allreduce ring simple shm eight 1 1 1\n\n# only a comment\n");
+	fclose(f);
+
+	ibc_tune_model_init(&l, 8, IBC_TUNE_TP_SHM, 1);
+	tap_ok(ibc_tune_file_load(&l, path, &nrows) == IBC_OK, "tuning file loaded");
+	tap_is_int(nrows, 4, "4 rows used (2 base, 2 fitted) for shm at 8 ranks");
+	tap_ok(l.source & IBC_TUNE_SRC_FILE, "model marked as from the file");
+	tap_ok(l.base[IBC_PROTO_SIMPLE].alpha_us == 10 && l.base[IBC_PROTO_LL].alpha_us == 4 &&
+	       l.base[IBC_PROTO_SIMPLE].gamma_ns == 0.5, "base rows round-trip");
+	tap_ok(l.coef[IBC_TUNE_ALLREDUCE][IBC_ALGO_TREE][IBC_PROTO_LL].alpha_us == 1.25 &&
+	       l.coef[IBC_TUNE_BCAST][IBC_ALGO_RING][IBC_PROTO_SIMPLE].beta_ns == 0.125,
+	       "fitted rows round-trip; the exact rank count wins over 4 and 32");
+	tap_ok(l.coef[IBC_TUNE_REDUCE][IBC_ALGO_RING][IBC_PROTO_SIMPLE].alpha_us < 0,
+	       "absent rows stay unset");
+	ibc_tune_model_init(&l, 24, IBC_TUNE_TP_SHM, 1);
+	ibc_tune_file_load(&l, path, &nrows);
+	tap_ok(l.coef[IBC_TUNE_ALLREDUCE][IBC_ALGO_TREE][IBC_PROTO_LL].alpha_us == 77,
+	       "24 ranks take the 32-rank row (nearest in log scale)");
+	ibc_tune_model_init(&l, 8, IBC_TUNE_TP_TCP, 0);
+	ibc_tune_file_load(&l, path, &nrows);
+	tap_ok(nrows == 1 && l.coef[IBC_TUNE_ALLREDUCE][IBC_ALGO_TREE][IBC_PROTO_LL].alpha_us == 55,
+	       "tcp model takes only the tcp row");
+	unlink(path);
+	tap_ok(ibc_tune_file_load(&l, path, &nrows) == IBC_ERR_SYSTEM, "missing file: IBC_ERR_SYSTEM");
+}
+
+static void test_print(void)
+{
+	struct ibc_tune_model m;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	round_model(&m, 8);
+	ibc_tune_print(&m, f);
+	fclose(f);
+	tap_ok(buf && strstr(buf, "8 ranks over shm") && strstr(buf, "# allreduce, 8 ranks") &&
+	       strstr(buf, "# broadcast") && strstr(buf, "# reduce"),
+	       "ibc_tune_print has a header and a table per collective");
+	tap_ok(buf && strstr(buf, "1 B .. ") && strstr(buf, "rd ll"),
+	       "ranges start at 1 B and show the small-message pick");
+	tap_ok(buf && strstr(buf, ".. 1 GiB"), "ranges end at 1 GiB");
+	free(buf);
+}
+
+static void test_env(void)
+{
+	struct ibc_tune_model m;
+
+	setenv("IBC_ALGO", "rabenseifner", 1);
+	setenv("IBC_PROTO", "ll", 1);
+	setenv("IBC_TREE_CHUNK_BYTES", "64k", 1);
+	ibc_param_reset_all();
+	ibc_tune_model_init(&m, 4, IBC_TUNE_TP_TCP, 0);
+	tap_ok(m.force_algo == IBC_ALGO_RAB && m.force_proto == IBC_PROTO_LL &&
+	       m.force_chunk == 65536, "IBC_ALGO, IBC_PROTO, IBC_TREE_CHUNK_BYTES read");
+	tap_ok(m.base[IBC_PROTO_LL].alpha_us == m.base[IBC_PROTO_SIMPLE].alpha_us,
+	       "transport without LL: LL costs what simple costs");
+	setenv("IBC_ALGO", "bogus", 1);
+	ibc_param_reset_all();
+	ibc_tune_model_init(&m, 4, IBC_TUNE_TP_TCP, 0);
+	tap_ok(m.force_algo == -1, "unknown IBC_ALGO means auto (with a warning)");
+	unsetenv("IBC_ALGO");
+	unsetenv("IBC_PROTO");
+	unsetenv("IBC_TREE_CHUNK_BYTES");
+	ibc_param_reset_all();
+}
+
+int main(void)
+{
+	setenv("IBC_DEBUG", "ERROR", 1);
+	test_names();
+	test_predict();
+	test_choose();
+	test_fit();
+	test_fit_coll();
+	test_file();
+	test_print();
+	test_env();
+	return tap_done();
+}
