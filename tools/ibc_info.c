@@ -5,6 +5,9 @@
  *   ibc_info              build configuration and parameters
  *   ibc_info --params     every parameter: value, default, source, help
  *   ibc_info --env-md     docs/env.md (Markdown table of the parameters)
+ *   ibc_info --topo       topology tree, and the NIC and cores of each local
+ *                         rank for 1 to 8 ranks per node (IBC_TOPO_FILE
+ *                         describes another machine)
  * Links the internal convenience library to read the parameter registry.
  */
 #include "config.h"
@@ -17,6 +20,7 @@
 #include "core/build_info.h"
 #include "core/param.h"
 #include "core/util.h"
+#include "topo/topo.h"
 
 static void print_build(void)
 {
@@ -93,13 +97,84 @@ static void print_env_md(void)
 	}
 }
 
+/* ibc_topo_pick_nic() and the NIC's cores for every local rank of n = 1..8 */
+static int print_topo_plan(struct ibc_topo *t)
+{
+	int nnics = ibc_topo_nic_count(t);
+	int ngpus = ibc_topo_gpu_count(t);
+	const char *cands[64];
+	int ncands = IBC_MIN(nnics, (int)IBC_ARRAY_SIZE(cands));
+	int n;
+	int r;
+	int i;
+
+	for (i = 0; i < ncands; i++)
+		cands[i] = ibc_topo_nic_name(t, i);
+	if (!ncands) {
+		printf("# no verbs NIC: every local rank uses TCP/shm\n");
+		return 0;
+	}
+	if (ngpus)
+		printf("# NIC and cores per local rank (rank r drives GPU r mod %d)\n", ngpus);
+	else
+		printf("# NIC and cores per local rank (no GPU: NICs spread by locality)\n");
+	for (n = 1; n <= 8; n++) {
+		printf("local ranks %d:\n", n);
+		for (r = 0; r < n; r++) {
+			char cpus[IBC_TOPO_CPULIST_LEN];
+			enum ibc_topo_dist d;
+			int gpu = ngpus ? r % ngpus : -1;
+			int numa = -1;
+			int idx;
+
+			printf("  rank %d: ", r);
+			if (gpu >= 0)
+				printf("GPU %d -> ", gpu);
+			else
+				printf("no GPU -> ");
+			if (ibc_topo_pick_nic(t, gpu, r, n, cands, ncands, &idx, &d, NULL, 0) != IBC_OK ||
+			    ibc_topo_nic_locality(t, cands[idx], &numa, cpus, sizeof(cpus)) != IBC_OK) {
+				printf("error: %s\n", ibc_last_error());
+				return 1;
+			}
+			printf("%s", cands[idx]);
+			if (gpu >= 0)
+				printf(" %s", ibc_topo_dist_name(d));
+			if (numa >= 0)
+				printf(", cores %s (NUMA %d)\n", cpus, numa);
+			else
+				printf(", cores %s (NUMA unknown)\n", cpus);
+		}
+	}
+	return 0;
+}
+
+static int print_topo(void)
+{
+	struct ibc_topo *t;
+	int ret;
+
+	if (ibc_topo_create(&t) != IBC_OK) {
+		fprintf(stderr, "ibc_info: cannot load the topology: %s\n", ibc_last_error());
+		return 1;
+	}
+	printf("# topology\n");
+	ret = ibc_topo_print(t, stdout) == IBC_OK ? 0 : 1;
+	if (!ret)
+		ret = print_topo_plan(t);
+	ibc_topo_destroy(t);
+	return ret;
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ibc_info [--build] [--params] [--env-md]\n"
+	fprintf(f, "usage: ibc_info [--build] [--params] [--env-md] [--topo]\n"
 		   "  (no option)  build configuration and parameters\n"
 		   "  --build      build configuration only\n"
 		   "  --params     every parameter with value, default, source and help\n"
-		   "  --env-md     the parameter table as Markdown (docs/env.md)\n");
+		   "  --env-md     the parameter table as Markdown (docs/env.md)\n"
+		   "  --topo       topology tree, and each local rank's NIC and cores\n"
+		   "               for 1 to 8 ranks per node (IBC_TOPO_FILE: another machine)\n");
 }
 
 int main(int argc, char **argv)
@@ -118,6 +193,9 @@ int main(int argc, char **argv)
 			print_params();
 		} else if (!strcmp(argv[i], "--env-md")) {
 			print_env_md();
+		} else if (!strcmp(argv[i], "--topo")) {
+			if (print_topo())
+				return 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;

@@ -76,13 +76,15 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 				  struct ibc_bootstrap **bs_p);
 
 /*
- * ibc_bootstrap_split() - bootstrap of a sub-communicator: @parent's ranks
- * listed in @members (new rank i = parent rank members[i]) build a new
- * bootstrap without a root. Collective over @members only.
+ * ibc_bootstrap_split() - bootstrap of a sub-communicator (MPI_Comm_split):
+ * every rank of @parent calls it; ranks with equal @color >= 0 form a new
+ * bootstrap ordered by (@key, parent rank), built without a root from an
+ * allgather over @parent; a negative @color gets *@bs_p = NULL.
+ * @split_seq numbers the splits of @parent (same on all ranks).
  */
-ibc_status_t ibc_bootstrap_split(struct ibc_bootstrap *parent, const int *members, int nmembers,
-				 int newrank, uint64_t split_seq, ibc_bootstrap_error_fn on_error,
-				 void *arg, struct ibc_bootstrap **bs_p);
+ibc_status_t ibc_bootstrap_split(struct ibc_bootstrap *parent, int color, int key,
+				 uint64_t split_seq, ibc_bootstrap_error_fn on_error, void *arg,
+				 struct ibc_bootstrap **bs_p);
 
 /* stop the service thread, close everything; @abort: tell peers we abort */
 void ibc_bootstrap_destroy(struct ibc_bootstrap *bs, int abort);

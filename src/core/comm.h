@@ -46,7 +46,7 @@ struct ibc_request {
 	int done;               /* under comm->lock */
 	int freed_by_wait;
 	ibc_status_t status;
-	char errmsg[512];       /* ibc_last_error() text for the waiting thread */
+	char errmsg[1024];      /* ibc_last_error() text for the waiting thread */
 	struct ibc_request *next;
 };
 
@@ -84,7 +84,7 @@ struct ibc_comm {
 	/* errors: the first fatal one poisons the communicator */
 	int poisoned;                         /* atomic */
 	ibc_status_t poison_st;
-	char poison_msg[512];
+	char poison_msg[1024];
 	int aborting;                         /* atomic: ibc_comm_abort() in progress */
 
 	/* operations, executed in issue order */
@@ -132,7 +132,19 @@ static inline int64_t ibc_comm_timeout_ms(const struct ibc_comm *comm)
 	return comm->timeout_ms;
 }
 
-/* build a communicator around a ready bootstrap (comm.c); used by init and split */
-ibc_status_t ibc_comm_create_from_bootstrap(struct ibc_bootstrap *bs, struct ibc_comm **comm_p);
+/* API entry/exit: validate a live handle and count the caller (abort waits for callers) */
+ibc_status_t ibc_comm_enter(struct ibc_comm *comm, const char *fn);
+void ibc_comm_leave(struct ibc_comm *comm);
+
+/*
+ * ibc_comm_submit() - run @req in issue order: @blocking waits for it (and runs
+ * it in this thread when nothing is queued ahead); otherwise it is queued for
+ * the progress thread (or for ibc_test/ibc_wait with IBC_PROGRESS_THREAD=0).
+ */
+ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int blocking);
+ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req);
+ibc_status_t ibc_comm_test_req(struct ibc_comm *comm, struct ibc_request *req, int *done_p);
+/* wait until no operation is queued or running; first error of those it ran */
+ibc_status_t ibc_comm_drain(struct ibc_comm *comm);
 
 #endif /* IBC_COMM_H */

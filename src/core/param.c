@@ -141,7 +141,8 @@ void ibc_param_reset_all(void)
 
 	pthread_mutex_lock(&param_lock);
 	for (i = 0; i < IBC_PARAM_COUNT; i++) {
-		/* the old string may still be held by a caller: leak it (tests only) */
+		/* tests only: callers must not keep a string across a reset */
+		free(param_state[i].sval);
 		param_state[i].sval = NULL;
 		__atomic_store_n(&param_state[i].loaded, 0, __ATOMIC_RELEASE);
 	}

@@ -94,6 +94,17 @@
 #endif
 void ibc_assert_fail(const char *cond, const char *file, int line) __attribute__((noreturn));
 
+static inline void ibc_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 static inline uint64_t ibc_time_ns(void)
 {
 	struct timespec ts;

@@ -68,6 +68,7 @@ struct ibc_treq {
 	size_t nbytes;          /* posted size, bytes */
 	int peer;               /* peer rank, set by the net layer */
 	int is_send;
+	int counted;            /* net layer: bytes added to the operation's progress */
 	uint64_t priv[8];       /* transport scratch (e.g. parts left, slot index) */
 };
 

@@ -1,0 +1,223 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# run.sh - run the scaling experiments of issue 11 and regenerate the
+# tables and plots of docs/scaling.md.
+#
+# usage: bench/scaling/run.sh [--model-only] [--no-docs]
+#
+#   1. model vs published MLPerf (always): bench/scaling/ibc_scaling mlperf
+#      and ibc_scaling robust
+#      -> results/mlperf.txt, results/mlperf-{points,curve}.dat,
+#         results/mlperf.png (when gnuplot is installed), and the table
+#         between the "ibc_scaling mlperf" markers of docs/scaling.md.
+#   2. local measurements (unless --model-only), each only when its tool
+#      exists; nothing is ever written for a tool that is missing:
+#      - bench/ibc_bench all-reduce and all-gather on shm and tcp with 2, 3
+#        and 4 ranks (mpirun); alpha, beta, gamma fitted at 2 ranks
+#        (fit_link.awk) -> local-params.txt; bus bandwidth at 2, 3, 4 ranks
+#        -> local-measured.tsv (3 and 4 ranks are predictions, 2 the fit);
+#      - trainer/ibc_gpt2 weak and strong scaling at 1, 2, 4 ranks on shm
+#        and tcp -> step times in local-measured.tsv; the 1-rank step gives
+#        the compute per sample (the only trainer input of the model);
+#      - then ibc_scaling local -> results/local.md and the table between
+#        the "ibc_scaling local" markers of docs/scaling.md.
+#
+# Environment (all optional):
+#   IBC_BUILDDIR      build tree (default: the source tree)
+#   IBC_SCALING_BIN   the ibc_scaling program
+#   IBC_BENCH         ibc_bench path (default $IBC_BUILDDIR/bench/ibc_bench)
+#   IBC_BENCH_ARGS    size sweep (default "-b 8 -e 64M -f 4 -n 20 -w 5 -c 0")
+#   IBC_GPT2          trainer path (default $IBC_BUILDDIR/trainer/ibc_gpt2)
+#   IBC_GPT2_ARGS     trainer arguments; @B@ is replaced by the batch per rank
+#                     (default "-b @B@ -t 64 -x 10")
+#   IBC_GPT2_BATCH    global batch of the strong-scaling runs and per-rank
+#                     batch of the weak-scaling runs (default 4)
+#   MPIRUN            default "mpirun --allow-run-as-root --oversubscribe"
+#   RUN_TIMEOUT       seconds per launched job (default 600)
+#   IBC_SCALING_RESULTS   output directory (default bench/scaling/results)
+#   IBC_SCALING_PARAMS    local parameters file (default bench/scaling/local-params.txt)
+#   IBC_SCALING_MEASURED  local measurements (default bench/scaling/local-measured.tsv)
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=${IBC_BUILDDIR:-$top}
+bin=${IBC_SCALING_BIN:-$build/bench/scaling/ibc_scaling}
+bench=${IBC_BENCH:-$build/bench/ibc_bench}
+gpt2=${IBC_GPT2:-$build/trainer/ibc_gpt2}
+bench_args=${IBC_BENCH_ARGS:--b 8 -e 64M -f 4 -n 20 -w 5 -c 0}
+gpt2_args=${IBC_GPT2_ARGS:--b @B@ -t 64 -x 10}
+gpt2_batch=${IBC_GPT2_BATCH:-4}
+mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
+tmo=${RUN_TIMEOUT:-600}
+out=${IBC_SCALING_RESULTS:-$here/results}
+raw=$out/raw
+docs=$top/docs/scaling.md
+model_only=0
+write_docs=1
+
+# median of the per-step times printed on lines containing "step N" and
+# "<T> ms" (llm.c prints "step 3: train loss 4.1 (took 812.5 ms)" or
+# "step    3/10 | loss ... | (812.50 ms | ...)"), skipping the first two
+# steps (warm-up); prints seconds, nothing when no step line was found
+step_seconds() {
+	sed -n 's/.*step *[0-9][0-9]*[^0-9].*[( ]\([0-9][0-9]*\.*[0-9]*\) ms.*/\1/p' "$1" |
+		tail -n +3 | sort -n |
+		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+}
+
+parse_steps=
+for a in "$@"; do
+	if [ "$parse_steps" = next ]; then parse_steps=$a; continue; fi
+	case $a in
+	--parse-steps) parse_steps=next ;;
+	--model-only) model_only=1 ;;
+	--no-docs) write_docs=0 ;;
+	-h|--help) sed -n '3,39p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
+	esac
+done
+
+# --parse-steps FILE: print the median step time (s) of a trainer log (tests)
+if [ -n "$parse_steps" ]; then
+	step_seconds "$parse_steps"
+	exit 0
+fi
+
+[ -x "$bin" ] || { echo "run.sh: $bin not built (run make)" >&2; exit 1; }
+mkdir -p "$out"
+
+# replace the lines between "<!-- BEGIN $1 -->" and "<!-- END $1 -->" of
+# docs/scaling.md by the content of file $2
+replace_block() {
+	[ "$write_docs" = 1 ] && [ -f "$docs" ] || return 0
+	awk -v tag="$1" -v file="$2" '
+		$0 == "<!-- BEGIN " tag " -->" { print; while ((getline l < file) > 0) print l; skip = 1; next }
+		$0 == "<!-- END " tag " -->" { skip = 0 }
+		!skip { print }' "$docs" > "$docs.tmp" && mv "$docs.tmp" "$docs"
+}
+
+# ---- 1. model vs published -------------------------------------------------
+"$bin" mlperf -P "$out/mlperf-points.dat" -C "$out/mlperf-curve.dat" > "$out/mlperf.txt"
+"$bin" mlperf -f md > "$out/mlperf.md"
+"$bin" robust -f md > "$out/robust.md"
+replace_block "ibc_scaling mlperf" "$out/mlperf.md"
+replace_block "ibc_scaling robust" "$out/robust.md"
+if command -v gnuplot >/dev/null 2>&1; then
+	(cd "$out" && gnuplot "$here/plot.gp")
+	echo "run.sh: wrote $out/mlperf.png"
+else
+	echo "run.sh: SKIP plot: gnuplot not installed (apt-get install gnuplot-nox)"
+fi
+echo "run.sh: model tables in $out/mlperf.txt"
+[ "$model_only" = 1 ] && exit 0
+
+# ---- 2. local measurements -------------------------------------------------
+params=${IBC_SCALING_PARAMS:-$here/local-params.txt}
+measured=${IBC_SCALING_MEASURED:-$here/local-measured.tsv}
+mkdir -p "$raw"
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+port_base=$((20000 + $$ % 20000))
+have_mpi=0
+command -v mpirun >/dev/null 2>&1 && have_mpi=1
+tmp_params=$(mktemp)
+tmp_meas=$(mktemp)
+trap 'rm -f "$tmp_params" "$tmp_meas"' EXIT
+{
+	echo "# ibcoll local scaling parameters, measured by bench/scaling/run.sh"
+	echo "# host $(uname -n), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "cores $cores"
+	echo "fit_ranks 2"
+} > "$tmp_params"
+echo "# measured by bench/scaling/run.sh on $(uname -n)" > "$tmp_meas"
+
+# launch <ranks> <transport> <log> <command...>: one job under mpirun
+launch() {
+	n=$1; tr=$2; log=$3; shift 3
+	port_base=$((port_base + 1))
+	# shellcheck disable=SC2086 # $mpirun is a command line on purpose
+	timeout -k 10 "$tmo" $mpirun -np "$n" -x IBC_TRANSPORT="$tr" \
+		-x IBC_ROOT="127.0.0.1:$port_base" -x OMP_NUM_THREADS=1 "$@" > "$log" 2>&1
+}
+
+measured_links=0
+if [ ! -x "$bench" ]; then
+	echo "run.sh: SKIP collective sweep: $bench not built yet (benchmark issue)"
+elif [ "$have_mpi" = 0 ]; then
+	echo "run.sh: SKIP collective sweep: mpirun not found"
+else
+	for tr in shm tcp; do
+		ok=1
+		for n in 2 3 4; do
+			for coll in allreduce allgather; do
+				# shellcheck disable=SC2086
+				launch "$n" "$tr" "$raw/$coll-$tr-$n.txt" "$bench" "$coll" $bench_args ||
+					{ echo "run.sh: $coll $tr $n ranks failed, see $raw/$coll-$tr-$n.txt"; ok=0; }
+			done
+		done
+		[ "$ok" = 1 ] || continue
+		if awk -v n=2 -v tr="$tr" -f "$here/fit_link.awk" "$raw/allreduce-$tr-2.txt" \
+		       "$raw/allgather-$tr-2.txt" >> "$tmp_params"; then
+			measured_links=1
+		fi
+		for n in 2 3 4; do
+			# bus bandwidth of the largest and a 1 MiB message
+			awk -v n="$n" -v tr="$tr" '
+				/^#/ { for (i = 2; i <= NF; i++) { if ($i == "bytes") cb = i - 1; if ($i == "busbw") cw = i - 1 } next }
+				cb && cw && $cb ~ /^[0-9]+$/ { last = $cb; bw[$cb] = $cw }
+				END { if (last) printf "allreduce %s %d %s %s\n", tr, n, last, bw[last]
+				      if (1048576 in bw) printf "allreduce %s %d 1048576 %s\n", tr, n, bw[1048576] }' \
+				"$raw/allreduce-$tr-$n.txt" >> "$tmp_meas"
+		done
+	done
+fi
+
+measured_trainer=0
+if [ ! -x "$gpt2" ]; then
+	echo "run.sh: SKIP trainer scaling: $gpt2 not built yet (trainer issue)"
+elif [ "$have_mpi" = 0 ]; then
+	echo "run.sh: SKIP trainer scaling: mpirun not found"
+else
+	for tr in shm tcp; do
+		for mode in weak strong; do
+			for r in 1 2 4; do
+				if [ "$mode" = strong ]; then b=$((gpt2_batch / r)); else b=$gpt2_batch; fi
+				[ "$b" -ge 1 ] || continue
+				args=$(echo "$gpt2_args" | sed "s/@B@/$b/g")
+				log=$raw/gpt2-$tr-$mode-$r.txt
+				# shellcheck disable=SC2086
+				launch "$r" "$tr" "$log" "$gpt2" $args ||
+					{ echo "run.sh: trainer $tr $mode $r ranks failed, see $log"; continue; }
+				s=$(step_seconds "$log")
+				[ -n "$s" ] && echo "trainer $tr $mode $r $s" >> "$tmp_meas"
+			done
+		done
+	done
+	# model inputs from the 1-rank run: compute per sample and gradient bytes
+	log1=$raw/gpt2-shm-weak-1.txt
+	s1=$(step_seconds "$log1" 2>/dev/null || true)
+	np=$(sed -n 's/.*num_parameters: *\([0-9][0-9]*\).*/\1/p' "$log1" 2>/dev/null | head -1)
+	if [ -n "$s1" ] && [ -n "$np" ]; then
+		{
+			echo "trainer.grad_bytes $((np * 4))"
+			awk -v s="$s1" -v b="$gpt2_batch" 'BEGIN { printf "trainer.sample_compute_s %.6g\n", s / b }'
+			echo "trainer.batch $gpt2_batch"
+			echo "trainer.threads_per_rank 1"
+			echo "trainer.overlap 0"
+		} >> "$tmp_params"
+		measured_trainer=1
+	else
+		echo "run.sh: trainer output lacks 'num_parameters:' or 'step N/M: ... (X ms' lines; no trainer parameters written"
+	fi
+fi
+
+if [ "$measured_links" = 0 ] && [ "$measured_trainer" = 0 ]; then
+	echo "run.sh: nothing measured; $params left unchanged"
+	exit 0
+fi
+cp "$tmp_params" "$params"
+cp "$tmp_meas" "$measured"
+"$bin" local -p "$params" -m "$measured" > "$out/local.txt"
+"$bin" local -p "$params" -m "$measured" -f md > "$out/local.md"
+replace_block "ibc_scaling local" "$out/local.md"
+cat "$out/local.txt"

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scaling_model.h - the analytic scaling model of bench/scaling: alpha-beta-
+ * gamma collective costs (ring, double binary tree), a transformer training
+ * step (compute, HBM-bound element-wise work, tensor/context/pipeline/data
+ * parallel communication, pipeline bubble), time to train an MLPerf-style
+ * benchmark, and the calibration of the few fitted parameters.
+ * Implemented in scaling_model.c (pure arithmetic) and scaling_io.c (the
+ * text files in bench/scaling/). docs/scaling.md explains every formula.
+ *
+ * Units: seconds (_s), bytes (_bytes, _B), FLOP, bytes per second (_Bps).
+ */
+#ifndef IBC_SCALING_MODEL_H
+#define IBC_SCALING_MODEL_H
+
+#include <stddef.h>
+
+#include "ibcoll.h"
+
+#define IBC_SCALING_NAME_LEN 48
+#define IBC_SCALING_TEXT_LEN 512
+#define IBC_SCALING_MAX_RCP  16
+#define IBC_SCALING_MAX_ROWS 64
+#define IBC_SCALING_MAX_STACKS 16
+
+/**
+ * struct ibc_scaling_link - alpha-beta-gamma cost of one link level.
+ * @alpha_s:        per-step (per-hop) latency of a collective, s.
+ * @base_s:         fixed latency of one collective call, s.
+ * @beta_s_per_B:   1 / achievable unidirectional bandwidth per GPU, s/byte.
+ * @gamma_s_per_B:  reduction cost, s per byte reduced (0 when negligible).
+ * @tree_bw_factor: bandwidth of the double binary tree relative to the ring
+ *                  (NCCL applies 0.9 to tree bus bandwidth); 1 = ideal.
+ */
+struct ibc_scaling_link {
+	double alpha_s;
+	double base_s;
+	double beta_s_per_B;
+	double gamma_s_per_B;
+	double tree_bw_factor;
+};
+
+enum ibc_scaling_algo {
+	IBC_SCALING_ALGO_NONE = 0,  /* one rank: nothing to do */
+	IBC_SCALING_ALGO_RING = 1,
+	IBC_SCALING_ALGO_TREE = 2,  /* double binary tree */
+	IBC_SCALING_ALGO_COUNT
+};
+
+double ibc_scaling_ring_allreduce_s(const struct ibc_scaling_link *l, int n, double nbytes);
+double ibc_scaling_ring_reduce_scatter_s(const struct ibc_scaling_link *l, int n, double nbytes);
+double ibc_scaling_ring_allgather_s(const struct ibc_scaling_link *l, int n, double nbytes);
+double ibc_scaling_tree_allreduce_s(const struct ibc_scaling_link *l, int n, double nbytes);
+double ibc_scaling_allreduce_s(const struct ibc_scaling_link *l, int n, double nbytes,
+			       enum ibc_scaling_algo *algo_p);
+double ibc_scaling_p2p_s(const struct ibc_scaling_link *l, double nbytes);
+double ibc_scaling_busbw_factor(int n);
+
+/**
+ * struct ibc_scaling_system - one machine type: GPU and its two link levels.
+ * @name:          system id used by mlperf.csv (e.g. "dgx-h100").
+ * @gpu:           GPU name (for tables).
+ * @peak_flops:    dense BF16 tensor-core peak per GPU, FLOP/s.
+ * @hbm_Bps:       HBM bandwidth per GPU, bytes/s.
+ * @gpus_per_node: GPUs sharing one NVLink domain.
+ * @nvlink:        link level inside a node.
+ * @net:           link level across nodes (one NIC per GPU).
+ */
+struct ibc_scaling_system {
+	char name[IBC_SCALING_NAME_LEN];
+	char gpu[IBC_SCALING_NAME_LEN];
+	double peak_flops;
+	double hbm_Bps;
+	int gpus_per_node;
+	struct ibc_scaling_link nvlink;
+	struct ibc_scaling_link net;
+};
+
+/**
+ * struct ibc_scaling_workload - model shape and benchmark rules.
+ * @layers, @hidden, @ffn, @heads, @kv_heads, @vocab, @seq: transformer shape
+ *                  (decoder only; @ffn is the MLP width, @kv_heads < @heads
+ *                  means grouped-query attention).
+ * @gated_mlp:      1 for SwiGLU (three MLP matrices), 0 for GELU (two).
+ * @frozen_base:    1 for LoRA fine-tuning: base weights get no gradient, so
+ *                  backward runs only the data-gradient GEMMs.
+ * @lora_params:    trainable adapter parameters (LoRA), 0 otherwise.
+ * @elem_bytes_per_h: HBM bytes moved by element-wise kernels per token per
+ *                  layer for forward+backward, in units of @hidden.
+ * @eval_seqs:      sequences in one evaluation pass (padded to the GBS).
+ * @eval_interval_samples: training samples between evaluations (rounded up to
+ *                  whole steps).
+ * @first_eval_samples: samples before the first evaluation (0: one interval).
+ * @rcp_gbs, @rcp_samples, @nrcp: reference convergence points: mean training
+ *                  samples to reach the target at each global batch size.
+ */
+struct ibc_scaling_workload {
+	char name[IBC_SCALING_NAME_LEN];
+	int layers;
+	double hidden;
+	double ffn;
+	int heads;
+	int kv_heads;
+	double vocab;
+	double seq;
+	int gated_mlp;
+	int frozen_base;
+	double lora_params;
+	double elem_bytes_per_h;
+	double eval_seqs;
+	double eval_interval_samples;
+	double first_eval_samples;
+	double rcp_gbs[IBC_SCALING_MAX_RCP];
+	double rcp_samples[IBC_SCALING_MAX_RCP];
+	int nrcp;
+};
+
+/**
+ * struct ibc_scaling_row - one published result and the configuration that
+ * produced it (all inputs; nothing here is fitted).
+ * @id:            short unique name.
+ * @bench:         workload name (workloads.conf).
+ * @round:         MLPerf round ("v3.1"...).
+ * @submitter:     who ran it.
+ * @system:        system id (hardware.conf).
+ * @stack:         software stack whose achieved utilization u it shares.
+ * @role:          "calib-u" (fixes u of its stack), "calib-eta" (fixes the
+ *                 overlap efficiency together with its stack's calib-u row),
+ *                 or "predict".
+ * @ngpus, @tp, @pp, @cp, @vp, @mbs, @gbs: parallel layout; @vp is the number
+ *                 of interleaved pipeline chunks per GPU (1: none).
+ * @dist_opt:      1: distributed optimizer (reduce-scatter gradients +
+ *                 all-gather parameters); 0: all-reduce of the gradients.
+ * @grad_bytes_per_elem, @param_bytes_per_elem: wire sizes (2 = bf16, 1 = fp8).
+ * @samples:       samples to converge if given (0: use the workload RCP).
+ * @published_min: published time to train, minutes.
+ * @logged_step_s: one training step from the submission's log, s (0: unknown).
+ * @logged_evals:  evaluations in that log (0: unknown).
+ * @source:        where the numbers come from.
+ */
+struct ibc_scaling_row {
+	char id[IBC_SCALING_NAME_LEN];
+	char bench[IBC_SCALING_NAME_LEN];
+	char round[16];
+	char submitter[IBC_SCALING_NAME_LEN];
+	char system[IBC_SCALING_NAME_LEN];
+	char stack[IBC_SCALING_NAME_LEN];
+	char role[16];
+	int ngpus;
+	int tp;
+	int pp;
+	int cp;
+	int vp;
+	int mbs;
+	long gbs;
+	int dist_opt;
+	double grad_bytes_per_elem;
+	double param_bytes_per_elem;
+	double samples;
+	double published_min;
+	double logged_step_s;
+	int logged_evals;
+	char source[IBC_SCALING_TEXT_LEN];
+};
+
+/**
+ * struct ibc_scaling_params - parameters shared by every row.
+ * @eta:          fraction of overlappable communication (TP, CP, PP, DP) that
+ *                is hidden behind compute; FITTED (one value for all rows).
+ * @host_step_s:  host time per step outside the GPU step (data loader,
+ *                callbacks), s; measured from a published log.
+ * @eval_fixed_s: fixed time per evaluation (mode switch, first batch), s;
+ *                measured from a published log.
+ * @opt_bytes_per_param: HBM bytes per parameter touched by the optimizer step.
+ */
+struct ibc_scaling_params {
+	double eta;
+	double host_step_s;
+	double eval_fixed_s;
+	double opt_bytes_per_param;
+};
+
+/**
+ * struct ibc_scaling_pred - the model's breakdown for one row.
+ * Per microbatch per GPU: @t_flop_s, @t_mem_s, @t_tp_s, @t_cp_s, @t_pp_s
+ * (communication before overlap) and @t_mb_s (with the exposed part).
+ * Per step: @m microbatches, @t_bubble_s, @t_dp_s (before overlap),
+ * @t_dp_exposed_s, @t_opt_s, @t_step_s. Whole run: @samples, @steps, @evals,
+ * @t_eval_s (one evaluation), @ttt_s. @mfu is model FLOPs / (step time x peak).
+ * @dp_algo: algorithm chosen for a data-parallel all-reduce.
+ */
+struct ibc_scaling_pred {
+	double m;
+	double t_flop_s;
+	double t_mem_s;
+	double t_tp_s;
+	double t_cp_s;
+	double t_pp_s;
+	double t_mb_s;
+	double t_bubble_s;
+	double t_dp_s;
+	double t_dp_exposed_s;
+	double t_opt_s;
+	double t_step_s;
+	double t_eval_s;
+	double samples;
+	long steps;
+	int evals;
+	double ttt_s;
+	double mfu;
+	enum ibc_scaling_algo dp_algo;
+};
+
+/**
+ * struct ibc_scaling_db - everything loaded from bench/scaling/ plus the
+ * fitted values: per-stack utilization @u (achieved fraction of the BF16
+ * peak for the compute-bound work; FP8 GEMMs can push it above 0.5) and the
+ * shared @params.
+ */
+struct ibc_scaling_db {
+	struct ibc_scaling_system sys[8];
+	int nsys;
+	struct ibc_scaling_workload wl[4];
+	int nwl;
+	struct ibc_scaling_row row[IBC_SCALING_MAX_ROWS];
+	int nrow;
+	struct ibc_scaling_params params;
+	char stack[IBC_SCALING_MAX_STACKS][IBC_SCALING_NAME_LEN];
+	double u[IBC_SCALING_MAX_STACKS];
+	int nstack;
+};
+
+/* ---- workload arithmetic (scaling_model.c) ---- */
+double ibc_scaling_layer_params(const struct ibc_scaling_workload *w);
+double ibc_scaling_total_params(const struct ibc_scaling_workload *w);
+double ibc_scaling_train_flops_per_token(const struct ibc_scaling_workload *w);
+double ibc_scaling_fwd_flops_per_token(const struct ibc_scaling_workload *w);
+ibc_status_t ibc_scaling_rcp_samples(const struct ibc_scaling_workload *w, double gbs,
+				     double *samples_p);
+double ibc_scaling_bubble_fraction(int pp, int vp, double m);
+
+/* ---- the model ---- */
+const struct ibc_scaling_system *ibc_scaling_find_system(const struct ibc_scaling_db *db,
+							 const char *name);
+const struct ibc_scaling_workload *ibc_scaling_find_workload(const struct ibc_scaling_db *db,
+							     const char *name);
+int ibc_scaling_stack_index(struct ibc_scaling_db *db, const char *stack, int create);
+ibc_status_t ibc_scaling_check_row(const struct ibc_scaling_db *db,
+				   const struct ibc_scaling_row *r);
+ibc_status_t ibc_scaling_predict(const struct ibc_scaling_db *db, const struct ibc_scaling_row *r,
+				 double u, const struct ibc_scaling_params *p,
+				 struct ibc_scaling_pred *pred_p);
+ibc_status_t ibc_scaling_solve_u(const struct ibc_scaling_db *db, const struct ibc_scaling_row *r,
+				 const struct ibc_scaling_params *p, double *u_p);
+ibc_status_t ibc_scaling_calibrate(struct ibc_scaling_db *db);
+ibc_status_t ibc_scaling_predict_row(const struct ibc_scaling_db *db, int i,
+				     struct ibc_scaling_pred *pred_p);
+
+/* ---- local (this machine) model ---- */
+
+/**
+ * struct ibc_scaling_local - parameters measured on this machine by run.sh
+ * (bench/scaling/local-params.txt).
+ * @cores:             CPU cores available to the ranks.
+ * @link[t]:           alpha-beta-gamma of transport t (0 shm, 1 tcp) fitted
+ *                     from ibc_bench at @fit_ranks ranks; @have_link[t] says
+ *                     whether it was measured.
+ * @grad_bytes:        bytes all-reduced per trainer step (fp32 gradients).
+ * @sample_compute_s:  single-rank, single-thread compute per sample, s.
+ * @batch:             samples per step: per rank (weak) or global (strong).
+ * @threads_per_rank:  compute threads per rank.
+ * @overlap:           fraction of the gradient all-reduce hidden by the
+ *                     trainer (0 when it all-reduces after backward).
+ * @have_trainer:      1 when the trainer terms were measured.
+ */
+struct ibc_scaling_local {
+	int cores;
+	struct ibc_scaling_link link[2];
+	int have_link[2];
+	int fit_ranks;
+	double grad_bytes;
+	double sample_compute_s;
+	double batch;
+	int threads_per_rank;
+	double overlap;
+	int have_trainer;
+};
+
+enum ibc_scaling_mode { IBC_SCALING_WEAK = 0, IBC_SCALING_STRONG = 1 };
+
+double ibc_scaling_local_step_s(const struct ibc_scaling_local *lp, int transport, int ranks,
+				enum ibc_scaling_mode mode);
+double ibc_scaling_local_busbw_Bps(const struct ibc_scaling_local *lp, int transport, int ranks,
+				   double nbytes);
+
+/* ---- files (scaling_io.c) ---- */
+ibc_status_t ibc_scaling_load(struct ibc_scaling_db *db, const char *dir);
+ibc_status_t ibc_scaling_load_local(struct ibc_scaling_local *lp, const char *path);
+int ibc_scaling_transport_index(const char *name);
+
+#endif /* IBC_SCALING_MODEL_H */

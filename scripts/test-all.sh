@@ -1,0 +1,48 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# test-all.sh - the README's test command: install what the tests need
+# (Debian packages, including the Soft-RoCE VM's), build with warnings as
+# errors, run `make check` (unit, collective matrix, reliability, trainer,
+# benchmark checks) and `make check-rxe` (verbs tests in a Soft-RoCE VM),
+# and end with a summary of every suite.
+#
+# usage: scripts/test-all.sh
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+bdir=${IBC_BUILD_DIR:-$top/build}
+start=$(date +%s)
+"$top/scripts/install-deps.sh" --vm || exit 1
+"$top/scripts/build.sh" --enable-werror || exit 1
+cd "$bdir" || exit 1
+
+rc=0
+suites=""
+run_suite() {
+	name=$1
+	shift
+	echo "=== $name: $*"
+	if "$@"; then
+		suites="$suites
+  $name: passed"
+	else
+		suites="$suites
+  $name: FAILED (see $bdir/*.log and tests/*/*.log)"
+		rc=1
+	fi
+}
+run_suite "make check" make -j"$(nproc)" check
+if grep -q '^check-rxe:' Makefile; then
+	run_suite "make check-rxe" make check-rxe
+fi
+if grep -q '^check-extra:' Makefile; then
+	run_suite "make check-extra" make check-extra
+fi
+end=$(date +%s)
+echo
+echo "=== test summary ($(($end - $start)) s)"
+for f in test-suite.log tests/rxe/test-suite.log; do
+	[ -f "$f" ] && grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR):' "$f" | tr '\n' ' ' | sed "s|^|  $f: |" && echo
+done
+printf '%s\n' "$suites"
+[ $rc -eq 0 ] && echo "ALL TESTS PASSED" || echo "SOME TESTS FAILED"
+exit $rc

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * p2p.c - operations built directly on point-to-point messages: send/recv,
+ * all-to-all (pairwise exchange: step s sends to r+s and receives from r-s,
+ * n-1 steps) and the barrier (dissemination, Hensgen, Finkel & Manber 1988:
+ * round k signals rank r+2^k and waits for rank r-2^k, ceil(log2 n) rounds).
+ */
+#include "config.h"
+
+#include "coll/coll.h"
+#include "core/util.h"
+
+enum { PHASE_P2P = 5, PHASE_A2A = 6, PHASE_BARRIER = 7 };
+
+ibc_status_t ibc_coll_send(struct ibc_comm *comm, struct ibc_request *req)
+{
+	struct ibc_treq tr;
+	struct ibc_msg_desc d;
+	size_t esz;
+
+	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
+	IBC_CHECK(ibc_net_connect(comm, &req->root, 1));
+	ibc_coll_desc(req, IBC_COLL_STEP(PHASE_P2P, 0, 0), 0, &d);
+	d.root = -1;
+	IBC_CHECK(ibc_net_isend(comm, req->root, req->sendbuf, req->count * esz, &d, &tr));
+	return ibc_net_wait1(comm, &tr);
+}
+
+ibc_status_t ibc_coll_recv(struct ibc_comm *comm, struct ibc_request *req)
+{
+	struct ibc_treq tr;
+	struct ibc_msg_desc d;
+	size_t esz;
+
+	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
+	IBC_CHECK(ibc_net_connect(comm, &req->root, 1));
+	ibc_coll_desc(req, IBC_COLL_STEP(PHASE_P2P, 0, 0), 0, &d);
+	d.root = -1;
+	IBC_CHECK(ibc_net_irecv(comm, req->root, req->recvbuf, req->count * esz, &d, &tr));
+	return ibc_net_wait1(comm, &tr);
+}
+
+ibc_status_t ibc_coll_alltoall(struct ibc_comm *comm, struct ibc_request *req)
+{
+	int n = comm->nranks;
+	int r = comm->rank;
+	size_t esz;
+	size_t blk;
+	int *peers;
+	int s;
+	ibc_status_t st = IBC_OK;
+
+	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
+	blk = req->count * esz;
+	memcpy((char *)req->recvbuf + (size_t)r * blk, (const char *)req->sendbuf + (size_t)r * blk,
+	       blk);
+	if (n == 1)
+		return IBC_OK;
+	peers = ibc_malloc((size_t)n * sizeof(int), "alltoall peers");
+	if (!peers)
+		return IBC_ERR_NO_MEMORY;
+	for (s = 0; s < n; s++)
+		peers[s] = s;
+	st = ibc_net_connect(comm, peers, n);
+	ibc_free(peers);
+	IBC_CHECK(st);
+	for (s = 1; s < n; s++) {
+		int to = (r + s) % n;
+		int from = (r - s + n) % n;
+		struct ibc_treq tr[2];
+		struct ibc_treq *w[2] = { &tr[0], &tr[1] };
+		struct ibc_msg_desc d;
+
+		ibc_coll_desc(req, IBC_COLL_STEP(PHASE_A2A, s, 0), 0, &d);
+		IBC_CHECK(ibc_net_irecv(comm, from, (char *)req->recvbuf + (size_t)from * blk, blk, &d,
+					&tr[0]));
+		IBC_CHECK(ibc_net_isend(comm, to, (const char *)req->sendbuf + (size_t)to * blk, blk,
+					&d, &tr[1]));
+		IBC_CHECK(ibc_net_waitall(comm, w, 2));
+	}
+	return IBC_OK;
+}
+
+ibc_status_t ibc_coll_barrier(struct ibc_comm *comm, struct ibc_request *req)
+{
+	int n = comm->nranks;
+	int r = comm->rank;
+	int peers[64] = { 0 };
+	int np = 0;
+	int k;
+	char dummy = 0;
+
+	if (n == 1)
+		return IBC_OK;
+	for (k = 1; k < n; k <<= 1) {
+		peers[np++] = (r + k) % n;
+		peers[np++] = (r - k + n) % n;
+	}
+	IBC_CHECK(ibc_net_connect(comm, peers, np));
+	for (k = 1; k < n; k <<= 1) {
+		struct ibc_treq tr[2];
+		struct ibc_treq *w[2] = { &tr[0], &tr[1] };
+		struct ibc_msg_desc d;
+		char in;
+
+		ibc_coll_desc(req, IBC_COLL_STEP(PHASE_BARRIER, k, 0), 0, &d);
+		IBC_CHECK(ibc_net_irecv(comm, (r - k + n) % n, &in, 0, &d, &tr[0]));
+		IBC_CHECK(ibc_net_isend(comm, (r + k) % n, &dummy, 0, &d, &tr[1]));
+		IBC_CHECK(ibc_net_waitall(comm, w, 2));
+	}
+	return IBC_OK;
+}

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * api_coll.c - the public collective and point-to-point entry points
+ * (blocking and nonblocking) and request handling: argument checks with one
+ * clear log line per bad call, sequence numbers, submission to the
+ * communicator's execution engine (comm.c).
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "comm.h"
+#include "util.h"
+
+struct op_args {
+	int coll;
+	const void *sendbuf;
+	void *recvbuf;
+	size_t count;
+	ibc_dtype_t dtype;
+	ibc_redop_t op;
+	int root;
+};
+
+/* check the arguments of @a on @comm; logs the first problem found */
+static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, const char *fn)
+{
+	int n = comm->nranks;
+	int reduces = a->coll == IBC_COLL_ALLREDUCE || a->coll == IBC_COLL_REDUCE ||
+		      a->coll == IBC_COLL_REDUCE_SCATTER;
+	int is_root = a->root == comm->rank;
+	int need_send;
+	int need_recv;
+	size_t esz = 0;
+	size_t mult = 1;
+
+	if (a->coll == IBC_COLL_BARRIER)
+		return IBC_OK;
+	if (ibc_dtype_size(a->dtype, &esz) != IBC_OK) {
+		IBC_LOG_ERROR(COLL, "%s: invalid dtype %d", fn, (int)a->dtype);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (reduces && (unsigned)a->op >= IBC_REDOP_COUNT) {
+		IBC_LOG_ERROR(COLL, "%s: invalid reduction op %d", fn, (int)a->op);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (a->coll == IBC_COLL_BROADCAST || a->coll == IBC_COLL_REDUCE) {
+		if (a->root < 0 || a->root >= n) {
+			IBC_LOG_ERROR(COLL, "%s: root %d out of range [0, %d)", fn, a->root, n);
+			return IBC_ERR_INVALID_ARG;
+		}
+	}
+	if (a->coll == IBC_COLL_SEND || a->coll == IBC_COLL_RECV) {
+		if (a->root < 0 || a->root >= n || a->root == comm->rank) {
+			IBC_LOG_ERROR(COLL, "%s: peer %d is %s (this is rank %d of %d)", fn, a->root,
+				      a->root == comm->rank ? "this rank itself" : "out of range",
+				      comm->rank, n);
+			return IBC_ERR_INVALID_ARG;
+		}
+	}
+	if (a->coll == IBC_COLL_ALLGATHER || a->coll == IBC_COLL_REDUCE_SCATTER ||
+	    a->coll == IBC_COLL_ALLTOALL)
+		mult = (size_t)n;
+	if (a->count && a->count > SIZE_MAX / esz / mult) {
+		IBC_LOG_ERROR(COLL, "%s: count %zu overflows the address space", fn, a->count);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (a->count == 0)
+		return IBC_OK;
+	switch (a->coll) {
+	case IBC_COLL_BROADCAST:
+		need_send = is_root;
+		need_recv = 1;
+		break;
+	case IBC_COLL_REDUCE:
+		need_send = 1;
+		need_recv = is_root;
+		break;
+	case IBC_COLL_SEND:
+		need_send = 1;
+		need_recv = 0;
+		break;
+	case IBC_COLL_RECV:
+		need_send = 0;
+		need_recv = 1;
+		break;
+	default:
+		need_send = 1;
+		need_recv = 1;
+		break;
+	}
+	if ((need_send && !a->sendbuf) || (need_recv && !a->recvbuf)) {
+		IBC_LOG_ERROR(COLL, "%s: %s is NULL with count %zu", fn,
+			      need_send && !a->sendbuf ? (a->coll == IBC_COLL_SEND ? "buf" : "sendbuf")
+						       : (a->coll == IBC_COLL_RECV ? "buf" : "recvbuf"),
+			      a->count);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (a->coll == IBC_COLL_ALLTOALL) {
+		const char *s = a->sendbuf;
+		const char *r = a->recvbuf;
+		size_t len = a->count * esz * (size_t)n;
+
+		if (s < r + len && r < s + len) {
+			IBC_LOG_ERROR(COLL, "%s: sendbuf and recvbuf overlap (in place is not supported)",
+				      fn);
+			return IBC_ERR_INVALID_ARG;
+		}
+	}
+	return IBC_OK;
+}
+
+static void fill_req(struct ibc_comm *comm, struct ibc_request *req, const struct op_args *a)
+{
+	memset(req, 0, sizeof(*req));
+	req->comm = comm;
+	req->coll = a->coll;
+	req->sendbuf = a->sendbuf;
+	req->recvbuf = a->recvbuf;
+	req->count = a->count;
+	req->dtype = a->dtype;
+	req->op = a->op;
+	req->root = a->root;
+	if (a->coll == IBC_COLL_SEND)
+		req->seq = comm->peers[a->root].p2p_send_seq++;
+	else if (a->coll == IBC_COLL_RECV)
+		req->seq = comm->peers[a->root].p2p_recv_seq++;
+	else
+		req->seq = comm->coll_seq++;
+}
+
+static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_request_h *req_p,
+			     const char *fn)
+{
+	struct ibc_request breq;
+	struct ibc_request *req;
+	ibc_status_t st;
+
+	IBC_CHECK(ibc_comm_enter(comm, fn));
+	st = check_args(comm, a, fn);
+	if (st != IBC_OK)
+		goto out;
+	st = ibc_comm_poison_status(comm);
+	if (st != IBC_OK) {
+		/* a failed communicator answers at once, with the original error */
+		IBC_LOG_DEBUG(COLL, "%s on a failed communicator: %s", fn, comm->poison_msg);
+		ibc_log_set_last_error(comm->poison_msg);
+		goto out;
+	}
+	if (!req_p) {
+		fill_req(comm, &breq, a);
+		st = ibc_comm_submit(comm, &breq, 1);
+		goto out;
+	}
+	req = ibc_malloc(sizeof(*req), "request");
+	if (!req) {
+		st = IBC_ERR_NO_MEMORY;
+		goto out;
+	}
+	fill_req(comm, req, a);
+	st = ibc_comm_submit(comm, req, 0);
+	if (st != IBC_OK) {
+		if (a->coll == IBC_COLL_SEND)
+			comm->peers[a->root].p2p_send_seq--;
+		else if (a->coll == IBC_COLL_RECV)
+			comm->peers[a->root].p2p_recv_seq--;
+		else
+			comm->coll_seq--;
+		ibc_free(req);
+		goto out;
+	}
+	*req_p = req;
+out:
+	ibc_comm_leave(comm);
+	return st;
+}
+
+#define ARGS(c, s, r, n, d, o, rt) \
+	{ .coll = (c), .sendbuf = (s), .recvbuf = (r), .count = (n), .dtype = (d), .op = (o), .root = (rt) }
+
+ibc_status_t ibc_allreduce(const void *sendbuf, void *recvbuf, size_t count, ibc_dtype_t dtype,
+			   ibc_redop_t op, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1);
+
+	return op_start(comm, &a, NULL, "ibc_allreduce");
+}
+
+ibc_status_t ibc_iallreduce(const void *sendbuf, void *recvbuf, size_t count, ibc_dtype_t dtype,
+			    ibc_redop_t op, ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1);
+
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "ibc_iallreduce: req_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, &a, req_p, "ibc_iallreduce");
+}
+
+ibc_status_t ibc_broadcast(const void *sendbuf, void *recvbuf, size_t count, ibc_dtype_t dtype,
+			   int root, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, IBC_SUM, root);
+
+	return op_start(comm, &a, NULL, "ibc_broadcast");
+}
+
+ibc_status_t ibc_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, ibc_dtype_t dtype,
+			    int root, ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, IBC_SUM, root);
+
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "ibc_ibroadcast: req_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, &a, req_p, "ibc_ibroadcast");
+}
+
+ibc_status_t ibc_reduce(const void *sendbuf, void *recvbuf, size_t count, ibc_dtype_t dtype,
+			ibc_redop_t op, int root, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root);
+
+	return op_start(comm, &a, NULL, "ibc_reduce");
+}
+
+ibc_status_t ibc_ireduce(const void *sendbuf, void *recvbuf, size_t count, ibc_dtype_t dtype,
+			 ibc_redop_t op, int root, ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root);
+
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "ibc_ireduce: req_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, &a, req_p, "ibc_ireduce");
+}
+
+ibc_status_t ibc_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+			   ibc_dtype_t dtype, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, IBC_SUM, -1);
+
+	return op_start(comm, &a, NULL, "ibc_allgather");
+}
+
+ibc_status_t ibc_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+			    ibc_dtype_t dtype, ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, IBC_SUM, -1);
+
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "ibc_iallgather: req_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, &a, req_p, "ibc_iallgather");
+}
+
+ibc_status_t ibc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+				ibc_dtype_t dtype, ibc_redop_t op, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1);
+
+	return op_start(comm, &a, NULL, "ibc_reduce_scatter");
+}
+
+ibc_status_t ibc_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+				 ibc_dtype_t dtype, ibc_redop_t op, ibc_comm_h comm,
+				 ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1);
+
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "ibc_ireduce_scatter: req_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, &a, req_p, "ibc_ireduce_scatter");
+}
+
+ibc_status_t ibc_alltoall(const void *sendbuf, void *recvbuf, size_t count, ibc_dtype_t dtype,
+			  ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, IBC_SUM, -1);
+
+	return op_start(comm, &a, NULL, "ibc_alltoall");
+}
+
+ibc_status_t ibc_ialltoall(const void *sendbuf, void *recvbuf, size_t count, ibc_dtype_t dtype,
+			   ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, IBC_SUM, -1);
+
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "ibc_ialltoall: req_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, &a, req_p, "ibc_ialltoall");
+}
+
+ibc_status_t ibc_send(const void *buf, size_t count, ibc_dtype_t dtype, int peer, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_SEND, buf, NULL, count, dtype, IBC_SUM, peer);
+
+	return op_start(comm, &a, NULL, "ibc_send");
+}
+
+ibc_status_t ibc_isend(const void *buf, size_t count, ibc_dtype_t dtype, int peer, ibc_comm_h comm,
+		       ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_SEND, buf, NULL, count, dtype, IBC_SUM, peer);
+
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "ibc_isend: req_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, &a, req_p, "ibc_isend");
+}
+
+ibc_status_t ibc_recv(void *buf, size_t count, ibc_dtype_t dtype, int peer, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_RECV, NULL, buf, count, dtype, IBC_SUM, peer);
+
+	return op_start(comm, &a, NULL, "ibc_recv");
+}
+
+ibc_status_t ibc_irecv(void *buf, size_t count, ibc_dtype_t dtype, int peer, ibc_comm_h comm,
+		       ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_RECV, NULL, buf, count, dtype, IBC_SUM, peer);
+
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "ibc_irecv: req_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, &a, req_p, "ibc_irecv");
+}
+
+ibc_status_t ibc_barrier(ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_BARRIER, NULL, NULL, 0, IBC_UINT8, IBC_SUM, -1);
+
+	return op_start(comm, &a, NULL, "ibc_barrier");
+}
+
+ibc_status_t ibc_ibarrier(ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_BARRIER, NULL, NULL, 0, IBC_UINT8, IBC_SUM, -1);
+
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "ibc_ibarrier: req_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, &a, req_p, "ibc_ibarrier");
+}
+
+ibc_status_t ibc_test(ibc_request_h req, int *done_p)
+{
+	if (!req || !done_p) {
+		IBC_LOG_ERROR(COLL, "ibc_test: %s is NULL", req ? "done_p" : "req");
+		return IBC_ERR_INVALID_ARG;
+	}
+	return ibc_comm_test_req(req->comm, req, done_p);
+}
+
+ibc_status_t ibc_wait(ibc_request_h req)
+{
+	ibc_status_t st;
+
+	if (!req) {
+		IBC_LOG_ERROR(COLL, "ibc_wait: req is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	st = ibc_comm_wait_req(req->comm, req);
+	ibc_free(req);
+	return st;
+}
+
+ibc_status_t ibc_waitall(int n, ibc_request_h *reqs)
+{
+	ibc_status_t first = IBC_OK;
+	int i;
+
+	if (n < 0 || (n > 0 && !reqs)) {
+		IBC_LOG_ERROR(COLL, "ibc_waitall: bad arguments (n %d, reqs %p)", n, (void *)reqs);
+		return IBC_ERR_INVALID_ARG;
+	}
+	for (i = 0; i < n; i++) {
+		ibc_status_t st;
+
+		if (!reqs[i])
+			continue;
+		st = ibc_wait(reqs[i]);
+		reqs[i] = NULL;
+		if (st != IBC_OK && first == IBC_OK)
+			first = st;
+	}
+	return first;
+}

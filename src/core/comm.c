@@ -1,0 +1,935 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * comm.c - communicator lifecycle (create from a unique id or the
+ * environment, split, destroy, abort), transport choice per peer, the
+ * registry of live handles, error poisoning, and the execution engine:
+ * operations run one at a time in issue order, in the progress thread
+ * (nonblocking calls) or in the caller's thread (blocking calls with an
+ * empty queue, or IBC_PROGRESS_THREAD=0). Relies on bootstrap.c for the
+ * out-of-band network, net.c for connections and coll/ for algorithms.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "boot_wire.h"
+#include "comm.h"
+#include "coll/coll.h"
+#include "net.h"
+#include "param.h"
+#include "socket.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------------ */
+/* registry of live communicators: a destroyed handle is detected, not used */
+/* ------------------------------------------------------------------------ */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibc_comm **reg_comms;
+static int reg_n;
+static int reg_cap;
+
+static int registry_add(struct ibc_comm *comm)
+{
+	pthread_mutex_lock(&reg_lock);
+	if (reg_n == reg_cap) {
+		int ncap = reg_cap ? 2 * reg_cap : 16;
+		struct ibc_comm **nc = realloc(reg_comms, sizeof(*nc) * (size_t)ncap);
+
+		if (!nc) {
+			pthread_mutex_unlock(&reg_lock);
+			return -1;
+		}
+		reg_comms = nc;
+		reg_cap = ncap;
+	}
+	reg_comms[reg_n++] = comm;
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+static void registry_remove(struct ibc_comm *comm)
+{
+	int i;
+
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < reg_n; i++) {
+		if (reg_comms[i] == comm) {
+			reg_comms[i] = reg_comms[--reg_n];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/*
+ * ibc_comm_enter() - validate a handle at an API entry and count the caller
+ * (ibc_comm_abort waits for callers to leave). IBC_ERR_INVALID_ARG for NULL,
+ * IBC_ERR_INVALID_USAGE for a destroyed or aborting communicator.
+ */
+ibc_status_t ibc_comm_enter(struct ibc_comm *comm, const char *fn)
+{
+	int i;
+	int found = 0;
+
+	if (!comm) {
+		IBC_LOG_ERROR(COLL, "%s: communicator is NULL", fn);
+		return IBC_ERR_INVALID_ARG;
+	}
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < reg_n; i++) {
+		if (reg_comms[i] == comm) {
+			found = 1;
+			break;
+		}
+	}
+	if (found && !__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE))
+		__atomic_add_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
+	else
+		found = 0;
+	pthread_mutex_unlock(&reg_lock);
+	if (!found) {
+		IBC_LOG_ERROR(COLL, "%s: communicator %p was destroyed or aborted (or never created)", fn,
+			      (void *)comm);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	ibc_log_set_rank(comm->rank);
+	return IBC_OK;
+}
+
+void ibc_comm_leave(struct ibc_comm *comm)
+{
+	__atomic_sub_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+const char *ibc_comm_peer_host(const struct ibc_comm *comm, int peer)
+{
+	if (!comm->bs || peer < 0 || peer >= comm->nranks)
+		return "?";
+	return ibc_bootstrap_peer(comm->bs, peer)->host;
+}
+
+static void comm_poison(struct ibc_comm *comm, ibc_status_t st, const char *msg)
+{
+	pthread_mutex_lock(&comm->lock);
+	if (!comm->poisoned) {
+		comm->poison_st = st;
+		snprintf(comm->poison_msg, sizeof(comm->poison_msg), "%s", msg);
+		__atomic_store_n(&comm->poisoned, 1, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&comm->cond);
+	}
+	pthread_mutex_unlock(&comm->lock);
+}
+
+ibc_status_t ibc_comm_fail(struct ibc_comm *comm, ibc_status_t st, int peer, const char *fmt, ...)
+{
+	char cause[512];
+	char ctx[256] = "";
+	char msg[900];
+	const struct ibc_request *cur = comm->cur;
+	va_list ap;
+	int first;
+
+	va_start(ap, fmt);
+	vsnprintf(cause, sizeof(cause), fmt, ap);
+	va_end(ap);
+	if (cur)
+		snprintf(ctx, sizeof(ctx), "%s #%u (count %zu %s%s%s, %llu of %llu bytes done) ",
+			 ibc_coll_name(cur->coll), cur->seq, cur->count, ibc_dtype_name(cur->dtype),
+			 (cur->coll == IBC_COLL_ALLREDUCE || cur->coll == IBC_COLL_REDUCE ||
+			  cur->coll == IBC_COLL_REDUCE_SCATTER) ? " " : "",
+			 (cur->coll == IBC_COLL_ALLREDUCE || cur->coll == IBC_COLL_REDUCE ||
+			  cur->coll == IBC_COLL_REDUCE_SCATTER) ? ibc_redop_name(cur->op) : "",
+			 (unsigned long long)comm->cur_bytes_done,
+			 (unsigned long long)comm->cur_bytes_total);
+	if (peer >= 0)
+		snprintf(msg, sizeof(msg), "%son %s: peer rank %d (host %s): %s", ctx,
+			 comm->transport_name, peer, ibc_comm_peer_host(comm, peer), cause);
+	else
+		snprintf(msg, sizeof(msg), "%son %s: %s", ctx, comm->transport_name, cause);
+	first = !__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE);
+	if (first)
+		IBC_LOG_ERROR(COLL, "%s", msg);
+	else
+		IBC_LOG_DEBUG(COLL, "after the first error: %s", msg);
+	comm_poison(comm, st, msg);
+	return st;
+}
+
+/* bootstrap service thread: a peer died, aborted or stopped answering */
+static void comm_on_boot_error(void *arg, ibc_status_t st, int peer, const char *why)
+{
+	struct ibc_comm *comm = arg;
+
+	ibc_log_set_rank(comm->rank);
+	ibc_comm_fail(comm, st, -1, "%s", why);
+	(void)peer;
+}
+
+/* ------------------------------------------------------------------------ */
+/* creation                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static ibc_status_t comm_alloc(struct ibc_comm **comm_p)
+{
+	struct ibc_comm *comm = ibc_calloc(1, sizeof(*comm), "communicator");
+
+	if (!comm)
+		return IBC_ERR_NO_MEMORY;
+	pthread_mutex_init(&comm->lock, NULL);
+	pthread_cond_init(&comm->cond, NULL);
+	comm->timeout_ms = ibc_param_timeout_ms();
+	comm->use_thread = (int)ibc_param_progress_thread();
+	snprintf(comm->transport_name, sizeof(comm->transport_name), "bootstrap");
+	*comm_p = comm;
+	return IBC_OK;
+}
+
+static void comm_free(struct ibc_comm *comm)
+{
+	pthread_mutex_destroy(&comm->lock);
+	pthread_cond_destroy(&comm->cond);
+	ibc_free(comm->peers);
+	ibc_free(comm->scratch);
+	ibc_free(comm);
+}
+
+static void *progress_thread(void *arg);
+
+/* add @ops to the communicator's transports (init its context) unless present */
+static ibc_status_t comm_tinst_get(struct ibc_comm *comm, const struct ibc_transport_ops *ops,
+				   int *ok_p)
+{
+	ibc_status_t st;
+	int i;
+
+	for (i = 0; i < comm->ntinst; i++) {
+		if (comm->tinst[i].ops == ops) {
+			*ok_p = 1;
+			return IBC_OK;
+		}
+	}
+	*ok_p = 0;
+	st = ops->init(comm, &comm->tinst[comm->ntinst].ctx);
+	if (st == IBC_ERR_UNSUPPORTED)
+		return IBC_OK;
+	if (st != IBC_OK)
+		return st;
+	comm->tinst[comm->ntinst].ops = ops;
+	comm->ntinst++;
+	*ok_p = 1;
+	return IBC_OK;
+}
+
+enum { CAN_IB = 1 };
+
+/*
+ * Choose the transport of every peer. Forced (IBC_TRANSPORT): everyone uses
+ * it. Auto: shm with ranks of this host, else ib when both ends have a
+ * usable device (agreed through an allgather of capabilities), else tcp.
+ */
+static ibc_status_t comm_choose_transports(struct ibc_comm *comm)
+{
+	const char *want = ibc_param_transport();
+	const struct ibc_transport_ops *forced = NULL;
+	uint8_t *caps = NULL;
+	int any_remote = 0;
+	int have_shm = 0;
+	int have_tcp = 0;
+	int have_ib = 0;
+	int ok;
+	int i;
+	ibc_status_t st = IBC_OK;
+
+	if (!strcmp(want, "tcp"))
+		forced = &ibc_sock_ops;
+	else if (!strcmp(want, "shm"))
+		forced = &ibc_shm_ops;
+	else if (!strcmp(want, "ib"))
+		forced = &ibc_ib_ops;
+	else if (strcmp(want, "auto"))
+		IBC_LOG_WARN(ENV, "IBC_TRANSPORT=%s is not auto, shm, tcp or ib; using auto", want);
+
+	if (forced) {
+		if (forced == &ibc_shm_ops) {
+			for (i = 0; i < comm->nranks; i++) {
+				if (!ibc_bootstrap_same_host(comm->bs, i)) {
+					IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=shm but rank %d runs on host %s, not this host",
+						      i, ibc_comm_peer_host(comm, i));
+					return IBC_ERR_INVALID_USAGE;
+				}
+			}
+		}
+		IBC_CHECK(comm_tinst_get(comm, forced, &ok));
+		if (!ok) {
+			IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=%s but that transport is %s", want,
+				      forced == &ibc_ib_ops ? "not usable here (no active verbs device, or built without verbs)"
+							    : "not usable");
+			return IBC_ERR_UNSUPPORTED;
+		}
+		for (i = 0; i < comm->nranks; i++)
+			comm->peers[i].ops = forced;
+		snprintf(comm->transport_name, sizeof(comm->transport_name), "%s", forced->name);
+		return IBC_OK;
+	}
+
+	for (i = 0; i < comm->nranks; i++)
+		if (i != comm->rank && !ibc_bootstrap_same_host(comm->bs, i))
+			any_remote = 1;
+	if (any_remote) {
+		/* agree on ib per pair: both ends must have a usable device */
+		caps = ibc_calloc((size_t)comm->nranks, 1, "transport capabilities");
+		if (!caps)
+			return IBC_ERR_NO_MEMORY;
+		IBC_CHECK_GOTO(comm_tinst_get(comm, &ibc_ib_ops, &ok), st, out);
+		caps[comm->rank] = ok ? CAN_IB : 0;
+		IBC_CHECK_GOTO(ibc_bootstrap_allgather(comm->bs, caps, 1), st, out);
+	}
+	for (i = 0; i < comm->nranks; i++) {
+		const struct ibc_transport_ops *ops;
+
+		if (ibc_bootstrap_same_host(comm->bs, i)) {
+			ops = &ibc_shm_ops;
+		} else if ((caps[i] & CAN_IB) && (caps[comm->rank] & CAN_IB)) {
+			ops = &ibc_ib_ops;
+		} else {
+			ops = &ibc_sock_ops;
+		}
+		if (i == comm->rank)
+			ops = NULL;
+		if (ops) {
+			IBC_CHECK_GOTO(comm_tinst_get(comm, ops, &ok), st, out);
+			if (!ok) {
+				IBC_LOG_ERROR(INIT, "transport %s needed for rank %d is not usable",
+					      ops->name, i);
+				st = IBC_ERR_UNSUPPORTED;
+				goto out;
+			}
+		}
+		comm->peers[i].ops = ops;
+		have_shm |= ops == &ibc_shm_ops;
+		have_tcp |= ops == &ibc_sock_ops;
+		have_ib |= ops == &ibc_ib_ops;
+	}
+	snprintf(comm->transport_name, sizeof(comm->transport_name), "%s%s%s%s%s",
+		 have_shm ? "shm" : "", have_shm && (have_ib || have_tcp) ? "+" : "",
+		 have_ib ? "ib" : "", have_ib && have_tcp ? "+" : "", have_tcp ? "tcp" : "");
+	if (!have_shm && !have_tcp && !have_ib)
+		snprintf(comm->transport_name, sizeof(comm->transport_name), "self");
+out:
+	ibc_free(caps);
+	return st;
+}
+
+/* build the communicator around its ready bootstrap */
+static ibc_status_t comm_setup(struct ibc_comm *comm)
+{
+	ibc_status_t st;
+	int ret;
+
+	comm->rank = ibc_bootstrap_rank(comm->bs);
+	comm->nranks = ibc_bootstrap_nranks(comm->bs);
+	ibc_log_set_rank(comm->rank);
+	comm->peers = ibc_calloc((size_t)comm->nranks, sizeof(*comm->peers), "peer table");
+	if (!comm->peers)
+		return IBC_ERR_NO_MEMORY;
+	IBC_CHECK(comm_choose_transports(comm));
+	if (comm->use_thread) {
+		ret = pthread_create(&comm->thread, NULL, progress_thread, comm);
+		if (ret) {
+			IBC_LOG_ERROR(INIT, "cannot start the progress thread: %s", strerror(ret));
+			return IBC_ERR_SYSTEM;
+		}
+		comm->thread_started = 1;
+	}
+	if (registry_add(comm) != 0) {
+		IBC_LOG_ERROR(INIT, "out of memory registering the communicator");
+		st = IBC_ERR_NO_MEMORY;
+		return st;
+	}
+	if (comm->rank == 0)
+		IBC_LOG_INFO(INIT, "communicator of %d ranks ready: transport %s, progress %s, timeout %lld ms",
+			     comm->nranks, comm->transport_name,
+			     comm->use_thread ? "thread" : "in ibc_test/ibc_wait",
+			     (long long)comm->timeout_ms);
+	return IBC_OK;
+}
+
+static void comm_teardown(struct ibc_comm *comm, int abort)
+{
+	int i;
+
+	if (comm->thread_started) {
+		pthread_mutex_lock(&comm->lock);
+		comm->stop = 1;
+		pthread_cond_broadcast(&comm->cond);
+		pthread_mutex_unlock(&comm->lock);
+		pthread_join(comm->thread, NULL);
+		comm->thread_started = 0;
+	}
+	for (i = 0; comm->peers && i < comm->nranks; i++) {
+		if (comm->peers[i].conn) {
+			comm->peers[i].ops->disconnect(comm->peers[i].conn);
+			comm->peers[i].conn = NULL;
+		}
+	}
+	for (i = comm->ntinst - 1; i >= 0; i--)
+		comm->tinst[i].ops->fini(comm->tinst[i].ctx);
+	comm->ntinst = 0;
+	ibc_bootstrap_destroy(comm->bs, abort);
+	comm->bs = NULL;
+}
+
+ibc_status_t ibc_get_unique_id(ibc_unique_id_t *id)
+{
+	if (!id) {
+		IBC_LOG_ERROR(INIT, "ibc_get_unique_id: id is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	ibc_fault_configure();
+	return ibc_bootstrap_root_start(NULL, 0, NULL, id);
+}
+
+static ibc_status_t comm_init_uid(struct ibc_comm **comm_p, int nranks,
+				  const struct ibc_boot_uid *uid, int rank)
+{
+	struct ibc_comm *comm;
+	ibc_status_t st;
+
+	IBC_CHECK(comm_alloc(&comm));
+	ibc_log_set_rank(rank);
+	IBC_CHECK_GOTO(ibc_bootstrap_create(uid, rank, nranks, comm_on_boot_error, comm, &comm->bs),
+		       st, err_free);
+	IBC_CHECK_GOTO(comm_setup(comm), st, err_teardown);
+	*comm_p = comm;
+	return IBC_OK;
+err_teardown:
+	comm_teardown(comm, 1);
+err_free:
+	comm_free(comm);
+	return st;
+}
+
+ibc_status_t ibc_comm_init_rank(ibc_comm_h *comm_p, int nranks, const ibc_unique_id_t *id, int rank)
+{
+	struct ibc_boot_uid uid;
+
+	ibc_fault_configure();
+	if (!comm_p || !id) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_init_rank: %s is NULL", comm_p ? "id" : "comm_p");
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (nranks < 1 || nranks > IBC_BOOT_MAX_RANKS || rank < 0 || rank >= nranks) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_init_rank: rank %d of %d ranks is out of range", rank,
+			      nranks);
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_boot_uid_unpack(id, &uid));
+	return comm_init_uid(comm_p, nranks, &uid, rank);
+}
+
+static int env_int(const char *name, int *val_p)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return 0;
+	v = strtol(s, &end, 10);
+	if (*end || v < 0 || v > IBC_BOOT_MAX_RANKS)
+		return -1;
+	*val_p = (int)v;
+	return 1;
+}
+
+/* rank and size from IBC_*, Open MPI, PMI, PMIx or Slurm, in that order */
+static ibc_status_t env_rank_size(int *rank_p, int *nranks_p, const char **src_p)
+{
+	static const struct {
+		const char *rank;
+		const char *size;
+	} srcs[] = {
+		{ "IBC_RANK", "IBC_NRANKS" },
+		{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE" },
+		{ "PMI_RANK", "PMI_SIZE" },
+		{ "PMIX_RANK", "PMI_SIZE" },
+		{ "PMIX_RANK", "IBC_NRANKS" },
+		{ "SLURM_PROCID", "SLURM_NTASKS" },
+	};
+	size_t i;
+
+	for (i = 0; i < IBC_ARRAY_SIZE(srcs); i++) {
+		int r = -1;
+		int n = -1;
+		int hr = env_int(srcs[i].rank, &r);
+		int hn = env_int(srcs[i].size, &n);
+
+		if (hr < 0 || hn < 0) {
+			IBC_LOG_ERROR(INIT, "ibc_comm_init_env: %s='%s' / %s='%s' are not numbers",
+				      srcs[i].rank, getenv(srcs[i].rank) ? getenv(srcs[i].rank) : "",
+				      srcs[i].size, getenv(srcs[i].size) ? getenv(srcs[i].size) : "");
+			return IBC_ERR_INVALID_ARG;
+		}
+		if (hr > 0 && hn > 0) {
+			*rank_p = r;
+			*nranks_p = n;
+			*src_p = srcs[i].rank;
+			return IBC_OK;
+		}
+	}
+	IBC_LOG_ERROR(INIT, "ibc_comm_init_env: no rank/size in the environment: set IBC_RANK and IBC_NRANKS, or launch with mpirun, srun or a PMI launcher");
+	return IBC_ERR_INVALID_ARG;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* IBC_SECRET (32 hex digits), else derived from IBC_ROOT and the job id */
+static ibc_status_t env_secret(const char *root, uint8_t secret[IBC_BOOT_SECRET_BYTES], int rank)
+{
+	const char *hex = ibc_param_secret();
+	static const char *const jobvars[] = {
+		"OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid", "PMIX_NAMESPACE",
+		"SLURM_JOB_ID", "SLURM_JOBID", "IBC_JOB_ID",
+	};
+	char buf[512];
+	size_t i;
+
+	if (hex && *hex) {
+		if (strlen(hex) != 2 * IBC_BOOT_SECRET_BYTES) {
+			IBC_LOG_ERROR(INIT, "IBC_SECRET must be %d hex digits (got %zu characters)",
+				      2 * IBC_BOOT_SECRET_BYTES, strlen(hex));
+			return IBC_ERR_INVALID_ARG;
+		}
+		for (i = 0; i < IBC_BOOT_SECRET_BYTES; i++) {
+			int hi = hexval(hex[2 * i]);
+			int lo = hexval(hex[2 * i + 1]);
+
+			if (hi < 0 || lo < 0) {
+				IBC_LOG_ERROR(INIT, "IBC_SECRET has a non-hex character");
+				return IBC_ERR_INVALID_ARG;
+			}
+			secret[i] = (uint8_t)(hi << 4 | lo);
+		}
+		return IBC_OK;
+	}
+	snprintf(buf, sizeof(buf), "ibcoll-env-secret|%s", root);
+	for (i = 0; i < IBC_ARRAY_SIZE(jobvars); i++) {
+		const char *v = getenv(jobvars[i]);
+
+		if (v && *v) {
+			size_t n = strlen(buf);
+
+			snprintf(buf + n, sizeof(buf) - n, "|%s=%s", jobvars[i], v);
+			break;
+		}
+	}
+	ibc_boot_derive_id(buf, strlen(buf), secret);
+	if (rank == 0)
+		IBC_LOG_INFO(INIT, "IBC_SECRET not set: bootstrap secret derived from IBC_ROOT and the job id; this guards against mistakes (other jobs, stray connections), not against local attackers");
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_init_env(ibc_comm_h *comm_p)
+{
+	struct ibc_boot_uid uid;
+	union ibc_sockaddr root_addr;
+	ibc_unique_id_t id;
+	const char *root = ibc_param_root();
+	const char *src = NULL;
+	int family = strcmp(ibc_param_socket_family(), "AF_INET6") ? AF_INET : AF_INET6;
+	int rank = -1;
+	int nranks = -1;
+	uint8_t secret[IBC_BOOT_SECRET_BYTES];
+
+	ibc_fault_configure();
+	if (!comm_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_init_env: comm_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(env_rank_size(&rank, &nranks, &src));
+	if (nranks < 1 || rank >= nranks) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_init_env: rank %d of %d ranks (from %s) is out of range",
+			      rank, nranks, src);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (!root || !*root) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_init_env: IBC_ROOT is not set: give host:port of rank 0's host, e.g. mpirun -x IBC_ROOT=node0:29500");
+		return IBC_ERR_INVALID_ARG;
+	}
+	ibc_log_set_rank(rank);
+	IBC_CHECK(env_secret(root, secret, rank));
+	IBC_CHECK(ibc_sock_parse_hostport(root, family, &root_addr));
+	if (rank == 0) {
+		char host[256];
+		const char *colon = strrchr(root, ':');
+		size_t hlen = (size_t)(colon - root);
+
+		/* rank 0 runs the root on IBC_ROOT's port, bound to that address */
+		if (root[0] == '[') {
+			hlen -= 2;
+			memcpy(host, root + 1, hlen);
+		} else {
+			memcpy(host, root, hlen);
+		}
+		host[hlen] = '\0';
+		IBC_CHECK(ibc_bootstrap_root_start(host, ibc_sock_addr_port(&root_addr), secret, &id));
+	}
+	memset(&uid, 0, sizeof(uid));
+	uid.family = root_addr.sa.sa_family;
+	uid.port = ibc_sock_addr_port(&root_addr);
+	if (uid.family == AF_INET6)
+		memcpy(uid.addr, &root_addr.sin6.sin6_addr, 16);
+	else
+		memcpy(uid.addr, &root_addr.sin.sin_addr, 4);
+	memcpy(uid.secret, secret, sizeof(secret));
+	IBC_LOG_INFO(INIT, "joining as rank %d of %d (from %s) through root %s", rank, nranks, src,
+		     root);
+	return comm_init_uid(comm_p, nranks, &uid, rank);
+}
+
+ibc_status_t ibc_comm_split(ibc_comm_h comm, int color, int key, ibc_comm_h *newcomm_p)
+{
+	struct ibc_comm *nc = NULL;
+	ibc_status_t st;
+
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_split"));
+	if (!newcomm_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_split: newcomm_p is NULL");
+		st = IBC_ERR_INVALID_ARG;
+		goto out;
+	}
+	st = ibc_comm_poison_status(comm);
+	if (st != IBC_OK) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_split on a failed communicator: %s", comm->poison_msg);
+		goto out;
+	}
+	/* no operation may be in flight: the bootstrap is used directly */
+	IBC_CHECK_GOTO(ibc_comm_drain(comm), st, out);
+	IBC_CHECK_GOTO(comm_alloc(&nc), st, out);
+	IBC_CHECK_GOTO(ibc_bootstrap_split(comm->bs, color, key, comm->split_seq++,
+					   comm_on_boot_error, nc, &nc->bs),
+		       st, err_free);
+	if (!nc->bs) {
+		comm_free(nc);
+		*newcomm_p = NULL;
+		st = IBC_OK;
+		goto out;
+	}
+	IBC_CHECK_GOTO(comm_setup(nc), st, err_teardown);
+	*newcomm_p = nc;
+	ibc_log_set_rank(comm->rank);
+	goto out;
+err_teardown:
+	comm_teardown(nc, 1);
+err_free:
+	comm_free(nc);
+out:
+	ibc_comm_leave(comm);
+	return st;
+}
+
+ibc_status_t ibc_comm_destroy(ibc_comm_h comm)
+{
+	ibc_status_t st;
+
+	if (!comm)
+		return IBC_OK;
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_destroy"));
+	st = ibc_comm_drain(comm);
+	registry_remove(comm);
+	ibc_comm_leave(comm);
+	comm_teardown(comm, 0);
+	comm_free(comm);
+	ibc_log_set_rank(-1);
+	return st;
+}
+
+ibc_status_t ibc_comm_abort(ibc_comm_h comm)
+{
+	uint64_t deadline;
+	int i;
+	int found = 0;
+
+	if (!comm)
+		return IBC_OK;
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < reg_n; i++)
+		if (reg_comms[i] == comm)
+			found = 1;
+	if (found)
+		__atomic_store_n(&comm->aborting, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&reg_lock);
+	if (!found) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_abort: communicator %p was destroyed or never created",
+			      (void *)comm);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	registry_remove(comm);
+	ibc_comm_fail(comm, IBC_ERR_REMOTE, -1, "communicator aborted by ibc_comm_abort() on rank %d",
+		      comm->rank);
+	/* threads blocked in operations notice within one wait slice (<= 100 ms) */
+	deadline = ibc_time_ms() + 900;
+	while (__atomic_load_n(&comm->ncallers, __ATOMIC_ACQUIRE) > 0 && ibc_time_ms() < deadline)
+		usleep(1000);
+	pthread_mutex_lock(&comm->lock);
+	while (comm->running && ibc_time_ms() < deadline) {
+		pthread_mutex_unlock(&comm->lock);
+		usleep(1000);
+		pthread_mutex_lock(&comm->lock);
+	}
+	pthread_mutex_unlock(&comm->lock);
+	comm_teardown(comm, 1);
+	if (__atomic_load_n(&comm->ncallers, __ATOMIC_ACQUIRE) > 0) {
+		/* a caller is still inside: leak the struct rather than free it under it */
+		IBC_LOG_WARN(INIT, "ibc_comm_abort: a thread is still inside the library after 900 ms; the communicator's memory is left allocated");
+		return IBC_OK;
+	}
+	comm_free(comm);
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_rank(ibc_comm_h comm, int *rank_p)
+{
+	if (!comm || !rank_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_rank: NULL argument");
+		return IBC_ERR_INVALID_ARG;
+	}
+	*rank_p = comm->rank;
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p)
+{
+	if (!comm || !size_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_size: NULL argument");
+		return IBC_ERR_INVALID_ARG;
+	}
+	*size_p = comm->nranks;
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
+{
+	if (!comm || !name_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_transport: NULL argument");
+		return IBC_ERR_INVALID_ARG;
+	}
+	*name_p = comm->transport_name;
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_get_async_error(ibc_comm_h comm, ibc_status_t *st_p)
+{
+	if (!comm || !st_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_get_async_error: NULL argument");
+		return IBC_ERR_INVALID_ARG;
+	}
+	*st_p = ibc_comm_poison_status(comm);
+	if (*st_p != IBC_OK)
+		ibc_log_set_last_error(comm->poison_msg);
+	return IBC_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* execution engine                                                         */
+/* ------------------------------------------------------------------------ */
+
+const char *ibc_coll_name(int coll)
+{
+	static const char *const names[IBC_COLL_COUNT] = {
+		"none", "allreduce", "broadcast", "reduce", "allgather", "reduce_scatter",
+		"alltoall", "send", "recv", "barrier",
+	};
+
+	return coll >= 0 && coll < IBC_COLL_COUNT ? names[coll] : "?";
+}
+
+/* run one operation in the calling thread; records status and text */
+static void comm_execute(struct ibc_comm *comm, struct ibc_request *req)
+{
+	ibc_status_t st = ibc_comm_poison_status(comm);
+
+	ibc_log_set_rank(comm->rank);
+	if (st == IBC_OK) {
+		comm->cur = req;
+		comm->cur_bytes_done = 0;
+		comm->cur_bytes_total = 0;
+		ibc_log_set_last_error("");
+		st = ibc_coll_run(comm, req);
+		comm->cur = NULL;
+		if (st != IBC_OK && !comm->poisoned)
+			ibc_comm_fail(comm, st, -1, "%s", ibc_last_error());
+	}
+	if (st != IBC_OK)
+		snprintf(req->errmsg, sizeof(req->errmsg), "%s",
+			 comm->poisoned ? comm->poison_msg : ibc_last_error());
+	pthread_mutex_lock(&comm->lock);
+	req->status = st;
+	req->done = 1;
+	comm->running = 0;
+	pthread_cond_broadcast(&comm->cond);
+	pthread_mutex_unlock(&comm->lock);
+}
+
+/* pop the next queued request; comm->lock held */
+static struct ibc_request *comm_pop(struct ibc_comm *comm)
+{
+	struct ibc_request *req = comm->q_head;
+
+	if (req) {
+		comm->q_head = req->next;
+		if (!comm->q_head)
+			comm->q_tail = NULL;
+		comm->nqueued--;
+		comm->running = 1;
+	}
+	return req;
+}
+
+static void *progress_thread(void *arg)
+{
+	struct ibc_comm *comm = arg;
+
+	ibc_log_set_rank(comm->rank);
+	pthread_mutex_lock(&comm->lock);
+	for (;;) {
+		struct ibc_request *req;
+
+		while (!comm->stop && (!comm->q_head || comm->running))
+			pthread_cond_wait(&comm->cond, &comm->lock);
+		if (comm->stop && !comm->q_head)
+			break;
+		req = comm_pop(comm);
+		pthread_mutex_unlock(&comm->lock);
+		comm_execute(comm, req);
+		pthread_mutex_lock(&comm->lock);
+	}
+	pthread_mutex_unlock(&comm->lock);
+	return NULL;
+}
+
+ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int blocking)
+{
+	pthread_mutex_lock(&comm->lock);
+	if (blocking && !comm->q_head && !comm->running) {
+		/* nothing ahead of us: run in this thread, no hand-off latency */
+		comm->running = 1;
+		pthread_mutex_unlock(&comm->lock);
+		comm_execute(comm, req);
+		return IBC_OK;
+	}
+	if (!blocking && comm->nqueued >= ibc_param_max_requests()) {
+		pthread_mutex_unlock(&comm->lock);
+		IBC_LOG_ERROR(COLL, "more than IBC_MAX_REQUESTS=%lld nonblocking operations outstanding",
+			      (long long)ibc_param_max_requests());
+		return IBC_ERR_INVALID_USAGE;
+	}
+	req->next = NULL;
+	if (comm->q_tail)
+		comm->q_tail->next = req;
+	else
+		comm->q_head = req;
+	comm->q_tail = req;
+	comm->nqueued++;
+	pthread_cond_broadcast(&comm->cond);
+	pthread_mutex_unlock(&comm->lock);
+	if (blocking)
+		return ibc_comm_wait_req(comm, req);
+	return IBC_OK;
+}
+
+/*
+ * ibc_comm_wait_req() - block until @req is done. With the progress thread
+ * this sleeps on the condition variable; without it, the caller runs queued
+ * operations up to @req itself. Each operation is bounded by IBC_TIMEOUT_MS,
+ * and the wait wakes at least every 100 ms to notice an abort.
+ */
+ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req)
+{
+	pthread_mutex_lock(&comm->lock);
+	while (!req->done) {
+		if (!comm->use_thread && !comm->running && comm->q_head) {
+			struct ibc_request *next = comm_pop(comm);
+
+			pthread_mutex_unlock(&comm->lock);
+			comm_execute(comm, next);
+			pthread_mutex_lock(&comm->lock);
+			continue;
+		}
+		if (__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE) && !comm->running) {
+			/* queued behind an abort: it will never run */
+			req->status = IBC_ERR_REMOTE;
+			snprintf(req->errmsg, sizeof(req->errmsg), "%s", comm->poison_msg);
+			req->done = 1;
+			break;
+		}
+		{
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100 * 1000000L;
+			ts.tv_sec += ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&comm->cond, &comm->lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&comm->lock);
+	if (req->status != IBC_OK)
+		ibc_log_set_last_error(req->errmsg);
+	return req->status;
+}
+
+ibc_status_t ibc_comm_test_req(struct ibc_comm *comm, struct ibc_request *req, int *done_p)
+{
+	int done;
+
+	pthread_mutex_lock(&comm->lock);
+	done = req->done;
+	pthread_mutex_unlock(&comm->lock);
+	if (!done && !comm->use_thread) {
+		ibc_comm_wait_req(comm, req);
+		done = 1;
+	}
+	*done_p = done;
+	return IBC_OK;
+}
+
+/* wait until every queued operation has run (bounded by their own timeouts) */
+ibc_status_t ibc_comm_drain(struct ibc_comm *comm)
+{
+	ibc_status_t st = IBC_OK;
+
+	pthread_mutex_lock(&comm->lock);
+	while (comm->q_head || comm->running) {
+		if (!comm->use_thread && !comm->running) {
+			struct ibc_request *next = comm_pop(comm);
+
+			pthread_mutex_unlock(&comm->lock);
+			comm_execute(comm, next);
+			pthread_mutex_lock(&comm->lock);
+			if (next->status != IBC_OK && st == IBC_OK)
+				st = next->status;
+			continue;
+		}
+		pthread_cond_wait(&comm->cond, &comm->lock);
+	}
+	pthread_mutex_unlock(&comm->lock);
+	return st;
+}

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net.c - the layer between algorithms and transports (net.h), plus the
+ * message descriptor codec and check shared by all transports.
+ */
+#include "config.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "net.h"
+#include "param.h"
+#include "util.h"
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4); /* little-endian hosts only: x86-64, aarch64 (configure checks) */
+}
+
+void ibc_msg_desc_pack(const struct ibc_msg_desc *d, uint8_t out[IBC_MSG_DESC_WIRE_BYTES])
+{
+	put32(out, d->seq);
+	out[4] = d->coll;
+	out[5] = d->dtype;
+	out[6] = d->op;
+	out[7] = d->flags;
+	memcpy(out + 8, &d->count, 8);
+	put32(out + 16, (uint32_t)d->root);
+	put32(out + 20, d->step);
+	memcpy(out + 24, &d->reserved, 8);
+}
+
+void ibc_msg_desc_unpack(const uint8_t in[IBC_MSG_DESC_WIRE_BYTES], struct ibc_msg_desc *d)
+{
+	memcpy(&d->seq, in, 4);
+	d->coll = in[4];
+	d->dtype = in[5];
+	d->op = in[6];
+	d->flags = in[7];
+	memcpy(&d->count, in + 8, 8);
+	memcpy(&d->root, in + 16, 4);
+	memcpy(&d->step, in + 20, 4);
+	memcpy(&d->reserved, in + 24, 8);
+}
+
+static void desc_text(const struct ibc_msg_desc *d, size_t nbytes, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s #%u count %llu %s %s root %d step %u (%zu bytes)",
+		 ibc_coll_name(d->coll == IBC_COLL_RECV ? IBC_COLL_SEND : d->coll), d->seq,
+		 (unsigned long long)d->count,
+		 ibc_dtype_name((ibc_dtype_t)d->dtype), ibc_redop_name((ibc_redop_t)d->op), d->root,
+		 d->step, nbytes);
+}
+
+ibc_status_t ibc_msg_desc_check(struct ibc_comm *comm, int peer, const struct ibc_msg_desc *mine,
+				size_t my_nbytes, const struct ibc_msg_desc *theirs,
+				size_t their_nbytes)
+{
+	char a[200];
+	char b[200];
+
+	if (mine->seq == theirs->seq && mine->coll == theirs->coll &&
+	    mine->dtype == theirs->dtype && mine->op == theirs->op &&
+	    mine->count == theirs->count && mine->root == theirs->root &&
+	    mine->flags == theirs->flags && mine->step == theirs->step &&
+	    my_nbytes == their_nbytes)
+		return IBC_OK;
+	desc_text(mine, my_nbytes, a, sizeof(a));
+	desc_text(theirs, their_nbytes, b, sizeof(b));
+	return ibc_comm_fail(comm, IBC_ERR_INVALID_USAGE, peer,
+			     "mismatched calls: this rank expects %s, the peer sent %s", a, b);
+}
+
+static void *net_ctx(struct ibc_comm *comm, const struct ibc_transport_ops *ops)
+{
+	int i;
+
+	for (i = 0; i < comm->ntinst; i++)
+		if (comm->tinst[i].ops == ops)
+			return comm->tinst[i].ctx;
+	return NULL;
+}
+
+ibc_status_t ibc_net_connect(struct ibc_comm *comm, const int *peers, int npeers)
+{
+	uint64_t deadline = 0;
+	int npending;
+	int i;
+
+	for (;;) {
+		int progressed = 0;
+
+		npending = 0;
+		for (i = 0; i < npeers; i++) {
+			int p = peers[i];
+			struct ibc_peer *pe;
+			ibc_status_t st;
+
+			if (p < 0 || p >= comm->nranks || p == comm->rank)
+				continue;
+			pe = &comm->peers[p];
+			if (pe->conn)
+				continue;
+			st = pe->ops->connect(net_ctx(comm, pe->ops), p, &pe->conn);
+			if (st == IBC_OK) {
+				progressed = 1;
+				IBC_LOG_DEBUG(NET, "connected to rank %d over %s", p, pe->ops->name);
+				continue;
+			}
+			if (st != IBC_INPROGRESS) {
+				pe->conn = NULL;
+				return ibc_comm_fail(comm, st, p, "connection set-up over %s failed",
+						     pe->ops->name);
+			}
+			npending++;
+		}
+		if (!npending)
+			return IBC_OK;
+		if (ibc_comm_poison_status(comm) != IBC_OK)
+			return ibc_comm_poison_status(comm);
+		if (!deadline)
+			deadline = ibc_time_ms() + (uint64_t)ibc_param_bootstrap_timeout_ms();
+		if (ibc_time_ms() > deadline) {
+			for (i = 0; i < npeers; i++)
+				if (peers[i] >= 0 && peers[i] != comm->rank && peers[i] < comm->nranks &&
+				    !comm->peers[peers[i]].conn)
+					break;
+			return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, peers[i],
+					     "connection set-up did not complete within %lld ms",
+					     (long long)ibc_param_bootstrap_timeout_ms());
+		}
+		if (!progressed)
+			usleep(200);
+	}
+}
+
+ibc_status_t ibc_net_isend(struct ibc_comm *comm, int peer, const void *buf, size_t nbytes,
+			   const struct ibc_msg_desc *desc, struct ibc_treq *req)
+{
+	struct ibc_peer *pe = &comm->peers[peer];
+
+	req->done = 0;
+	req->status = IBC_OK;
+	req->nbytes = nbytes;
+	req->peer = peer;
+	req->is_send = 1;
+	req->counted = 0;
+	comm->cur_bytes_total += nbytes;
+	return pe->ops->isend(pe->conn, buf, nbytes, desc, req);
+}
+
+ibc_status_t ibc_net_irecv(struct ibc_comm *comm, int peer, void *buf, size_t nbytes,
+			   const struct ibc_msg_desc *desc, struct ibc_treq *req)
+{
+	struct ibc_peer *pe = &comm->peers[peer];
+
+	req->done = 0;
+	req->status = IBC_OK;
+	req->nbytes = nbytes;
+	req->peer = peer;
+	req->is_send = 0;
+	req->counted = 0;
+	comm->cur_bytes_total += nbytes;
+	return pe->ops->irecv(pe->conn, buf, nbytes, desc, req);
+}
+
+ibc_status_t ibc_net_progress(struct ibc_comm *comm)
+{
+	int i;
+
+	for (i = 0; i < comm->ntinst; i++) {
+		ibc_status_t st = comm->tinst[i].ops->progress(comm->tinst[i].ctx);
+
+		if (st != IBC_OK)
+			return st;
+	}
+	return ibc_comm_poison_status(comm);
+}
+
+static void net_idle(struct ibc_comm *comm, int timeout_us)
+{
+	if (comm->ntinst == 1) {
+		comm->tinst[0].ops->wait(comm->tinst[0].ctx, timeout_us);
+	} else if (comm->ntinst > 1) {
+		int i;
+
+		for (i = 0; i < comm->ntinst; i++)
+			comm->tinst[i].ops->wait(comm->tinst[i].ctx, IBC_MAX(timeout_us / comm->ntinst / 8, 20));
+	} else {
+		usleep((useconds_t)timeout_us);
+	}
+}
+
+static ibc_status_t net_timeout(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
+{
+	char who[256];
+	size_t len = 0;
+	int i;
+	int first = -1;
+
+	who[0] = '\0';
+	for (i = 0; i < n && len < sizeof(who) - 48; i++) {
+		if (!reqs[i] || ibc_treq_is_done(reqs[i]))
+			continue;
+		if (first < 0)
+			first = reqs[i]->peer;
+		len += (size_t)snprintf(who + len, sizeof(who) - len, "%s%s rank %d (host %s)",
+					len ? "," : "", reqs[i]->is_send ? " sending to" : " receiving from",
+					reqs[i]->peer, ibc_comm_peer_host(comm, reqs[i]->peer));
+	}
+	return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, -1,
+			     "no progress for %lld ms (IBC_TIMEOUT_MS) while%s",
+			     (long long)comm->timeout_ms, who);
+}
+
+static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n, int any)
+{
+	uint64_t spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
+	uint64_t now = ibc_time_ns();
+	uint64_t last_ns = now;
+	int ndone_prev = -1;
+	int idle_us = 20;
+
+	for (;;) {
+		ibc_status_t st = ibc_net_progress(comm);
+		int ndone = 0;
+		int i;
+
+		if (st != IBC_OK)
+			return st;
+		for (i = 0; i < n; i++) {
+			if (!reqs[i])
+				continue;
+			if (!ibc_treq_is_done(reqs[i]))
+				continue;
+			if (reqs[i]->status != IBC_OK)
+				return reqs[i]->status;
+			if (!reqs[i]->counted) {
+				reqs[i]->counted = 1;
+				comm->cur_bytes_done += reqs[i]->nbytes;
+			}
+			ndone++;
+		}
+		now = ibc_time_ns();
+		if (ndone != ndone_prev) {
+			last_ns = now;
+			idle_us = 20;
+			ndone_prev = ndone;
+		}
+		if (any && ndone > 0)
+			return IBC_OK;
+		for (i = 0; i < n; i++)
+			if (reqs[i] && !ibc_treq_is_done(reqs[i]))
+				break;
+		if (i == n)
+			return IBC_OK;
+		if (__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE))
+			return ibc_comm_poison_status(comm) != IBC_OK ? ibc_comm_poison_status(comm)
+								       : IBC_ERR_REMOTE;
+		if (now - last_ns > (uint64_t)comm->timeout_ms * 1000000ull)
+			return net_timeout(comm, reqs, n);
+		if (now - last_ns < spin_ns) {
+			ibc_cpu_relax();
+			continue;
+		}
+		net_idle(comm, idle_us);
+		idle_us = IBC_MIN(idle_us * 2, 2000);
+	}
+}
+
+ibc_status_t ibc_net_waitall(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
+{
+	return net_wait(comm, reqs, n, 0);
+}
+
+ibc_status_t ibc_net_waitany(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
+{
+	return net_wait(comm, reqs, n, 1);
+}
+
+ibc_status_t ibc_net_wait1(struct ibc_comm *comm, struct ibc_treq *req)
+{
+	struct ibc_treq *reqs[1] = { req };
+
+	return net_wait(comm, reqs, 1, 0);
+}
+
+ibc_status_t ibc_net_test(struct ibc_comm *comm, struct ibc_treq *req, int *done_p)
+{
+	IBC_CHECK(ibc_net_progress(comm));
+	*done_p = ibc_treq_is_done(req);
+	if (*done_p && req->status != IBC_OK)
+		return req->status;
+	if (*done_p && !req->counted) {
+		req->counted = 1;
+		comm->cur_bytes_done += req->nbytes;
+	}
+	return IBC_OK;
+}

@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm_ops.c - the shm transport for ranks on one host.
+ *
+ * Each connected pair shares one /dev/shm segment holding two rings of
+ * IBC_SHM_NSLOTS slots of IBC_SHM_SLOT_BYTES (one ring per direction). The
+ * producer copies a message into consecutive slots and publishes each with
+ * a release store of the ring's head; the consumer copies out and advances
+ * the tail. Messages of at least IBC_SHM_CMA_MIN_BYTES go by rendezvous
+ * instead when cross-memory attach works: one slot carries the sender's
+ * buffer address and the receiver reads it with process_vm_readv straight
+ * into its own buffer (one copy instead of two); the send completes when the
+ * tail passes that slot.
+ *
+ * The segment is unlinked as soon as both ends mapped it, so a crash leaves
+ * nothing in /dev/shm. Idle ranks sleep in poll() on an authenticated
+ * loopback stream per pair (the doorbell): before sleeping a rank raises its
+ * "sleeping" flag in the segment; a peer that moves a head or tail and sees
+ * the flag clears it and writes one byte (a Dekker pair of seq_cst fences
+ * makes the lost-wake-up impossible). The doorbell also reports a dead peer
+ * at once (EOF).
+ *
+ * Set-up (nonblocking, transport.h): the lower rank creates the segment,
+ * sends INFO {name, size, pid, probe address} and opens the doorbell; the
+ * higher rank maps it, probes process_vm_readv on the lower rank's probe
+ * word and answers ACK {pid, probe address, can-read}; the lower rank
+ * unlinks, probes back and sends FIN {can-read}.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "core/param.h"
+#include "core/socket.h"
+#include "core/util.h"
+#include "shm.h"
+
+#define SHM_MAGIC 0x31304d4853434249ull /* "IBCSHM01" */
+#define SHM_PROBE_MAGIC 0x45424f5250434249ull
+#define SLOT_FIRST 0x1u
+#define SLOT_RDV 0x2u
+
+enum {
+	TAG_INFO = IBC_BOOT_TAG_SHM + 0,
+	TAG_ACK = IBC_BOOT_TAG_SHM + 1,
+	TAG_FIN = IBC_BOOT_TAG_SHM + 2,
+	TAG_BELL = IBC_BOOT_TAG_SHM + 3,
+};
+
+struct shm_seg_hdr {
+	uint64_t magic;
+	uint32_t nslots;
+	uint32_t slot_bytes;
+	uint64_t size;
+	uint8_t pad[40];
+};
+
+struct shm_ring_ctl {
+	_Alignas(64) uint64_t head;     /* slots published (producer) */
+	_Alignas(64) uint64_t tail;     /* slots consumed (consumer) */
+};
+
+struct shm_slot_hdr {
+	uint64_t nbytes;        /* payload bytes in this slot */
+	uint64_t msg_nbytes;    /* the message's total bytes */
+	uint64_t rdv_addr;      /* SLOT_RDV: sender's buffer */
+	uint32_t flags;
+	uint32_t pad;
+	uint8_t desc[IBC_MSG_DESC_WIRE_BYTES];
+};
+
+struct shm_shared {
+	struct shm_seg_hdr hdr;
+	struct shm_ring_ctl ring[2];            /* [0]: lower -> higher, [1]: higher -> lower */
+	_Alignas(64) uint32_t sleeping[2];      /* [0]: lower rank sleeps, [1]: higher */
+};
+
+struct shm_op {
+	struct shm_op *next;
+	struct ibc_treq *req;
+	char *buf;
+	size_t nbytes;
+	size_t off;             /* bytes published (send) or consumed (recv) */
+	int started;            /* first slot published / consumed */
+	int rdv;                /* send: by rendezvous */
+	uint64_t rdv_slot;      /* send: ring index of the rendezvous slot */
+	uint8_t desc[IBC_MSG_DESC_WIRE_BYTES];  /* send: packed; */
+	struct ibc_msg_desc want;               /* recv: expected */
+};
+
+struct shm_q {
+	struct shm_op *head;
+	struct shm_op *tail;
+};
+
+struct ibc_tconn {
+	struct shm_ctx *ctx;
+	int peer;
+	int side;                       /* 0: we are the lower rank, 1: the higher */
+	struct shm_shared *sh;
+	size_t seg_size;
+	struct shm_slot_hdr *slot_hdr[2];
+	char *slot_data[2];
+	uint32_t nslots;
+	size_t slot_bytes;
+	struct shm_ring_ctl *out;       /* ring we produce into */
+	struct shm_ring_ctl *in;        /* ring we consume from */
+	struct shm_slot_hdr *out_hdr;
+	struct shm_slot_hdr *in_hdr;
+	char *out_data;
+	char *in_data;
+	int bell_fd;
+	pid_t peer_pid;
+	int peer_can_read_me;           /* rendezvous sends allowed */
+	size_t cma_min;
+	struct shm_q sendq;
+	struct shm_q recvq;
+	struct shm_op *free_ops;
+	int broken;
+	uint64_t seen_in_head;          /* for the sleep decision */
+	uint64_t seen_out_tail;
+	struct ibc_tconn *next;
+};
+
+/* set-up messages */
+struct shm_info_msg {
+	char name[64];
+	uint64_t size;
+	uint64_t pid;
+	uint64_t probe_addr;
+};
+
+struct shm_ack_msg {
+	uint64_t pid;
+	uint64_t probe_addr;
+	uint64_t can_read;
+};
+
+struct shm_pend {
+	int state;
+	struct ibc_tconn *c;            /* being set up */
+	char name[64];
+};
+
+struct shm_ctx {
+	struct ibc_comm *comm;
+	struct ibc_tconn *conns;
+	struct shm_pend *pend;          /* [nranks] */
+	uint64_t probe_word;            /* read by peers to test process_vm_readv */
+	int cma_mode;                   /* IBC_SHM_CMA */
+	struct pollfd *pfds;
+	int npfds;
+};
+
+static ibc_status_t shm_init(struct ibc_comm *comm, void **ctx_p)
+{
+	struct shm_ctx *ctx = ibc_calloc(1, sizeof(*ctx), "shm transport");
+
+	if (!ctx)
+		return IBC_ERR_NO_MEMORY;
+	ctx->comm = comm;
+	ctx->probe_word = SHM_PROBE_MAGIC;
+	ctx->cma_mode = (int)ibc_param_shm_cma();
+	ctx->pend = ibc_calloc((size_t)comm->nranks, sizeof(*ctx->pend), "shm set-up state");
+	if (!ctx->pend) {
+		ibc_free(ctx);
+		return IBC_ERR_NO_MEMORY;
+	}
+	*ctx_p = ctx;
+	return IBC_OK;
+}
+
+static void conn_free(struct ibc_tconn *c)
+{
+	struct shm_op *o;
+
+	if (c->sh)
+		munmap(c->sh, c->seg_size);
+	ibc_sock_close(c->bell_fd);
+	while ((o = c->sendq.head)) {
+		c->sendq.head = o->next;
+		free(o);
+	}
+	while ((o = c->recvq.head)) {
+		c->recvq.head = o->next;
+		free(o);
+	}
+	while ((o = c->free_ops)) {
+		c->free_ops = o->next;
+		free(o);
+	}
+	ibc_free(c);
+}
+
+static void shm_fini(void *vctx)
+{
+	struct shm_ctx *ctx = vctx;
+	int i;
+
+	if (!ctx)
+		return;
+	for (i = 0; i < ctx->comm->nranks; i++) {
+		if (ctx->pend[i].c) {
+			if (ctx->pend[i].state == 1 && ctx->pend[i].c->side == 0)
+				shm_unlink(ctx->pend[i].name);
+			conn_free(ctx->pend[i].c);
+		}
+	}
+	ibc_free(ctx->pend);
+	free(ctx->pfds);
+	ibc_free(ctx);
+}
+
+static size_t seg_layout(uint32_t nslots, size_t slot_bytes, size_t *hdr_off, size_t *data_off)
+{
+	size_t off = IBC_ALIGN_UP(sizeof(struct shm_shared), 64);
+
+	*hdr_off = off;
+	off += 2 * (size_t)nslots * sizeof(struct shm_slot_hdr);
+	off = IBC_ALIGN_UP(off, 4096);
+	*data_off = off;
+	return off + 2 * (size_t)nslots * slot_bytes;
+}
+
+static void conn_wire(struct ibc_tconn *c)
+{
+	size_t hdr_off;
+	size_t data_off;
+	char *base = (char *)c->sh;
+	int d;
+
+	seg_layout(c->nslots, c->slot_bytes, &hdr_off, &data_off);
+	for (d = 0; d < 2; d++) {
+		c->slot_hdr[d] = (struct shm_slot_hdr *)(base + hdr_off) + (size_t)d * c->nslots;
+		c->slot_data[d] = base + data_off + (size_t)d * c->nslots * c->slot_bytes;
+	}
+	/* the lower rank produces into ring 0, the higher into ring 1 */
+	c->out = &c->sh->ring[c->side];
+	c->in = &c->sh->ring[1 - c->side];
+	c->out_hdr = c->slot_hdr[c->side];
+	c->in_hdr = c->slot_hdr[1 - c->side];
+	c->out_data = c->slot_data[c->side];
+	c->in_data = c->slot_data[1 - c->side];
+}
+
+/* can this process read @len bytes at @addr in process @pid? */
+static int cma_probe(pid_t pid, uint64_t addr)
+{
+	uint64_t v = 0;
+	struct iovec l = { .iov_base = &v, .iov_len = sizeof(v) };
+	struct iovec r = { .iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(v) };
+
+	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(v) && v == SHM_PROBE_MAGIC;
+}
+
+static ibc_status_t conn_alloc(struct shm_ctx *ctx, int peer, struct ibc_tconn **c_p)
+{
+	struct ibc_tconn *c = ibc_calloc(1, sizeof(*c), "shm connection");
+
+	if (!c)
+		return IBC_ERR_NO_MEMORY;
+	c->ctx = ctx;
+	c->peer = peer;
+	c->side = ctx->comm->rank < peer ? 0 : 1;
+	c->bell_fd = -1;
+	c->cma_min = (size_t)ibc_param_shm_cma_min_bytes();
+	*c_p = c;
+	return IBC_OK;
+}
+
+static ibc_status_t seg_map(struct ibc_tconn *c, const char *name, int create, size_t size)
+{
+	int fd;
+	void *p;
+
+	if (ibc_fault_hit(IBC_FAULT_SHM, "shm_open")) {
+		errno = ENOSPC;
+		fd = -1;
+	} else {
+		fd = shm_open(name, O_RDWR | (create ? O_CREAT | O_EXCL : 0), 0600);
+	}
+	if (fd < 0) {
+		IBC_LOG_ERROR(SHM, "shm_open(%s) failed: %s", name, strerror(errno));
+		return IBC_ERR_SYSTEM;
+	}
+	if (create && ftruncate(fd, (off_t)size) != 0) {
+		IBC_LOG_ERROR(SHM, "cannot size %s to %zu bytes: %s (is /dev/shm full?)", name, size,
+			      strerror(errno));
+		close(fd);
+		shm_unlink(name);
+		return IBC_ERR_SYSTEM;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		IBC_LOG_ERROR(SHM, "mmap of %s (%zu bytes) failed: %s", name, size, strerror(errno));
+		if (create)
+			shm_unlink(name);
+		return IBC_ERR_SYSTEM;
+	}
+	c->sh = p;
+	c->seg_size = size;
+	return IBC_OK;
+}
+
+static void conn_ready(struct shm_ctx *ctx, struct ibc_tconn *c, struct ibc_tconn **conn_p)
+{
+	ibc_sock_set_nonblock(c->bell_fd, 1);
+	c->next = ctx->conns;
+	ctx->conns = c;
+	ctx->pend[c->peer].c = NULL;
+	ctx->pend[c->peer].state = 0;
+	IBC_LOG_DEBUG(SHM, "shm to rank %d: %u slots of %zu bytes, rendezvous %s", c->peer,
+		      c->nslots, c->slot_bytes, c->peer_can_read_me ? "on" : "off");
+	*conn_p = c;
+}
+
+static int want_cma(struct shm_ctx *ctx, int can)
+{
+	return ctx->cma_mode == 0 ? 0 : can;
+}
+
+/* lower rank: create, announce, open the doorbell; then unlink on ACK and answer FIN */
+static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_tconn **conn_p)
+{
+	struct ibc_comm *comm = ctx->comm;
+	struct shm_pend *pd = &ctx->pend[peer];
+	struct ibc_tconn *c = pd->c;
+	ibc_status_t st;
+
+	if (pd->state == 0) {
+		struct shm_info_msg info;
+		const uint8_t *id = ibc_bootstrap_comm_id(comm->bs);
+		size_t hdr_off;
+		size_t data_off;
+
+		IBC_CHECK(conn_alloc(ctx, peer, &c));
+		pd->c = c;
+		c->nslots = (uint32_t)ibc_param_shm_nslots();
+		c->slot_bytes = (size_t)ibc_param_shm_slot_bytes();
+		snprintf(pd->name, sizeof(pd->name), "/ibc-%02x%02x%02x%02x-%d-%d-%d", id[0], id[1],
+			 id[2], id[3], comm->rank, peer, (int)getpid());
+		IBC_CHECK(seg_map(c, pd->name, 1, seg_layout(c->nslots, c->slot_bytes, &hdr_off,
+							       &data_off)));
+		c->sh->hdr.nslots = c->nslots;
+		c->sh->hdr.slot_bytes = (uint32_t)c->slot_bytes;
+		c->sh->hdr.size = c->seg_size;
+		__atomic_store_n(&c->sh->hdr.magic, SHM_MAGIC, __ATOMIC_RELEASE);
+		conn_wire(c);
+		memset(&info, 0, sizeof(info));
+		snprintf(info.name, sizeof(info.name), "%s", pd->name);
+		info.size = c->seg_size;
+		info.pid = (uint64_t)getpid();
+		info.probe_addr = (uint64_t)(uintptr_t)&ctx->probe_word;
+		pd->state = 1;
+		IBC_CHECK(ibc_bootstrap_send(comm->bs, peer, TAG_INFO, &info, sizeof(info)));
+		IBC_CHECK(ibc_bootstrap_connect_stream(comm->bs, peer, TAG_BELL, &c->bell_fd));
+	}
+	if (pd->state == 1) {
+		struct shm_ack_msg ack;
+		uint64_t can_read;
+		int got = 0;
+
+		IBC_CHECK(ibc_bootstrap_try_recv(comm->bs, peer, TAG_ACK, &ack, sizeof(ack), &got));
+		if (!got)
+			return IBC_INPROGRESS;
+		shm_unlink(pd->name);
+		pd->state = 2;
+		c->peer_pid = (pid_t)ack.pid;
+		c->peer_can_read_me = want_cma(ctx, (int)ack.can_read);
+		can_read = ctx->cma_mode != 0 && cma_probe(c->peer_pid, ack.probe_addr);
+		st = ibc_bootstrap_send(comm->bs, peer, TAG_FIN, &can_read, sizeof(can_read));
+		if (st != IBC_OK)
+			return st;
+		conn_ready(ctx, c, conn_p);
+		return IBC_OK;
+	}
+	return IBC_INPROGRESS;
+}
+
+/* higher rank: map on INFO and ACK, take the doorbell, finish on FIN */
+static ibc_status_t shm_connect_higher(struct shm_ctx *ctx, int peer, struct ibc_tconn **conn_p)
+{
+	struct ibc_comm *comm = ctx->comm;
+	struct shm_pend *pd = &ctx->pend[peer];
+	struct ibc_tconn *c = pd->c;
+	int got = 0;
+
+	if (pd->state == 0) {
+		struct shm_info_msg info;
+		struct shm_ack_msg ack;
+
+		IBC_CHECK(ibc_bootstrap_try_recv(comm->bs, peer, TAG_INFO, &info, sizeof(info), &got));
+		if (!got)
+			return IBC_INPROGRESS;
+		info.name[sizeof(info.name) - 1] = '\0';
+		IBC_CHECK(conn_alloc(ctx, peer, &c));
+		pd->c = c;
+		IBC_CHECK(seg_map(c, info.name, 0, (size_t)info.size));
+		if (__atomic_load_n(&c->sh->hdr.magic, __ATOMIC_ACQUIRE) != SHM_MAGIC ||
+		    c->sh->hdr.size != info.size || c->sh->hdr.nslots < 2) {
+			IBC_LOG_ERROR(SHM, "segment %s from rank %d is not an ibcoll ring", info.name,
+				      peer);
+			return IBC_ERR_REMOTE;
+		}
+		c->nslots = c->sh->hdr.nslots;
+		c->slot_bytes = c->sh->hdr.slot_bytes;
+		{
+			size_t h;
+			size_t d;
+
+			if (seg_layout(c->nslots, c->slot_bytes, &h, &d) != c->seg_size) {
+				IBC_LOG_ERROR(SHM, "segment %s from rank %d has an inconsistent size",
+					      info.name, peer);
+				return IBC_ERR_REMOTE;
+			}
+		}
+		conn_wire(c);
+		c->peer_pid = (pid_t)info.pid;
+		memset(&ack, 0, sizeof(ack));
+		ack.pid = (uint64_t)getpid();
+		ack.probe_addr = (uint64_t)(uintptr_t)&ctx->probe_word;
+		ack.can_read = ctx->cma_mode != 0 && cma_probe(c->peer_pid, info.probe_addr);
+		IBC_CHECK(ibc_bootstrap_send(comm->bs, peer, TAG_ACK, &ack, sizeof(ack)));
+		pd->state = 1;
+	}
+	if (pd->state == 1) {
+		IBC_CHECK(ibc_bootstrap_try_accept_stream(comm->bs, peer, TAG_BELL, &c->bell_fd));
+		if (c->bell_fd < 0)
+			return IBC_INPROGRESS;
+		pd->state = 2;
+	}
+	if (pd->state == 2) {
+		uint64_t can_read;
+
+		IBC_CHECK(ibc_bootstrap_try_recv(comm->bs, peer, TAG_FIN, &can_read, sizeof(can_read),
+						 &got));
+		if (!got)
+			return IBC_INPROGRESS;
+		c->peer_can_read_me = want_cma(ctx, (int)can_read);
+		conn_ready(ctx, c, conn_p);
+		return IBC_OK;
+	}
+	return IBC_INPROGRESS;
+}
+
+static ibc_status_t shm_connect(void *vctx, int peer, struct ibc_tconn **conn_p)
+{
+	struct shm_ctx *ctx = vctx;
+
+	if (ctx->comm->rank < peer)
+		return shm_connect_lower(ctx, peer, conn_p);
+	return shm_connect_higher(ctx, peer, conn_p);
+}
+
+static void shm_disconnect(struct ibc_tconn *c)
+{
+	struct shm_ctx *ctx = c->ctx;
+	struct ibc_tconn **pp;
+
+	for (pp = &ctx->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	conn_free(c);
+}
+
+static struct shm_op *op_get(struct ibc_tconn *c)
+{
+	struct shm_op *o = c->free_ops;
+
+	if (o) {
+		c->free_ops = o->next;
+		memset(o, 0, sizeof(*o));
+		return o;
+	}
+	return ibc_calloc(1, sizeof(*o), "shm operation");
+}
+
+static void q_push(struct shm_q *q, struct shm_op *o)
+{
+	o->next = NULL;
+	if (q->tail)
+		q->tail->next = o;
+	else
+		q->head = o;
+	q->tail = o;
+}
+
+static void q_pop_free(struct ibc_tconn *c, struct shm_q *q)
+{
+	struct shm_op *o = q->head;
+
+	q->head = o->next;
+	if (!q->head)
+		q->tail = NULL;
+	o->next = c->free_ops;
+	c->free_ops = o;
+}
+
+static ibc_status_t shm_isend(struct ibc_tconn *c, const void *buf, size_t nbytes,
+			      const struct ibc_msg_desc *desc, struct ibc_treq *req)
+{
+	struct shm_op *o;
+
+	if (c->broken)
+		return IBC_ERR_REMOTE;
+	o = op_get(c);
+	if (!o)
+		return ibc_comm_fail(c->ctx->comm, IBC_ERR_NO_MEMORY, c->peer, "out of memory");
+	o->req = req;
+	o->buf = (char *)buf;
+	o->nbytes = nbytes;
+	o->rdv = c->peer_can_read_me && nbytes >= c->cma_min && nbytes > 0;
+	ibc_msg_desc_pack(desc, o->desc);
+	q_push(&c->sendq, o);
+	return IBC_OK;
+}
+
+static ibc_status_t shm_irecv(struct ibc_tconn *c, void *buf, size_t nbytes,
+			      const struct ibc_msg_desc *desc, struct ibc_treq *req)
+{
+	struct shm_op *o;
+
+	if (c->broken)
+		return IBC_ERR_REMOTE;
+	o = op_get(c);
+	if (!o)
+		return ibc_comm_fail(c->ctx->comm, IBC_ERR_NO_MEMORY, c->peer, "out of memory");
+	o->req = req;
+	o->buf = buf;
+	o->nbytes = nbytes;
+	o->want = *desc;
+	q_push(&c->recvq, o);
+	return IBC_OK;
+}
+
+/* after moving a head or tail: wake the peer if it sleeps (Dekker with the waiter) */
+static void ring_bell(struct ibc_tconn *c)
+{
+	uint32_t *flag = &c->sh->sleeping[1 - c->side];
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(flag, __ATOMIC_RELAXED) && __atomic_exchange_n(flag, 0, __ATOMIC_ACQ_REL)) {
+		char b = 1;
+
+		if (send(c->bell_fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+			/* a full doorbell already wakes the peer; EOF shows up on its side */
+		}
+	}
+}
+
+static ibc_status_t conn_fail(struct ibc_tconn *c, ibc_status_t st)
+{
+	while (c->sendq.head) {
+		ibc_treq_complete(c->sendq.head->req, st);
+		q_pop_free(c, &c->sendq);
+	}
+	while (c->recvq.head) {
+		ibc_treq_complete(c->recvq.head->req, st);
+		q_pop_free(c, &c->recvq);
+	}
+	c->broken = 1;
+	return st;
+}
+
+static int progress_send(struct ibc_tconn *c)
+{
+	int moved = 0;
+
+	while (c->sendq.head) {
+		struct shm_op *o = c->sendq.head;
+		uint64_t head = c->out->head; /* we are the only writer */
+		uint64_t tail = __atomic_load_n(&c->out->tail, __ATOMIC_ACQUIRE);
+
+		c->seen_out_tail = tail;
+
+		if (o->rdv && o->started) {
+			if (tail <= o->rdv_slot)
+				return moved;
+			ibc_treq_complete(o->req, IBC_OK);
+			q_pop_free(c, &c->sendq);
+			continue;
+		}
+		while (head - tail < c->nslots && (!o->started || o->off < o->nbytes)) {
+			uint32_t s = (uint32_t)(head % c->nslots);
+			struct shm_slot_hdr *h = &c->out_hdr[s];
+			size_t len = o->rdv ? 0 : IBC_MIN(c->slot_bytes, o->nbytes - o->off);
+
+			if (len)
+				memcpy(c->out_data + (size_t)s * c->slot_bytes, o->buf + o->off, len);
+			h->nbytes = len;
+			h->msg_nbytes = o->nbytes;
+			h->rdv_addr = o->rdv ? (uint64_t)(uintptr_t)o->buf : 0;
+			h->flags = (o->started ? 0 : SLOT_FIRST) | (o->rdv ? SLOT_RDV : 0);
+			if (!o->started)
+				memcpy(h->desc, o->desc, sizeof(h->desc));
+			o->started = 1;
+			o->off += len;
+			if (o->rdv)
+				o->rdv_slot = head;
+			head++;
+			__atomic_store_n(&c->out->head, head, __ATOMIC_RELEASE);
+			moved = 1;
+			if (o->rdv)
+				break;
+		}
+		if (moved)
+			ring_bell(c);
+		if (o->rdv || o->off < o->nbytes || !o->started)
+			return moved;
+		ibc_treq_complete(o->req, IBC_OK);
+		q_pop_free(c, &c->sendq);
+	}
+	return moved;
+}
+
+static ibc_status_t cma_read(struct ibc_tconn *c, char *dst, uint64_t src, size_t nbytes)
+{
+	size_t done = 0;
+
+	while (done < nbytes) {
+		struct iovec l = { .iov_base = dst + done, .iov_len = nbytes - done };
+		struct iovec r = { .iov_base = (void *)(uintptr_t)(src + done), .iov_len = nbytes - done };
+		ssize_t n = process_vm_readv(c->peer_pid, &l, 1, &r, 1, 0);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return ibc_comm_fail(c->ctx->comm, n < 0 && errno == ESRCH ? IBC_ERR_REMOTE : IBC_ERR_SYSTEM,
+					     c->peer, "process_vm_readv of %zu bytes failed: %s",
+					     nbytes - done, n < 0 ? strerror(errno) : "no progress");
+		}
+		done += (size_t)n;
+	}
+	return IBC_OK;
+}
+
+static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
+{
+	while (c->recvq.head) {
+		struct shm_op *o = c->recvq.head;
+		uint64_t tail = c->in->tail; /* we are the only writer */
+		uint64_t head = __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE);
+
+		while (tail < head && (!o->started || o->off < o->nbytes)) {
+			uint32_t s = (uint32_t)(tail % c->nslots);
+			struct shm_slot_hdr *h = &c->in_hdr[s];
+
+			if (!o->started) {
+				struct ibc_msg_desc theirs;
+				ibc_status_t st;
+
+				ibc_msg_desc_unpack(h->desc, &theirs);
+				if (!(h->flags & SLOT_FIRST)) {
+					st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INTERNAL, c->peer,
+							   "shm ring out of step (slot %u not a message start)", s);
+					return conn_fail(c, st);
+				}
+				st = ibc_msg_desc_check(c->ctx->comm, c->peer, &o->want, o->nbytes,
+							&theirs, (size_t)h->msg_nbytes);
+				if (st != IBC_OK)
+					return conn_fail(c, st);
+				o->started = 1;
+			}
+			if (h->flags & SLOT_RDV) {
+				ibc_status_t st = cma_read(c, o->buf, h->rdv_addr, o->nbytes);
+
+				if (st != IBC_OK)
+					return conn_fail(c, st);
+				o->off = o->nbytes;
+			} else {
+				if (h->nbytes > o->nbytes - o->off) {
+					ibc_status_t st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INTERNAL, c->peer,
+									"shm slot overflows the message");
+
+					return conn_fail(c, st);
+				}
+				if (h->nbytes)
+					memcpy(o->buf + o->off, c->in_data + (size_t)s * c->slot_bytes,
+					       h->nbytes);
+				o->off += h->nbytes;
+			}
+			tail++;
+			__atomic_store_n(&c->in->tail, tail, __ATOMIC_RELEASE);
+			*moved_p = 1;
+		}
+		if (*moved_p)
+			ring_bell(c);
+		if (!o->started || o->off < o->nbytes)
+			return IBC_OK;
+		ibc_treq_complete(o->req, IBC_OK);
+		q_pop_free(c, &c->recvq);
+	}
+	return IBC_OK;
+}
+
+/* the doorbell: drain wake-up bytes; EOF means the peer process is gone */
+static ibc_status_t bell_drain(struct ibc_tconn *c)
+{
+	char buf[64];
+
+	for (;;) {
+		ssize_t n = recv(c->bell_fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n > 0)
+			continue;
+		if (n == 0) {
+			ibc_status_t st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
+							"peer closed its shared-memory doorbell: process exited or crashed");
+
+			return conn_fail(c, st);
+		}
+		return IBC_OK;
+	}
+}
+
+static ibc_status_t shm_progress(void *vctx)
+{
+	struct shm_ctx *ctx = vctx;
+	struct ibc_tconn *c;
+
+	for (c = ctx->conns; c; c = c->next) {
+		int moved = 0;
+
+		if (c->broken || (!c->sendq.head && !c->recvq.head))
+			continue;
+		moved |= progress_send(c);
+		IBC_CHECK(progress_recv(c, &moved));
+		/* a receive may have freed credits for a blocked send */
+		if (moved && c->sendq.head)
+			progress_send(c);
+	}
+	return IBC_OK;
+}
+
+static void shm_wait(void *vctx, int timeout_us)
+{
+	struct shm_ctx *ctx = vctx;
+	struct ibc_tconn *c;
+	struct timespec ts = { .tv_sec = timeout_us / 1000000,
+			       .tv_nsec = (long)(timeout_us % 1000000) * 1000 };
+	int n = 0;
+	int ready = 0;
+
+	for (c = ctx->conns; c; c = c->next)
+		n++;
+	if (n > ctx->npfds) {
+		struct pollfd *np = realloc(ctx->pfds, sizeof(*np) * (size_t)n);
+
+		if (!np) {
+			nanosleep(&ts, NULL);
+			return;
+		}
+		ctx->pfds = np;
+		ctx->npfds = n;
+	}
+	n = 0;
+	for (c = ctx->conns; c; c = c->next) {
+		if (c->broken || (!c->sendq.head && !c->recvq.head))
+			continue;
+		__atomic_store_n(&c->sh->sleeping[c->side], 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		/* re-check after raising the flag: progress() consumed every slot and
+		 * credit it saw, so any change since means there is work: no sleep */
+		if (c->recvq.head && __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE) != c->in->tail)
+			ready = 1;
+		if (c->sendq.head &&
+		    __atomic_load_n(&c->out->tail, __ATOMIC_ACQUIRE) != c->seen_out_tail)
+			ready = 1;
+		ctx->pfds[n].fd = c->bell_fd;
+		ctx->pfds[n].events = POLLIN;
+		n++;
+	}
+	if (n && !ready)
+		ppoll(ctx->pfds, (nfds_t)n, &ts, NULL);
+	else if (!n)
+		nanosleep(&ts, NULL);
+	for (c = ctx->conns; c; c = c->next) {
+		if (c->broken || (!c->sendq.head && !c->recvq.head))
+			continue;
+		__atomic_store_n(&c->sh->sleeping[c->side], 0, __ATOMIC_RELAXED);
+		bell_drain(c);
+	}
+}
+
+const struct ibc_transport_ops ibc_shm_ops = {
+	.name = "shm",
+	.caps = IBC_TCAP_HOST,
+	.init = shm_init,
+	.fini = shm_fini,
+	.connect = shm_connect,
+	.disconnect = shm_disconnect,
+	.isend = shm_isend,
+	.irecv = shm_irecv,
+	.progress = shm_progress,
+	.wait = shm_wait,
+};
