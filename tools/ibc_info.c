@@ -8,6 +8,8 @@
  *   ibc_info --topo       topology tree, and the NIC and cores of each local
  *                         rank for 1 to 8 ranks per node (IBC_TOPO_FILE
  *                         describes another machine)
+ *   ibc_info --devices    verbs devices: ports, state, link layer, MTU, LID,
+ *                         GID table with types (src/transport/ib/)
  * Links the internal convenience library to read the parameter registry.
  */
 #include "config.h"
@@ -21,6 +23,7 @@
 #include "core/param.h"
 #include "core/util.h"
 #include "topo/topo.h"
+#include "transport/ib/ib_info.h"
 
 static void print_build(void)
 {
@@ -168,13 +171,14 @@ static int print_topo(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ibc_info [--build] [--params] [--env-md] [--topo]\n"
+	fprintf(f, "usage: ibc_info [--build] [--params] [--env-md] [--topo] [--devices]\n"
 		   "  (no option)  build configuration and parameters\n"
 		   "  --build      build configuration only\n"
 		   "  --params     every parameter with value, default, source and help\n"
 		   "  --env-md     the parameter table as Markdown (docs/env.md)\n"
 		   "  --topo       topology tree, and each local rank's NIC and cores\n"
-		   "               for 1 to 8 ranks per node (IBC_TOPO_FILE: another machine)\n");
+		   "               for 1 to 8 ranks per node (IBC_TOPO_FILE: another machine)\n"
+		   "  --devices    verbs devices: ports, state, link layer, MTU, GID table with types\n");
 }
 
 int main(int argc, char **argv)
@@ -196,6 +200,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--topo")) {
 			if (print_topo())
 				return 1;
+		} else if (!strcmp(argv[i], "--devices")) {
+			ibc_ib_print_devices(stdout);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;

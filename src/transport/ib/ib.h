@@ -408,14 +408,10 @@ static inline unsigned ibc_ib_imm_nparts(uint32_t imm) { return ((imm >> 26) & 0
 static inline unsigned ibc_ib_imm_slot(uint32_t imm) { return (imm >> 18) & 0xffu; }
 static inline uint32_t ibc_ib_imm_seq(uint32_t imm) { return imm & 0x3ffffu; }
 
-/* ---------------------------------------------------------------------- */
-/* Hook for the topology module (src/topo/, not merged yet)               */
-/* ---------------------------------------------------------------------- */
-
 /*
- * IBC_IB_TOPO_HOOK: ibc_ib_port_pick() in ib_device.c is the one place where
- * the choice of port per rank is made; the topology module plugs in there
- * (ibc_topo_pick_nic()).
+ * Port choice per rank: ib_ops_pick_port() in ib_ops.c asks the topology
+ * module (ibc_topo_pick_nic(), GPU -1 until the communicator passes the
+ * rank's GPU) and falls back to ibc_ib_port_pick().
  */
 
 extern const struct ibc_transport_ops ibc_ib_ops;

@@ -319,11 +319,10 @@ ibc_status_t ibc_ib_ports_list(const struct ibc_ib_hca_spec *spec, struct ibc_ib
  *                   this host (0-based, in rank order).
  * @nlocal:     [in] number of ranks on this host.
  *
- * IBC_IB_TOPO_HOOK: this is where the topology module's choice
- * (ibc_topo_pick_nic(): the HCA nearest the rank's GPU or CPU) plugs in.
- * Until it does, local ranks are spread round-robin over the ports in
- * listed order, so two ranks on one host use two different HCAs (rxe0 and
- * rxe1 in the test VM).
+ * The fallback of ib_ops_pick_port() (ib_ops.c), which asks the topology
+ * module (ibc_topo_pick_nic()) first: local ranks spread round-robin over
+ * the ports in listed order, so two ranks on one host use two different
+ * HCAs (rxe0 and rxe1 in the test VM).
  * Return: an index into @ports.
  */
 int ibc_ib_port_pick(const struct ibc_ib_port_desc *ports, int nports, int local_rank, int nlocal)

@@ -21,6 +21,7 @@
 #include "comm.h"
 #include "ib.h"
 #include "param.h"
+#include "topo/topo.h"
 #include "util.h"
 
 #define IB_TAG_INFO  (IBC_BOOT_TAG_IB + 0)
@@ -47,6 +48,33 @@ struct ib_tctx {
 	int64_t connect_timeout_ms;
 };
 
+/*
+ * ib_ops_pick_port() - this rank's port: the topology module's choice
+ * (ibc_topo_pick_nic(): spread over NUMA nodes and cards by local rank; the
+ * NIC nearest the rank's GPU once the communicator knows the GPU), else
+ * ibc_ib_port_pick()'s round-robin when the topology cannot be loaded.
+ */
+static int ib_ops_pick_port(const struct ibc_ib_port_desc *ports, int nports, int local_rank,
+			    int nlocal)
+{
+	const char *cands[IBC_IB_MAX_PORTS];
+	struct ibc_topo *topo;
+	char why[IBC_TOPO_WHY_LEN];
+	int idx = 0;
+	int i;
+
+	for (i = 0; i < nports; i++)
+		cands[i] = ports[i].dev_name;
+	if (ibc_topo_shared(&topo) == IBC_OK &&
+	    ibc_topo_pick_nic(topo, -1, local_rank, nlocal, cands, nports, &idx, NULL, why,
+			      sizeof(why)) == IBC_OK && idx >= 0 && idx < nports) {
+		IBC_LOG_INFO(IB, "ib: topology picks %s:%d for local rank %d of %d: %s",
+			     ports[idx].dev_name, ports[idx].port, local_rank, nlocal, why);
+		return idx;
+	}
+	return ibc_ib_port_pick(ports, nports, local_rank, nlocal);
+}
+
 static void ib_ops_fail(void *arg, ibc_status_t st, int peer, const char *why)
 {
 	struct ib_tctx *t = arg;
@@ -69,8 +97,8 @@ static ibc_status_t ib_ops_desc_check(void *arg, int peer, const struct ibc_msg_
  * @ctx_p: [out] transport context.
  *
  * Port choice: the ACTIVE ports selected by IBC_IB_HCA, in device order;
- * ibc_ib_port_pick() spreads the ranks of one host over them (the
- * topology module's hook).
+ * ib_ops_pick_port() spreads the ranks of one host over them through the
+ * topology module (round-robin in listed order without it).
  * Return: IBC_OK; IBC_ERR_UNSUPPORTED (no usable port: the communicator
  *         falls back to tcp unless IBC_TRANSPORT=ib); IBC_ERR_INVALID_ARG
  *         (malformed IBC_IB_HCA or IBC_IB_GID_INDEX); IBC_ERR_VERBS;
@@ -104,7 +132,7 @@ static ibc_status_t ib_ops_init(struct ibc_comm *comm, void **ctx_p)
 			local_rank++;
 		nlocal++;
 	}
-	pick = ibc_ib_port_pick(ports, nports, local_rank, nlocal);
+	pick = ib_ops_pick_port(ports, nports, local_rank, nlocal);
 	t = ibc_calloc(1, sizeof(*t), "ib transport context");
 	if (!t)
 		return IBC_ERR_NO_MEMORY;
@@ -203,11 +231,13 @@ static ibc_status_t ib_ops_connect(void *ctx, int peer, struct ibc_tconn **conn_
 {
 	struct ib_tctx *t = ctx;
 	struct ib_peer_state *ps;
+	char why[768];
 	ibc_status_t st;
 
 	if (peer < 0 || peer >= t->comm->nranks)
 		return IBC_ERR_INVALID_ARG;
 	ps = &t->peers[peer];
+	ibc_log_set_last_error("");
 	st = connect_step(t, peer, ps);
 	if (st == IBC_OK) {
 		*conn_p = (struct ibc_tconn *)ps->conn;
@@ -221,6 +251,10 @@ static ibc_status_t ib_ops_connect(void *ctx, int peer, struct ibc_tconn **conn_
 			     ps->state);
 		st = IBC_ERR_TIMEOUT;
 	}
+	/* the cause was logged (WARN) where it was detected; make it the communicator's error */
+	snprintf(why, sizeof(why), "%s", ibc_last_error());
+	ibc_comm_fail(t->comm, st, peer, "ib connection set-up from %s:%d failed: %s",
+		      t->ib->dev_name, t->ib->port, *why ? why : ibc_status_str(st));
 	ibc_ib_conn_destroy(ps->conn);
 	ps->conn = NULL;
 	ps->state = IB_CS_IDLE;
