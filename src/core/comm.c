@@ -833,7 +833,9 @@ ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int
 		comm->running = 1;
 		pthread_mutex_unlock(&comm->lock);
 		comm_execute(comm, req);
-		return IBC_OK;
+		if (req->status != IBC_OK)
+			ibc_log_set_last_error(req->errmsg);
+		return req->status;
 	}
 	if (!blocking && comm->nqueued >= ibc_param_max_requests()) {
 		pthread_mutex_unlock(&comm->lock);
