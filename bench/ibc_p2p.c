@@ -29,6 +29,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -62,6 +63,9 @@ struct opts {
 
 static struct ibc_ib_ctx *g_ctx;
 static int g_failed;
+static int g_oob_fd = -1;       /* the out-of-band socket, watched for the peer's death */
+static int g_is_client;
+static uint64_t g_next_oob_check_ms;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -176,11 +180,35 @@ static int oob_connect(const struct opts *o)
 /* transport helpers                                                      */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * A sender waiting for a clear-to-send from a dead receiver has nothing in
+ * flight, so verbs reports nothing (a communicator's bootstrap liveness
+ * catches that case); the benchmark watches its out-of-band socket instead.
+ */
+static void oob_check(void)
+{
+	struct pollfd pfd = { g_oob_fd, POLLIN | POLLRDHUP, 0 };
+	char c;
+
+	if (g_oob_fd < 0 || ibc_time_ms() < g_next_oob_check_ms)
+		return;
+	g_next_oob_check_ms = ibc_time_ms() + 20;
+	if (poll(&pfd, 1, 0) <= 0)
+		return;
+	if ((pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) ||
+	    recv(g_oob_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+		fprintf(stderr, "ibc_p2p: peer rank %d (%s) closed the out-of-band connection during the test: it exited or died\n",
+			g_is_client ? 1 : 0, g_is_client ? "server" : "client");
+		exit(1);
+	}
+}
+
 static void progress(const struct opts *o)
 {
 	ibc_ib_ctx_progress(g_ctx);
 	if (g_failed)
 		exit(1);
+	oob_check();
 	if (o->sleep_idle)
 		ibc_ib_ctx_wait(g_ctx, 100);
 }
@@ -431,6 +459,7 @@ int main(int argc, char **argv)
 	int i;
 	uint32_t seq = 1;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	memset(&o, 0, sizeof(o));
 	o.port_num = 1;
 	o.gid_index = -1;
@@ -507,6 +536,8 @@ int main(int argc, char **argv)
 	if (ibc_ib_conn_create(g_ctx, is_client ? 1 : 0, o.server ? o.server : "client", &conn))
 		die("cannot create the connection: %s", ibc_last_error());
 	fd = oob_connect(&o);
+	g_oob_fd = fd;
+	g_is_client = is_client;
 	ibc_ib_conn_local_info(conn, &mine);
 	ibc_ib_conn_info_pack(&mine, wire);
 	xfer(fd, wire, sizeof(wire), 1);
@@ -602,6 +633,7 @@ int main(int argc, char **argv)
 		}
 	}
 	oob_sync(fd);
+	g_oob_fd = -1;
 	close(fd);
 	ibc_ib_ctx_destroy(g_ctx);
 	for (i = 0; i < nbufs; i++)

@@ -75,6 +75,8 @@ ibc_status_t ibc_ib_ports_list(const struct ibc_ib_hca_spec *spec, struct ibc_ib
 			       int max_ports, int *nports_p);
 int ibc_ib_port_pick(const struct ibc_ib_port_desc *ports, int nports, int local_rank, int nlocal);
 const char *ibc_ib_mtu_str(enum ibv_mtu mtu);
+struct ibc_ib_gid_entry;
+int ibc_ib_port_gids(struct ibv_context *vctx, int port, struct ibc_ib_gid_entry *tbl, int max);
 enum ibv_mtu ibc_ib_mtu_negotiate(enum ibv_mtu local, enum ibv_mtu remote);
 
 /* ---------------------------------------------------------------------- */

@@ -76,33 +76,18 @@ static struct ibv_context *ctx_open_device(const char *dev_name)
 static ibc_status_t ctx_read_gids(struct ibc_ib_ctx *ctx)
 {
 	struct ibc_ib_gid_entry *tbl;
-	struct ibv_gid_entry *ents;
-	size_t cap = (size_t)ctx->port_attr.gid_tbl_len * ctx->dev_attr.phys_port_cnt + 16;
 	ibc_status_t st;
-	ssize_t n;
-	int k = 0;
+	int k;
 	int i;
 
-	ents = ibc_calloc(cap, sizeof(*ents), "gid table");
-	tbl = ibc_calloc(cap, sizeof(*tbl), "gid table");
-	if (!ents || !tbl) {
-		st = IBC_ERR_NO_MEMORY;
-		goto out;
-	}
-	n = ibv_query_gid_table(ctx->vctx, ents, cap, 0);
-	if (n < 0) {
-		IBC_LOG_WARN(IB, "ibv_query_gid_table on %s failed: %s", ctx->dev_name,
-			     strerror((int)-n));
-		st = IBC_ERR_VERBS;
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		if ((int)ents[i].port_num != ctx->port)
-			continue;
-		memcpy(tbl[k].gid, ents[i].gid.raw, 16);
-		tbl[k].index = (int)ents[i].gid_index;
-		tbl[k].type = (int)ents[i].gid_type;
-		k++;
+	tbl = ibc_calloc(IBC_IB_GID_TBL_MAX, sizeof(*tbl), "gid table");
+	if (!tbl)
+		return IBC_ERR_NO_MEMORY;
+	k = ibc_ib_port_gids(ctx->vctx, ctx->port, tbl, IBC_IB_GID_TBL_MAX);
+	if (k < 0) {
+		IBC_LOG_WARN(IB, "cannot read the GID table of %s:%d", ctx->dev_name, ctx->port);
+		ibc_free(tbl);
+		return IBC_ERR_VERBS;
 	}
 	st = ibc_ib_gid_cands_build(tbl, k, ctx->prm.gid_index, &ctx->gids);
 	for (i = 0; st == IBC_OK && i < IBC_IB_GID_CLASS_COUNT; i++)
@@ -113,8 +98,6 @@ static ibc_status_t ctx_read_gids(struct ibc_ib_ctx *ctx)
 			     ctx->dev_name, ctx->port, k);
 		st = IBC_ERR_UNSUPPORTED;
 	}
-out:
-	ibc_free(ents);
 	ibc_free(tbl);
 	return st;
 }

@@ -189,35 +189,74 @@ enum ibv_mtu ibc_ib_mtu_negotiate(enum ibv_mtu local, enum ibv_mtu remote)
 	return local < remote ? local : remote;
 }
 
-/* read port @port's valid GIDs into @tbl; returns the number, or -1 */
-static int port_gid_table(struct ibv_context *vctx, int port, int tbl_len,
-			  struct ibc_ib_gid_entry *tbl, int max)
+/**
+ * ibc_ib_port_gids() - The valid entries of one port's GID table with their
+ * types (IB, RoCE v1, RoCE v2).
+ * @vctx: [in]  an opened device.
+ * @port: [in]  1-based port number.
+ * @tbl:  [out] up to @max entries, in index order.
+ * @max:  [in]  capacity of @tbl.
+ *
+ * Uses ibv_query_gid_table() sized for the whole device (the kernel refuses
+ * a larger buffer), falling back to ibv_query_gid_ex() per index.
+ * Return: the number of entries, or -1 when the table cannot be read.
+ */
+int ibc_ib_port_gids(struct ibv_context *vctx, int port, struct ibc_ib_gid_entry *tbl, int max)
 {
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
 	struct ibv_gid_entry *ents;
+	size_t cap;
 	ssize_t n;
-	int i;
 	int k = 0;
-	size_t cap = (size_t)tbl_len * 8 + 16; /* the table covers every port of the device */
+	int i;
 
-	ents = ibc_calloc(cap, sizeof(*ents), "gid table");
+	if (ibv_query_device(vctx, &da) || ibv_query_port(vctx, (uint8_t)port, &pa))
+		return -1;
+	cap = (size_t)pa.gid_tbl_len * (size_t)(da.phys_port_cnt ? da.phys_port_cnt : 1);
+	ents = ibc_calloc(cap ? cap : 1, sizeof(*ents), "gid table");
 	if (!ents)
 		return -1;
 	n = ibv_query_gid_table(vctx, ents, cap, 0);
-	if (n < 0) {
-		IBC_LOG_DEBUG(IB, "ibv_query_gid_table failed: %s", strerror((int)-n));
+	if (n >= 0) {
+		for (i = 0; i < n && k < max; i++) {
+			if ((int)ents[i].port_num != port)
+				continue;
+			memcpy(tbl[k].gid, ents[i].gid.raw, 16);
+			tbl[k].index = (int)ents[i].gid_index;
+			tbl[k].type = (int)ents[i].gid_type;
+			k++;
+		}
 		ibc_free(ents);
-		return -1;
+		return k;
 	}
-	for (i = 0; i < n && k < max; i++) {
-		if ((int)ents[i].port_num != port)
-			continue;
-		memcpy(tbl[k].gid, ents[i].gid.raw, 16);
-		tbl[k].index = (int)ents[i].gid_index;
-		tbl[k].type = (int)ents[i].gid_type;
+	IBC_LOG_DEBUG(IB, "ibv_query_gid_table(%zu entries) failed: %s; reading entries one by one",
+		      cap, strerror((int)-n));
+	for (i = 0; i < pa.gid_tbl_len && k < max; i++) {
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(vctx, (uint32_t)port, (uint32_t)i, &e, 0))
+			continue; /* ENODATA: empty entry */
+		memcpy(tbl[k].gid, e.gid.raw, 16);
+		tbl[k].index = (int)e.gid_index;
+		tbl[k].type = (int)e.gid_type;
 		k++;
 	}
 	ibc_free(ents);
 	return k;
+}
+
+static const char *port_state_str(enum ibv_port_state st)
+{
+	switch (st) {
+	case IBV_PORT_NOP: return "NOP";
+	case IBV_PORT_DOWN: return "DOWN";
+	case IBV_PORT_INIT: return "INIT";
+	case IBV_PORT_ARMED: return "ARMED";
+	case IBV_PORT_ACTIVE: return "ACTIVE";
+	case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+	default: return "?";
+	}
 }
 
 /**
@@ -278,7 +317,7 @@ ibc_status_t ibc_ib_ports_list(const struct ibc_ib_hca_spec *spec, struct ibc_ib
 			}
 			if (pa.state != IBV_PORT_ACTIVE) {
 				IBC_LOG_INFO(IB, "port %s:%d skipped: state %s, not ACTIVE", name, p,
-					     ibv_port_state_str(pa.state));
+					     port_state_str(pa.state));
 				continue;
 			}
 			if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND &&
@@ -289,7 +328,7 @@ ibc_status_t ibc_ib_ports_list(const struct ibc_ib_hca_spec *spec, struct ibc_ib
 				continue;
 			}
 			if (pa.link_layer == IBV_LINK_LAYER_ETHERNET &&
-			    port_gid_table(vctx, p, pa.gid_tbl_len, gids, 8) <= 0) {
+			    ibc_ib_port_gids(vctx, p, gids, 8) <= 0) {
 				IBC_LOG_INFO(IB, "port %s:%d skipped: RoCE port without a GID (no IP address on its interface?)",
 					     name, p);
 				continue;
@@ -356,8 +395,8 @@ static void print_port(FILE *out, struct ibv_context *vctx, const char *name, in
 		fprintf(out, "  port %d: ibv_query_port failed: %s\n", p, strerror(errno));
 		return;
 	}
-	fprintf(out, "  port %d: %s (phys %s)  link layer %s  mtu %s active / %s max  lid %u",
-		p, ibv_port_state_str(pa.state),
+	fprintf(out, "  port %d: state %s (phys %s)  link layer %s  mtu %s active / %s max  lid %u",
+		p, port_state_str(pa.state),
 		pa.phys_state == 5 ? "LINK_UP" : pa.phys_state == 3 ? "DISABLED" :
 		pa.phys_state == 2 ? "POLLING" : "other",
 		link_layer_str(pa.link_layer), ibc_ib_mtu_str(pa.active_mtu),
@@ -368,7 +407,7 @@ static void print_port(FILE *out, struct ibv_context *vctx, const char *name, in
 	tbl = ibc_calloc(IBC_IB_GID_TBL_MAX, sizeof(*tbl), "gid table");
 	if (!tbl)
 		return;
-	ngid = port_gid_table(vctx, p, pa.gid_tbl_len, tbl, IBC_IB_GID_TBL_MAX);
+	ngid = ibc_ib_port_gids(vctx, p, tbl, IBC_IB_GID_TBL_MAX);
 	if (ngid < 0)
 		fprintf(out, "    gid table: cannot be read\n");
 	else if (ngid == 0)
