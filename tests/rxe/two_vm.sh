@@ -3,7 +3,7 @@
 # two_vm.sh - a true two-host run over RoCE v2: two Soft-RoCE VMs joined by a
 # qemu socket network on 127.0.0.1 (eth0 198.51.100.11 and .12, each with
 # its own rxe_eth), one rank in each, a 2-rank all-reduce of a small buffer
-# over IBC_TRANSPORT=ib with exact results. TAP out; SKIP when the VM's
+# with exact results, over verbs chosen automatically (IBC_TRANSPORT=auto). TAP out; SKIP when the VM's
 # prerequisites are missing. Robust start: the listening VM's socket must be
 # open before the connecting VM starts (qemu exits at once otherwise), and a
 # connecting VM that fails to attach is restarted, at most 3 times; every
@@ -80,7 +80,7 @@ fi
 if grep -q 'transport ib' "$logs/rank0.out" &&
 	grep -q 'gid idx [0-9]* (RoCE v2 IPv4-mapped)' "$logs/rank0.out" &&
 	grep -q 'gid idx [0-9]* (RoCE v2 IPv4-mapped)' "$logs/rank1.out"; then
-	echo "ok 3 - over ib between the VMs, RoCE v2 IPv4-mapped GIDs chosen automatically on rxe_eth"
+	echo "ok 3 - IBC_TRANSPORT=auto chose ib between the VMs, with RoCE v2 IPv4-mapped GIDs chosen automatically on rxe_eth"
 else
 	echo "not ok 3 - transport/GID lines missing"
 	grep -h -E 'transport|gid idx' "$logs"/rank*.out | sed 's/^/#   /'

@@ -376,6 +376,9 @@ ibc_status_t ibc_ib_conn_isend(struct ibc_ib_conn *conn, const void *buf, size_t
 			       const struct ibc_msg_desc *desc, struct ibc_treq *req);
 ibc_status_t ibc_ib_conn_irecv(struct ibc_ib_conn *conn, void *buf, size_t nbytes,
 			       const struct ibc_msg_desc *desc, struct ibc_treq *req);
+/* accessors (tests, logs, the ops glue): peer rank, context, QP number of QP
+ * @idx (0 when absent), negotiated path MTU, source GID index (-1 on IB),
+ * number of QPs in use */
 int ibc_ib_conn_peer(const struct ibc_ib_conn *conn);
 struct ibc_ib_ctx *ibc_ib_conn_ctx(const struct ibc_ib_conn *conn);
 uint32_t ibc_ib_conn_qpn(const struct ibc_ib_conn *conn, int idx);

@@ -277,6 +277,7 @@ ibc_status_t ibc_ib_ctx_cq_reserve(struct ibc_ib_ctx *ctx, int ncqe)
 	return IBC_OK;
 }
 
+/* ibc_ib_ctx_cq_release() - a QP is gone: its @ncqe CQEs are no longer needed */
 void ibc_ib_ctx_cq_release(struct ibc_ib_ctx *ctx, int ncqe)
 {
 	ctx->cq_needed -= ncqe;

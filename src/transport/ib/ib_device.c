@@ -160,6 +160,7 @@ static int port_speed_mbps(const struct ibv_port_attr *pa)
 	return lanes * mbps;
 }
 
+/* ibc_ib_mtu_str() - "256" .. "4096" for an enum ibv_mtu, "?" otherwise */
 const char *ibc_ib_mtu_str(enum ibv_mtu mtu)
 {
 	switch (mtu) {

@@ -27,11 +27,13 @@ static const char *const gid_class_names[IBC_IB_GID_CLASS_COUNT] = {
 	[IBC_IB_GID_V1_LINKLOCAL] = "RoCE v1 link-local",
 };
 
+/* ibc_ib_gid_class_name() - "RoCE v2 link-local" etc.; "none" for -1 */
 const char *ibc_ib_gid_class_name(int cls)
 {
 	return cls >= 0 && cls < IBC_IB_GID_CLASS_COUNT ? gid_class_names[cls] : "none";
 }
 
+/* ibc_ib_gid_type_name() - "IB", "RoCE v1", "RoCE v2" for an IBV_GID_TYPE_* */
 const char *ibc_ib_gid_type_name(int type)
 {
 	switch (type) {

@@ -339,6 +339,7 @@ int ibc_ib_mr_verbs_reg(void *pd, void *addr, size_t nbytes, int writable, uint3
 	return 0;
 }
 
+/* ibc_ib_mr_verbs_dereg() - ibv_dereg_mr() of @handle; 0 or its errno */
 int ibc_ib_mr_verbs_dereg(void *pd, void *handle)
 {
 	(void)pd;
