@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,6 +329,31 @@ out:
 	return st;
 }
 
+/*
+ * Busy-polling helps only when every rank has a core: with more ranks on
+ * this host than cores available to the process, waiting ranks yield at
+ * once so that the peer they wait for can run.
+ */
+static void comm_choose_spin(struct ibc_comm *comm)
+{
+	cpu_set_t set;
+	int ncpu = 0;
+	int i;
+
+	comm->nlocal = 0;
+	for (i = 0; i < comm->nranks; i++)
+		comm->nlocal += ibc_bootstrap_same_host(comm->bs, i);
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		ncpu = CPU_COUNT(&set);
+	comm->spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
+	if (ncpu > 0 && comm->nlocal > ncpu && !ibc_param_from_env(IBC_PARAM_IDX_SPIN_US)) {
+		comm->spin_ns = 0;
+		if (comm->rank == 0)
+			IBC_LOG_INFO(INIT, "%d ranks on this host share %d cores: waits yield instead of spinning",
+				     comm->nlocal, ncpu);
+	}
+}
+
 /* build the communicator around its ready bootstrap */
 static ibc_status_t comm_setup(struct ibc_comm *comm)
 {
@@ -341,6 +367,7 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 	if (!comm->peers)
 		return IBC_ERR_NO_MEMORY;
 	IBC_CHECK(comm_choose_transports(comm));
+	comm_choose_spin(comm);
 	if (comm->use_thread) {
 		ret = pthread_create(&comm->thread, NULL, progress_thread, comm);
 		if (ret) {

@@ -75,6 +75,8 @@ struct ibc_comm {
 	int ntinst;
 	char transport_name[32];              /* "shm", "tcp", "shm+ib", ... */
 	int64_t timeout_ms;                   /* IBC_TIMEOUT_MS */
+	uint64_t spin_ns;                     /* IBC_SPIN_US, 0 when oversubscribed */
+	int nlocal;                           /* ranks on this host, this one included */
 
 	/* the operation being executed (for error messages) */
 	const struct ibc_request *cur;

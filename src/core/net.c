@@ -216,7 +216,8 @@ static ibc_status_t net_timeout(struct ibc_comm *comm, struct ibc_treq *const *r
 
 static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n, int any)
 {
-	uint64_t spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
+	uint64_t spin_ns = comm->spin_ns;
+	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
 	uint64_t now = ibc_time_ns();
 	uint64_t last_ns = now;
 	int ndone_prev = -1;
@@ -260,8 +261,14 @@ static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs
 								       : IBC_ERR_REMOTE;
 		if (now - last_ns > (uint64_t)comm->timeout_ms * 1000000ull)
 			return net_timeout(comm, reqs, n);
+		/* idle: spin (cores to spare), then yield (let a co-located peer
+		 * run), then sleep in the transports' wait() */
 		if (now - last_ns < spin_ns) {
 			ibc_cpu_relax();
+			continue;
+		}
+		if (now - last_ns < yield_ns) {
+			sched_yield();
 			continue;
 		}
 		net_idle(comm, idle_us);
