@@ -279,7 +279,6 @@ mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts devpts /newroot/dev/pts
 mount -t tmpfs tmpfs /newroot/dev/shm
 mount -t tmpfs tmpfs /newroot/run
-mount -t tmpfs tmpfs /newroot/tmp
 mkdir -p /newroot/run/rxevm-ctl
 mount --bind /mnt/ctl /newroot/run/rxevm-ctl
 echo /bin/modprobe-chroot > /proc/sys/kernel/modprobe
