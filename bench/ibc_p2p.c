@@ -58,7 +58,8 @@ struct opts {
 	int depth;
 	int check;
 	int timeout_ms;
-	int sleep_idle;
+	int sleep_idle;         /* 1: every idle wait sleeps on the completion channel */
+	int poll_all;           /* 1: never sleep, not even the bandwidth receiver */
 };
 
 static struct ibc_ib_ctx *g_ctx;
@@ -317,7 +318,14 @@ static void bw_run(const struct opts *o, int fd, struct ibc_ib_conn *conn, size_
 			done++;
 		}
 		if (done < iters) {
+			int before = ibc_treq_is_done(&reqs[done % o->window]);
+
 			progress(o);
+			/* the receiver, like ib_write_bw's server, leaves the CPU to the
+			 * NIC (rxe: the kernel) while idle: sleep on the CQ channel */
+			if (!is_sender && !o->poll_all && !o->sleep_idle && !before &&
+			    !ibc_treq_is_done(&reqs[done % o->window]))
+				ibc_ib_ctx_wait(g_ctx, 10000);
 			if (ibc_time_ms() > deadline)
 				die("bandwidth test of %zu bytes: %ld of %ld messages done after %d ms",
 				    n, done, iters, o->timeout_ms);
@@ -400,7 +408,10 @@ static void usage(FILE *f)
 		"  -q, --qps N              QPs per connection (default IBC_IB_QPS_PER_CONN)\n"
 		"  -D, --depth N            credits per direction (default IBC_IB_DEPTH)\n"
 		"  -c, --check              verify every byte received (slower)\n"
-		"  -s, --sleep              sleep on the completion channel when idle (default: poll)\n"
+		"  -s, --sleep              every side sleeps on the completion channel when idle\n"
+		"                           (default: the bandwidth receiver sleeps, everything else polls,\n"
+		"                           as ib_write_bw's passive server and polling client)\n"
+		"  -P, --poll               busy-poll everywhere, the bandwidth receiver too\n"
 		"  -T, --timeout-ms N       bound on each size's test (default 120000)\n"
 		"Output: bandwidth in MiB/s (2^20 bytes/s, perftest's unit) and GB/s (10^9 bytes/s);\n"
 		"latency one-way (RTT/2) in microseconds.\n");
@@ -433,6 +444,7 @@ int main(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'D' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "sleep", no_argument, NULL, 's' },
+		{ "poll", no_argument, NULL, 'P' },
 		{ "timeout-ms", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -471,7 +483,7 @@ int main(int argc, char **argv)
 	o.warmup = 2;
 	o.test_bw = o.test_lat = 1;
 	o.timeout_ms = 120000;
-	while ((c = getopt_long(argc, argv, "d:x:p:b:e:f:n:B:w:t:W:q:D:csT:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:x:p:b:e:f:n:B:w:t:W:q:D:csPT:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': {
 			char *colon = strchr(optarg, ':');
@@ -502,6 +514,7 @@ int main(int argc, char **argv)
 		case 'D': o.depth = atoi(optarg); break;
 		case 'c': o.check = 1; break;
 		case 's': o.sleep_idle = 1; break;
+		case 'P': o.poll_all = 1; break;
 		case 'T': o.timeout_ms = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

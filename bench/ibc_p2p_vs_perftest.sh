@@ -15,6 +15,12 @@
 #       under TCG); iterations = B / size, between 200 and 5000
 #   -L  latency iterations (default 300)
 #   -q  ibc_p2p QPs per connection (default 1, as perftest)
+#   -R  runs of each measurement, perftest and ibc_p2p alternating (default 3);
+#       the table gives the best of them (highest bandwidth, lowest typical
+#       latency): the emulated VM shares the host's CPUs, so single runs are noisy
+# Both sides poll like perftest, except that ibc_p2p's bandwidth receiver sleeps
+# on its completion channel when idle, as ib_write_bw's server does not poll
+# at all (in a 2-vCPU VM the rxe kernel work needs the other vCPU).
 # Exit status 0 when every run produced a figure, 1 otherwise.
 set -u
 sizes="2 64 1024 8192 65536 1048576 8388608"
@@ -22,6 +28,7 @@ depth=64
 total=$((48 * 1024 * 1024))
 lat_iters=300
 qps=1
+runs=3
 in_vm=0
 here=$(cd "$(dirname "$0")" && pwd)
 srcdir=$(cd "$here/.." && pwd)
@@ -32,6 +39,7 @@ while [ $# -gt 0 ]; do
 	-B) total=$(numfmt --from=iec "${2^^}" 2>/dev/null || echo "$2"); shift 2 ;;
 	-L) lat_iters=$2; shift 2 ;;
 	-q) qps=$2; shift 2 ;;
+	-R) runs=$2; shift 2 ;;
 	--in-vm) in_vm=1; shift ;;
 	-h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
@@ -42,7 +50,7 @@ p2p=./bench/ibc_p2p
 
 if [ $in_vm = 0 ] && [ ! -d /sys/class/infiniband/rxe0 ]; then
 	exec "$srcdir/tests/rxe/rxe-vm.sh" "$0" --in-vm -s "$sizes" -D "$depth" -B "$total" \
-		-L "$lat_iters" -q "$qps"
+		-L "$lat_iters" -q "$qps" -R "$runs"
 fi
 d0=${RXE_DEV0:-rxe0}
 d1=${RXE_DEV1:-rxe1}
@@ -77,32 +85,44 @@ pair() {
 }
 
 echo "# ibc_p2p vs perftest, $(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r), $(nproc) vCPUs"
-echo "# server on $d1, client on $d0 (rxe0 -> veth pair -> rxe1), $depth messages in flight, ibc_p2p $qps QP(s)"
+echo "# server on $d1, client on $d0 (rxe0 -> veth pair -> rxe1), $depth messages in flight, ibc_p2p $qps QP(s), best of $runs runs"
+echo "# host load when starting: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null || echo unknown); bandwidth in MiB/s (2^20 B/s, perftest's unit) and GB/s (10^9 B/s)"
 echo
 echo "| bytes | iters | ib_write_bw MiB/s | ibc_p2p MiB/s | ibc_p2p GB/s | BW ratio | ib_write_lat typ us | ibc_p2p lat typ us | lat ratio |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+best() { # max|min over the values on stdin
+	awk -v m="$1" 'NF { if (!n || (m == "max" && $1 > v) || (m == "min" && $1 < v)) v = $1; n++ }
+		END { if (n) print v }'
+}
 for s in $sizes; do
 	n=$(iters_for "$s")
-	pbw=$(pair "ib_write_bw -F -d $d1 -x 0 -s $s -n $n -t $depth" \
-		"ib_write_bw -F -d $d0 -x 0 -s $s -n $n -t $depth 127.0.0.1" |
-		awk -v s="$s" '$1 == s && NF >= 5 { print $4 }')
-	ibw=$(pair "$p2p -d $d1 -p 18600 -t bw -b $s -e $s -n $n -w 20 -D $depth -q $qps" \
-		"$p2p -d $d0 -p 18600 -t bw -b $s -e $s -n $n -w 20 -D $depth -q $qps 127.0.0.1" |
-		awk -v s="$s" '$1 == s { print $3, $4 }')
-	plat=$(pair "ib_write_lat -F -d $d1 -x 0 -s $s -n $lat_iters" \
-		"ib_write_lat -F -d $d0 -x 0 -s $s -n $lat_iters 127.0.0.1" |
-		awk -v s="$s" '$1 == s && NF >= 5 { print $5 }')
-	ilat=$(pair "$p2p -d $d1 -p 18601 -t lat -b $s -e $s -n $lat_iters -w 20" \
-		"$p2p -d $d0 -p 18601 -t lat -b $s -e $s -n $lat_iters -w 20 127.0.0.1" |
-		awk -v s="$s" '$1 == s { print $4 }')
-	imib=${ibw% *}
-	igb=${ibw#* }
+	: > "$log/pbw"; : > "$log/ibw"; : > "$log/plat"; : > "$log/ilat"
+	for ((r = 0; r < runs; r++)); do
+		pair "ib_write_bw -F -d $d1 -x 0 -s $s -n $n -t $depth" \
+			"ib_write_bw -F -d $d0 -x 0 -s $s -n $n -t $depth 127.0.0.1" |
+			awk -v s="$s" '$1 == s && NF >= 5 { print $4 }' >> "$log/pbw"
+		pair "$p2p -d $d1 -p 18600 -t bw -b $s -e $s -n $n -w 20 -D $depth -q $qps" \
+			"$p2p -d $d0 -p 18600 -t bw -b $s -e $s -n $n -w 20 -D $depth -q $qps 127.0.0.1" |
+			awk -v s="$s" '$1 == s { print $3 }' >> "$log/ibw"
+		pair "ib_write_lat -F -d $d1 -x 0 -s $s -n $lat_iters" \
+			"ib_write_lat -F -d $d0 -x 0 -s $s -n $lat_iters 127.0.0.1" |
+			awk -v s="$s" '$1 == s && NF >= 5 { print $5 }' >> "$log/plat"
+		pair "$p2p -d $d1 -p 18601 -t lat -b $s -e $s -n $lat_iters -w 20" \
+			"$p2p -d $d0 -p 18601 -t lat -b $s -e $s -n $lat_iters -w 20 127.0.0.1" |
+			awk -v s="$s" '$1 == s { print $4 }' >> "$log/ilat"
+	done
+	pbw=$(best max < "$log/pbw")
+	imib=$(best max < "$log/ibw")
+	plat=$(best min < "$log/plat")
+	ilat=$(best min < "$log/ilat")
+	igb=$(awk -v a="$imib" 'BEGIN { if (a != "") printf "%.4f", a * 1048576 / 1e9 }')
 	for v in "$pbw" "$imib" "$plat" "$ilat"; do
 		[ -n "$v" ] || fail=1
 	done
 	bwr=$(awk -v a="$imib" -v b="$pbw" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else print "-" }')
 	latr=$(awk -v a="$ilat" -v b="$plat" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else print "-" }')
 	echo "| $s | $n | ${pbw:--} | ${imib:--} | ${igb:--} | $bwr | ${plat:--} | ${ilat:--} | $latr |"
+	echo "#   runs: ib_write_bw $(tr '\n' ' ' < "$log/pbw")| ibc_p2p $(tr '\n' ' ' < "$log/ibw")| ib_write_lat $(tr '\n' ' ' < "$log/plat")| ibc_p2p lat $(tr '\n' ' ' < "$log/ilat")" >&2
 done
 exit $fail
