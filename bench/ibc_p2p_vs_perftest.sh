@@ -49,6 +49,7 @@ p2p=./bench/ibc_p2p
 [ -x "$p2p" ] || { echo "run from the build directory: $p2p not found (make bench/ibc_p2p)" >&2; exit 2; }
 
 if [ $in_vm = 0 ] && [ ! -d /sys/class/infiniband/rxe0 ]; then
+	echo "# host: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other jobs share them)"
 	exec "$srcdir/tests/rxe/rxe-vm.sh" "$0" --in-vm -s "$sizes" -D "$depth" -B "$total" \
 		-L "$lat_iters" -q "$qps" -R "$runs"
 fi
@@ -86,7 +87,6 @@ pair() {
 
 echo "# ibc_p2p vs perftest, $(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r), $(nproc) vCPUs"
 echo "# server on $d1, client on $d0 (rxe0 -> veth pair -> rxe1), $depth messages in flight, ibc_p2p $qps QP(s), best of $runs runs"
-echo "# host load when starting: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null || echo unknown); bandwidth in MiB/s (2^20 B/s, perftest's unit) and GB/s (10^9 B/s)"
 echo
 echo "| bytes | iters | ib_write_bw MiB/s | ibc_p2p MiB/s | ibc_p2p GB/s | BW ratio | ib_write_lat typ us | ibc_p2p lat typ us | lat ratio |"
