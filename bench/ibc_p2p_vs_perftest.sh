@@ -11,9 +11,10 @@
 #   server on rxe1, client on rxe0 (a real rxe0 -> veth -> rxe1 path).
 #   -s  message sizes in bytes (default "2 64 1024 8192 65536 1048576 8388608")
 #   -D  messages in flight: ib_write_bw --tx-depth and ibc_p2p credits (default 64)
-#   -B  bytes per size for the bandwidth runs (default 48m: ~5 s per size on rxe
-#       under TCG); iterations = B / size, between 200 and 5000
-#   -L  latency iterations (default 300)
+#   -B  bytes per size for the bandwidth runs (default 32m: a few seconds per
+#       size on rxe under TCG); iterations = B / size, between 8 and 2000
+#   -L  most latency iterations (default 300); sizes above 16 KiB do fewer
+#       (4 MiB / size, at least 10)
 #   -q  ibc_p2p QPs per connection (default 1, as perftest)
 #   -R  runs of each measurement, perftest and ibc_p2p alternating (default 3);
 #       the table gives the best of them (highest bandwidth, lowest typical
@@ -25,7 +26,7 @@
 set -u
 sizes="2 64 1024 8192 65536 1048576 8388608"
 depth=64
-total=$((48 * 1024 * 1024))
+total=$((32 * 1024 * 1024))
 lat_iters=300
 qps=1
 runs=3
@@ -62,8 +63,14 @@ fail=0
 
 iters_for() { # size -> bandwidth iterations
 	local n=$(($total / $1))
-	[ $n -lt 200 ] && n=200
-	[ $n -gt 5000 ] && n=5000
+	[ $n -lt 8 ] && n=8
+	[ $n -gt 2000 ] && n=2000
+	echo $n
+}
+lat_iters_for() { # size -> latency iterations
+	local n=$((4194304 / $1))
+	[ $n -gt $lat_iters ] && n=$lat_iters
+	[ $n -lt 10 ] && n=10
 	echo $n
 }
 
@@ -89,27 +96,31 @@ echo "# ibc_p2p vs perftest, $(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r
 echo "# server on $d1, client on $d0 (rxe0 -> veth pair -> rxe1), $depth messages in flight, ibc_p2p $qps QP(s), best of $runs runs"
 echo "# perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null || echo unknown); bandwidth in MiB/s (2^20 B/s, perftest's unit) and GB/s (10^9 B/s)"
 echo
-echo "| bytes | iters | ib_write_bw MiB/s | ibc_p2p MiB/s | ibc_p2p GB/s | BW ratio | ib_write_lat typ us | ibc_p2p lat typ us | lat ratio |"
-echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| bytes | bw iters | ib_write_bw MiB/s | ibc_p2p MiB/s | ibc_p2p GB/s | BW ratio | lat iters | ib_write_lat typ us | ibc_p2p lat typ us | lat ratio |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 best() { # max|min over the values on stdin
 	awk -v m="$1" 'NF { if (!n || (m == "max" && $1 > v) || (m == "min" && $1 < v)) v = $1; n++ }
 		END { if (n) print v }'
 }
 for s in $sizes; do
 	n=$(iters_for "$s")
+	nl=$(lat_iters_for "$s")
+	w=$(($n / 4))
+	[ $w -gt 20 ] && w=20
+	[ $w -lt 1 ] && w=1
 	: > "$log/pbw"; : > "$log/ibw"; : > "$log/plat"; : > "$log/ilat"
 	for ((r = 0; r < runs; r++)); do
 		pair "ib_write_bw -F -d $d1 -x 0 -s $s -n $n -t $depth" \
 			"ib_write_bw -F -d $d0 -x 0 -s $s -n $n -t $depth 127.0.0.1" |
 			awk -v s="$s" '$1 == s && NF >= 5 { print $4 }' >> "$log/pbw"
-		pair "$p2p -d $d1 -p 18600 -t bw -b $s -e $s -n $n -w 20 -D $depth -q $qps" \
-			"$p2p -d $d0 -p 18600 -t bw -b $s -e $s -n $n -w 20 -D $depth -q $qps 127.0.0.1" |
+		pair "$p2p -d $d1 -p 18600 -t bw -b $s -e $s -n $n -w $w -D $depth -q $qps" \
+			"$p2p -d $d0 -p 18600 -t bw -b $s -e $s -n $n -w $w -D $depth -q $qps 127.0.0.1" |
 			awk -v s="$s" '$1 == s { print $3 }' >> "$log/ibw"
-		pair "ib_write_lat -F -d $d1 -x 0 -s $s -n $lat_iters" \
-			"ib_write_lat -F -d $d0 -x 0 -s $s -n $lat_iters 127.0.0.1" |
+		pair "ib_write_lat -F -d $d1 -x 0 -s $s -n $nl" \
+			"ib_write_lat -F -d $d0 -x 0 -s $s -n $nl 127.0.0.1" |
 			awk -v s="$s" '$1 == s && NF >= 5 { print $5 }' >> "$log/plat"
-		pair "$p2p -d $d1 -p 18601 -t lat -b $s -e $s -n $lat_iters -w 20" \
-			"$p2p -d $d0 -p 18601 -t lat -b $s -e $s -n $lat_iters -w 20 127.0.0.1" |
+		pair "$p2p -d $d1 -p 18601 -t lat -b $s -e $s -n $nl -w 2" \
+			"$p2p -d $d0 -p 18601 -t lat -b $s -e $s -n $nl -w 2 127.0.0.1" |
 			awk -v s="$s" '$1 == s { print $4 }' >> "$log/ilat"
 	done
 	pbw=$(best max < "$log/pbw")
@@ -122,7 +133,7 @@ for s in $sizes; do
 	done
 	bwr=$(awk -v a="$imib" -v b="$pbw" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else print "-" }')
 	latr=$(awk -v a="$ilat" -v b="$plat" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else print "-" }')
-	echo "| $s | $n | ${pbw:--} | ${imib:--} | ${igb:--} | $bwr | ${plat:--} | ${ilat:--} | $latr |"
+	echo "| $s | $n | ${pbw:--} | ${imib:--} | ${igb:--} | $bwr | $nl | ${plat:--} | ${ilat:--} | $latr |"
 	echo "#   runs: ib_write_bw $(tr '\n' ' ' < "$log/pbw")| ibc_p2p $(tr '\n' ' ' < "$log/ibw")| ib_write_lat $(tr '\n' ' ' < "$log/plat")| ibc_p2p lat $(tr '\n' ' ' < "$log/ilat")" >&2
 done
 exit $fail
