@@ -14,6 +14,8 @@
  *   - descriptor and size mismatches failing both sides;
  *   - a dead peer QP: retry-exceeded error naming the QP and status text,
  *     within a bounded time; requests complete with IBC_ERR_REMOTE;
+ *   - a departed peer while only a send waits for its clear-to-send: found
+ *     by the keep-alive probe (IBC_IB_PROBE_MS);
  *   - (IBT_LINK_DOWN_NETDEV set, VM only) port down -> async event error.
  * IBT_EXPECT_MTU_DIFF=1 asserts the two ports' MTUs differ (the VM suite sets
  * veth0's MTU to 9000); IBT_QUICK=1 stops after one exchange of every size;
@@ -368,6 +370,42 @@ static void dead_peer(const char *d0, int p0, const char *d1, int p1)
 	ibt_pair_close(&p);
 }
 
+/* a peer that goes away while this side only waits for its clear-to-send:
+ * nothing is in flight, so only the keep-alive probe can notice */
+static void departed_peer(const char *d0, int p0, const char *d1, int p1)
+{
+	struct ibc_ib_params prm;
+	struct ibt_pair p;
+	uint8_t buf[64];
+	struct ibc_msg_desc d = desc_of(1, sizeof(buf));
+	struct ibc_treq sq;
+	uint64_t t0;
+
+	ibt_default_params(&prm);
+	prm.timeout = 12;
+	prm.retry_cnt = 2;
+	prm.probe_ms = 200;
+	if (ibt_pair_open(&p, d0, p0, d1, p1, &prm) != IBC_OK) {
+		tap_ok(0, "departed peer: pair opens");
+		return;
+	}
+	ibc_ib_conn_destroy(p.cb);
+	p.cb = NULL;
+	t0 = ibc_time_ms();
+	ibc_ib_conn_isend(p.ca, buf, sizeof(buf), &d, &sq);
+	while (!ibc_treq_is_done(&sq) && ibc_time_ms() - t0 < 20000) {
+		ibc_ib_ctx_progress(p.a);
+		ibc_ib_ctx_wait(p.a, 1000);
+	}
+	tap_ok(ibc_treq_is_done(&sq), "departed peer: a send waiting for a clear-to-send fails (after %llu ms)",
+	       (unsigned long long)(ibc_time_ms() - t0));
+	tap_is_int(sq.status, IBC_ERR_REMOTE, "with IBC_ERR_REMOTE");
+	tap_ok(strstr(p.ra.last_why, "keep-alive probe") &&
+	       strstr(p.ra.last_why, "transport retry counter exceeded"),
+	       "found by the keep-alive probe: '%s'", p.ra.last_why);
+	ibt_pair_close(&p);
+}
+
 static void link_down(const char *netdev, const char *d0, int p0, const char *d1, int p1)
 {
 	struct ibc_ib_params prm;
@@ -467,6 +505,7 @@ int main(void)
 	ibt_pair_close(&p);
 
 	dead_peer(d0, p0, d1, p1);
+	departed_peer(d0, p0, d1, p1);
 	if (netdev)
 		link_down(netdev, d0, p0, d1, p1);
 	return tap_done();

@@ -199,6 +199,7 @@ struct ibc_ib_params {
 	size_t bounce_bytes;    /* IBC_IB_BOUNCE_BYTES */
 	size_t stripe_min_bytes;/* IBC_IB_STRIPE_MIN_BYTES */
 	size_t reg_cache_bytes; /* IBC_IB_REG_CACHE_BYTES */
+	int probe_ms;           /* IBC_IB_PROBE_MS, 0: no keep-alive probes */
 	int sl;                 /* IBC_IB_SL */
 	int tc;                 /* IBC_IB_TC */
 };
@@ -328,6 +329,7 @@ enum ibc_ib_wr_kind {
 	IBC_IB_WR_RECV = 2,     /* posted receive: struct ibc_ib_qp */
 	IBC_IB_WR_DRAIN_SQ = 3, /* teardown marker: struct ibc_ib_qp */
 	IBC_IB_WR_DRAIN_RQ = 4,
+	IBC_IB_WR_PROBE = 5,    /* keep-alive probe (zero-byte write): struct ibc_ib_qp */
 };
 #define IBC_IB_WR_KIND_MASK 0x7ull
 static inline uint64_t ibc_ib_wr_id(const void *p, enum ibc_ib_wr_kind kind)

@@ -117,6 +117,9 @@ struct ibc_ib_conn {
 	struct ibc_ib_op *rslot[IBC_IB_MAX_DEPTH];
 	int rq_consumed[IBC_IB_MAX_QPS];
 	struct ibc_ib_op *live;
+	int nlive;                      /* ops posted and not freed */
+	uint64_t last_activity_ns;      /* last completion of this connection */
+	int probe_outstanding;          /* a keep-alive probe is in flight */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -230,6 +233,7 @@ static struct ibc_ib_op *op_alloc(struct ibc_ib_conn *conn)
 	if (conn->live)
 		conn->live->live_prev = op;
 	conn->live = op;
+	conn->nlive++;
 	return op;
 }
 
@@ -248,6 +252,7 @@ static void op_free(struct ibc_ib_op *op)
 		conn->live = op->live_next;
 	if (op->live_next)
 		op->live_next->live_prev = op->live_prev;
+	conn->nlive--;
 	op->next = ctx->free_ops;
 	ctx->free_ops = op;
 }
@@ -701,6 +706,7 @@ ibc_status_t ibc_ib_conn_establish(struct ibc_ib_conn *conn, const struct ibc_ib
 		IBC_CHECK(ibc_ib_qp_to_rts(ctx, qp));
 	}
 	conn->established = 1;
+	conn->last_activity_ns = ibc_time_ns();
 	return IBC_OK;
 }
 
@@ -1031,7 +1037,39 @@ static void conn_try_start_sends(struct ibc_ib_conn *conn)
 	}
 }
 
-/* ibc_ib_conn_kick() - post what waits for credits or send-queue room */
+/*
+ * A receiver-driven connection can wait without anything in flight (a send
+ * waiting for a clear-to-send, a receive whose clear-to-send was delivered),
+ * and then a dead or departed peer raises no work completion error. When
+ * messages are pending and nothing completed for IBC_IB_PROBE_MS, post a
+ * zero-byte RDMA WRITE to the peer's FIFO: a live peer's NIC acknowledges it
+ * without its CPU, a gone one makes it fail with retry-exceeded.
+ */
+static void conn_maybe_probe(struct ibc_ib_conn *conn)
+{
+	struct ibc_ib_qp *qp = &conn->qps[0];
+	uint64_t now;
+	int ret;
+
+	if (conn->probe_outstanding || conn->nlive == 0 || conn->ctx->prm.probe_ms <= 0)
+		return;
+	now = ibc_time_ns();
+	if (now - conn->last_activity_ns < (uint64_t)conn->ctx->prm.probe_ms * 1000000ull)
+		return;
+	if (ibc_ib_qp_sq_room(qp) < 1)
+		return;
+	ret = ibc_ib_qp_post_write(qp, ibc_ib_wr_id(qp, IBC_IB_WR_PROBE), 1, 0, NULL, 0, 0,
+				   conn->rfifo_addr, conn->rfifo_rkey, 0, 0);
+	if (ret) {
+		ibc_ib_conn_fail(conn, IBC_ERR_VERBS, "ibv_post_send of a keep-alive probe on qp 0x%x failed: %s",
+				 qp->qp->qp_num, strerror(ret));
+		return;
+	}
+	conn->probe_outstanding = 1;
+	conn->last_activity_ns = now;
+}
+
+/* ibc_ib_conn_kick() - post what waits for credits or send-queue room; probe an idle peer */
 void ibc_ib_conn_kick(struct ibc_ib_conn *conn)
 {
 	if (!conn->established || conn->failed != IBC_OK || conn->dead)
@@ -1040,6 +1078,7 @@ void ibc_ib_conn_kick(struct ibc_ib_conn *conn)
 		conn_try_issue_cts(conn);
 	if (conn->sq_head)
 		conn_try_start_sends(conn);
+	conn_maybe_probe(conn);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1223,6 +1262,7 @@ void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc)
 	case IBC_IB_WR_OP:
 		op = ptr;
 		conn = op->conn;
+		conn->last_activity_ns = ibc_time_ns();
 		qp = conn_qp_by_num(conn, wc->qp_num);
 		if (wc->status == IBV_WC_SUCCESS) {
 			if (qp)
@@ -1247,6 +1287,7 @@ void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc)
 	case IBC_IB_WR_RECV:
 		qp = ptr;
 		conn = qp->conn;
+		conn->last_activity_ns = ibc_time_ns();
 		qp->rq_posted--;
 		if (wc->status != IBV_WC_SUCCESS) {
 			wc_error(conn, qp, wc, NULL, "receive of an rdma write with immediate");
@@ -1255,6 +1296,15 @@ void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc)
 		if (conn->dead || conn->failed != IBC_OK)
 			break;
 		recv_imm(conn, qp, wc);
+		break;
+	case IBC_IB_WR_PROBE:
+		qp = ptr;
+		qp->conn->probe_outstanding = 0;
+		qp->conn->last_activity_ns = ibc_time_ns();
+		if (wc->status == IBV_WC_SUCCESS)
+			ibc_ib_qp_sq_retire(qp);
+		else
+			wc_error(qp->conn, qp, wc, NULL, "keep-alive probe (zero-byte rdma write)");
 		break;
 	case IBC_IB_WR_DRAIN_SQ:
 		((struct ibc_ib_qp *)ptr)->drain_sq_done = 1;

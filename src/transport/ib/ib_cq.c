@@ -37,6 +37,7 @@ void ibc_ib_params_from_env(struct ibc_ib_params *p)
 	p->bounce_bytes = (size_t)ibc_param_ib_bounce_bytes();
 	p->stripe_min_bytes = (size_t)ibc_param_ib_stripe_min_bytes();
 	p->reg_cache_bytes = (size_t)ibc_param_ib_reg_cache_bytes();
+	p->probe_ms = (int)ibc_param_ib_probe_ms();
 	p->sl = (int)ibc_param_ib_sl();
 	p->tc = (int)ibc_param_ib_tc();
 }
