@@ -51,7 +51,7 @@ p2p=./bench/ibc_p2p
 
 if [ $in_vm = 0 ] && [ ! -d /sys/class/infiniband/rxe0 ]; then
 	echo "# host: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other jobs share them)"
-	exec "$srcdir/tests/rxe/rxe-vm.sh" "$0" --in-vm -s "$sizes" -D "$depth" -B "$total" \
+	RXEVM_TIMEOUT=${RXEVM_TIMEOUT:-3600} exec "$srcdir/tests/rxe/rxe-vm.sh" "$0" --in-vm -s "$sizes" -D "$depth" -B "$total" \
 		-L "$lat_iters" -q "$qps" -R "$runs"
 fi
 d0=${RXE_DEV0:-rxe0}
