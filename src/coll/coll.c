@@ -11,6 +11,7 @@
 
 #include "coll/coll.h"
 #include "core/util.h"
+#include "cuda/cuda.h"
 
 ibc_status_t ibc_coll_scratch(struct ibc_comm *comm, size_t nbytes, void **p)
 {
@@ -30,6 +31,9 @@ ibc_status_t ibc_coll_scratch(struct ibc_comm *comm, size_t nbytes, void **p)
 
 ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req)
 {
+	/* device buffers or stream order: staged around this function (src/cuda) */
+	if (req->cuda_flags)
+		return ibc_cuda_coll_run(comm, req);
 	if (req->count == 0 && req->coll != IBC_COLL_BARRIER)
 		return IBC_OK;
 	switch (req->coll) {

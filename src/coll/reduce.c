@@ -125,8 +125,8 @@ RK_INLINE double rk_fmax64(double x, double y)
 RK_INLINE float rk_h2f(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-	uint32_t em = h & 0x7fffu;                            /* exponent and mantissa */
-	uint32_t norm = (em << 13) + ((127u - 15u) << 23);   /* rebias the exponent */
+	uint32_t em = h & 0x7fffu;			   /* exponent and mantissa */
+	uint32_t norm = (em << 13) + ((127u - 15u) << 23); /* rebias the exponent */
 	uint32_t infnan = (em << 13) | 0x7f800000u | ((uint32_t)(em > 0x7c00u) << 22);
 	uint32_t sub = rk_f2u((float)(int32_t)em * 0x1p-24f); /* m * 2^-24, exact */
 	uint32_t m_sub = RK_MASK(em < 0x0400u);
@@ -148,7 +148,7 @@ RK_INLINE uint16_t rk_f2h(float f)
 	uint32_t sub = rk_f2u(rk_u2f(a) + 0.5f) - 0x3f000000u;
 	uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
 	uint32_t m_sub = RK_MASK(a < 0x38800000u);
-	uint32_t m_inf = RK_MASK(a >= 0x477ff000u);   /* |f| >= 65520 rounds to infinity */
+	uint32_t m_inf = RK_MASK(a >= 0x477ff000u); /* |f| >= 65520 rounds to infinity */
 	uint32_t m_nan = RK_MASK(a > 0x7f800000u);
 	uint32_t r = (sub & m_sub) | (norm & ~m_sub);
 
@@ -179,82 +179,82 @@ RK_INLINE uint16_t rk_f2b(float f)
 /* ---------------------------------------------------------------------- */
 
 /* run BODY for k in [0, n), in blocks of a constant trip count */
-#define RK_FOR(T, n, k, BODY)                                                          \
-	do {                                                                           \
-		size_t rk_i_ = 0;                                                      \
-		for (; rk_i_ + RK_BLK(T) <= (n); rk_i_ += RK_BLK(T))                   \
-			for (size_t k = rk_i_; k < rk_i_ + RK_BLK(T); k++) {           \
-				BODY                                                   \
-			}                                                              \
-		for (size_t k = rk_i_; k < (n); k++) {                                 \
-			BODY                                                           \
-		}                                                                      \
+#define RK_FOR(T, n, k, BODY)                                                                      \
+	do {                                                                                       \
+		size_t rk_i_ = 0;                                                                  \
+		for (; rk_i_ + RK_BLK(T) <= (n); rk_i_ += RK_BLK(T))                               \
+			for (size_t k = rk_i_; k < rk_i_ + RK_BLK(T); k++) {                       \
+				BODY                                                               \
+			}                                                                          \
+		for (size_t k = rk_i_; k < (n); k++) {                                             \
+			BODY                                                                       \
+		}                                                                                  \
 	} while (0)
 
 /* element operations: T the type, U its unsigned twin (wrap-around) */
-#define RK_ISUM(T, U, x, y)  ((T)((U)(x) + (U)(y)))
+#define RK_ISUM(T, U, x, y) ((T)((U)(x) + (U)(y)))
 #define RK_IPROD(T, U, x, y) ((T)((U)(x) * (U)(y)))
-#define RK_IMIN(T, U, x, y)  ((y) < (x) ? (y) : (x))
-#define RK_IMAX(T, U, x, y)  ((x) < (y) ? (y) : (x))
-#define RK_FSUM(T, U, x, y)  ((x) + (y))
+#define RK_IMIN(T, U, x, y) ((y) < (x) ? (y) : (x))
+#define RK_IMAX(T, U, x, y) ((x) < (y) ? (y) : (x))
+#define RK_FSUM(T, U, x, y) ((x) + (y))
 #define RK_FPROD(T, U, x, y) ((x) * (y))
 #define RK_FMIN32(T, U, x, y) rk_fmin32((x), (y))
 #define RK_FMAX32(T, U, x, y) rk_fmax32((x), (y))
 #define RK_FMIN64(T, U, x, y) rk_fmin64((x), (y))
 #define RK_FMAX64(T, U, x, y) rk_fmax64((x), (y))
 /* float16 and bfloat16: widen both, one fp32 operation, round once */
-#define RK_HSUM(T, U, x, y)  rk_f2h(rk_h2f(x) + rk_h2f(y))
+#define RK_HSUM(T, U, x, y) rk_f2h(rk_h2f(x) + rk_h2f(y))
 #define RK_HPROD(T, U, x, y) rk_f2h(rk_h2f(x) * rk_h2f(y))
-#define RK_HMIN(T, U, x, y)  rk_f2h(rk_fmin32(rk_h2f(x), rk_h2f(y)))
-#define RK_HMAX(T, U, x, y)  rk_f2h(rk_fmax32(rk_h2f(x), rk_h2f(y)))
-#define RK_BSUM(T, U, x, y)  rk_f2b(rk_b2f(x) + rk_b2f(y))
+#define RK_HMIN(T, U, x, y) rk_f2h(rk_fmin32(rk_h2f(x), rk_h2f(y)))
+#define RK_HMAX(T, U, x, y) rk_f2h(rk_fmax32(rk_h2f(x), rk_h2f(y)))
+#define RK_BSUM(T, U, x, y) rk_f2b(rk_b2f(x) + rk_b2f(y))
 #define RK_BPROD(T, U, x, y) rk_f2b(rk_b2f(x) * rk_b2f(y))
-#define RK_BMIN(T, U, x, y)  rk_f2b(rk_fmin32(rk_b2f(x), rk_b2f(y)))
-#define RK_BMAX(T, U, x, y)  rk_f2b(rk_fmax32(rk_b2f(x), rk_b2f(y)))
+#define RK_BMIN(T, U, x, y) rk_f2b(rk_fmin32(rk_b2f(x), rk_b2f(y)))
+#define RK_BMAX(T, U, x, y) rk_f2b(rk_fmax32(rk_b2f(x), rk_b2f(y)))
 
 /* the three shapes; typed restrict locals over the void parameters */
-#define RK_LOOP3(T, U, OPM)                                                            \
-	do {                                                                           \
-		T *restrict d_ = dv;                                                   \
-		const T *restrict a_ = av;                                             \
-		const T *restrict b_ = bv;                                             \
-		RK_FOR(T, n, k_, d_[k_] = OPM(T, U, a_[k_], b_[k_]););                 \
+#define RK_LOOP3(T, U, OPM)                                                                        \
+	do {                                                                                       \
+		T *restrict d_ = dv;                                                               \
+		const T *restrict a_ = av;                                                         \
+		const T *restrict b_ = bv;                                                         \
+		RK_FOR(T, n, k_, d_[k_] = OPM(T, U, a_[k_], b_[k_]););                             \
 	} while (0)
 
-#define RK_LOOP2(T, U, OPM)                                                            \
-	do {                                                                           \
-		T *restrict d_ = dv;                                                   \
-		const T *restrict s_ = sv;                                             \
-		RK_FOR(T, n, k_, d_[k_] = OPM(T, U, d_[k_], s_[k_]););                 \
+#define RK_LOOP2(T, U, OPM)                                                                        \
+	do {                                                                                       \
+		T *restrict d_ = dv;                                                               \
+		const T *restrict s_ = sv;                                                         \
+		RK_FOR(T, n, k_, d_[k_] = OPM(T, U, d_[k_], s_[k_]););                             \
 	} while (0)
 
-#define RK_LOOP2R(T, U, OPM)                                                           \
-	do {                                                                           \
-		T *restrict d_ = dv;                                                   \
-		const T *restrict s_ = sv;                                             \
-		RK_FOR(T, n, k_, d_[k_] = OPM(T, U, s_[k_], d_[k_]););                 \
+#define RK_LOOP2R(T, U, OPM)                                                                       \
+	do {                                                                                       \
+		T *restrict d_ = dv;                                                               \
+		const T *restrict s_ = sv;                                                         \
+		RK_FOR(T, n, k_, d_[k_] = OPM(T, U, s_[k_], d_[k_]););                             \
 	} while (0)
 
-#define RK_OPS(LOOP, T, U, SUMM, PRODM, MINM, MAXM)                                    \
-	do {                                                                           \
-		switch (op) {                                                          \
-		case IBC_SUM:                                                          \
-		case IBC_AVG:                                                          \
-			LOOP(T, U, SUMM);                                              \
-			break;                                                         \
-		case IBC_PROD:                                                         \
-			LOOP(T, U, PRODM);                                             \
-			break;                                                         \
-		case IBC_MIN:                                                          \
-			LOOP(T, U, MINM);                                              \
-			break;                                                         \
-		case IBC_MAX:                                                          \
-			LOOP(T, U, MAXM);                                              \
-			break;                                                         \
-		default:                                                               \
-			IBC_ASSERT(0);                                                 \
-			break;                                                         \
-		}                                                                      \
+#define RK_OPS(LOOP, T, U, SUMM, PRODM, MINM, MAXM)                                                \
+	do {                                                                                       \
+		switch (op) {                                                                      \
+		case IBC_SUM:                                                                      \
+		case IBC_AVG:                                                                      \
+			LOOP(T, U, SUMM);                                                          \
+			break;                                                                     \
+		case IBC_PROD:                                                                     \
+			LOOP(T, U, PRODM);                                                         \
+			break;                                                                     \
+		case IBC_MIN:                                                                      \
+			LOOP(T, U, MINM);                                                          \
+			break;                                                                     \
+		case IBC_MAX:                                                                      \
+			LOOP(T, U, MAXM);                                                          \
+			break;                                                                     \
+		default:                                                                           \
+			IBC_ASSERT(0);                                                             \
+			break;                                                                     \
+		}                                                                                  \
 	} while (0)
 
 /*
@@ -262,59 +262,55 @@ RK_INLINE uint16_t rk_f2b(float f)
  * in a variant with F16C (RK_F16C), which stages it through fp32 blocks
  * converted by the hardware instead (r16).
  */
-#define RK_TYPES(LOOP)                                                                  \
-	do {                                                                            \
-		switch (dt) {                                                           \
-		case IBC_FLOAT16:                                                       \
-			if (RK_F16C) {                                                  \
-				IBC_ASSERT(0);                                          \
-				break;                                                  \
-			}                                                               \
-			RK_OPS(LOOP, uint16_t, uint16_t, RK_HSUM, RK_HPROD, RK_HMIN,    \
-			       RK_HMAX);                                                \
-			break;                                                          \
-		case IBC_BFLOAT16:                                                      \
-			RK_OPS(LOOP, uint16_t, uint16_t, RK_BSUM, RK_BPROD, RK_BMIN,    \
-			       RK_BMAX);                                                \
-			break;                                                          \
-		case IBC_INT8:                                                          \
-			RK_OPS(LOOP, int8_t, uint8_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);   \
-			break;                                                          \
-		case IBC_UINT8:                                                         \
-			RK_OPS(LOOP, uint8_t, uint8_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);  \
-			break;                                                          \
-		case IBC_INT32:                                                         \
-			RK_OPS(LOOP, int32_t, uint32_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX); \
-			break;                                                          \
-		case IBC_UINT32:                                                        \
-			RK_OPS(LOOP, uint32_t, uint32_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);\
-			break;                                                          \
-		case IBC_INT64:                                                         \
-			RK_OPS(LOOP, int64_t, uint64_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX); \
-			break;                                                          \
-		case IBC_UINT64:                                                        \
-			RK_OPS(LOOP, uint64_t, uint64_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);\
-			break;                                                          \
-		case IBC_FLOAT32:                                                       \
-			RK_OPS(LOOP, float, uint32_t, RK_FSUM, RK_FPROD, RK_FMIN32,     \
-			       RK_FMAX32);                                              \
-			break;                                                          \
-		case IBC_FLOAT64:                                                       \
-			RK_OPS(LOOP, double, uint64_t, RK_FSUM, RK_FPROD, RK_FMIN64,    \
-			       RK_FMAX64);                                              \
-			break;                                                          \
-		default:                                                                \
-			IBC_ASSERT(0);                                                  \
-			break;                                                          \
-		}                                                                       \
+#define RK_TYPES(LOOP)                                                                             \
+	do {                                                                                       \
+		switch (dt) {                                                                      \
+		case IBC_FLOAT16:                                                                  \
+			if (RK_F16C) {                                                             \
+				IBC_ASSERT(0);                                                     \
+				break;                                                             \
+			}                                                                          \
+			RK_OPS(LOOP, uint16_t, uint16_t, RK_HSUM, RK_HPROD, RK_HMIN, RK_HMAX);     \
+			break;                                                                     \
+		case IBC_BFLOAT16:                                                                 \
+			RK_OPS(LOOP, uint16_t, uint16_t, RK_BSUM, RK_BPROD, RK_BMIN, RK_BMAX);     \
+			break;                                                                     \
+		case IBC_INT8:                                                                     \
+			RK_OPS(LOOP, int8_t, uint8_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);        \
+			break;                                                                     \
+		case IBC_UINT8:                                                                    \
+			RK_OPS(LOOP, uint8_t, uint8_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);       \
+			break;                                                                     \
+		case IBC_INT32:                                                                    \
+			RK_OPS(LOOP, int32_t, uint32_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);      \
+			break;                                                                     \
+		case IBC_UINT32:                                                                   \
+			RK_OPS(LOOP, uint32_t, uint32_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);     \
+			break;                                                                     \
+		case IBC_INT64:                                                                    \
+			RK_OPS(LOOP, int64_t, uint64_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);      \
+			break;                                                                     \
+		case IBC_UINT64:                                                                   \
+			RK_OPS(LOOP, uint64_t, uint64_t, RK_ISUM, RK_IPROD, RK_IMIN, RK_IMAX);     \
+			break;                                                                     \
+		case IBC_FLOAT32:                                                                  \
+			RK_OPS(LOOP, float, uint32_t, RK_FSUM, RK_FPROD, RK_FMIN32, RK_FMAX32);    \
+			break;                                                                     \
+		case IBC_FLOAT64:                                                                  \
+			RK_OPS(LOOP, double, uint64_t, RK_FSUM, RK_FPROD, RK_FMIN64, RK_FMAX64);   \
+			break;                                                                     \
+		default:                                                                           \
+			IBC_ASSERT(0);                                                             \
+			break;                                                                     \
+		}                                                                                  \
 	} while (0)
 
 /* integer AVG: C division of the wrapped sum, truncating toward zero */
-#define RK_AVG_INT(T, buf, n, nr)                                                      \
-	do {                                                                           \
-		T *restrict p_ = (buf);                                                \
-		for (size_t k_ = 0; k_ < (n); k_++)                                    \
-			p_[k_] = (T)(p_[k_] / (nr)); /* nr > 0: int or unsigned division */                                \
+#define RK_AVG_INT(T, buf, n, nr)                                                                  \
+	do {                                                                                       \
+		T *restrict p_ = (buf);                                                            \
+		for (size_t k_ = 0; k_ < (n); k_++)                                                \
+			p_[k_] = (T)(p_[k_] / (nr)); /* nr > 0 */                                  \
 	} while (0)
 
 /* one variant's entry points; see reduce_kern.h */
@@ -332,9 +328,9 @@ struct rk_table {
 	void (*from_f32)(void *restrict d, const float *restrict s, size_t n, ibc_dtype_t dt);
 	void (*f32_acc)(float *restrict acc, const void *restrict src, size_t n, ibc_dtype_t dt,
 			ibc_redop_t op);
-	void (*f32_acc_cvt)(void *dst, const float *acc, const void *src, size_t n,
-			    ibc_dtype_t dt, ibc_redop_t op);
-	int f16_staged;         /* float16 goes through r16 (F16C), not r3/r2/r2r */
+	void (*f32_acc_cvt)(void *dst, const float *acc, const void *src, size_t n, ibc_dtype_t dt,
+			    ibc_redop_t op);
+	int f16_staged; /* float16 goes through r16 (F16C), not r3/r2/r2r */
 };
 
 /* the portable variant: the build's baseline ISA (SSE2 on x86-64) */
@@ -361,7 +357,7 @@ struct rk_table {
 /* dispatch                                                                */
 /* ---------------------------------------------------------------------- */
 
-static const struct rk_table *rk_cur;   /* atomic; NULL until first use */
+static const struct rk_table *rk_cur; /* atomic; NULL until first use */
 
 int ibc_reduce_isa_supported(enum ibc_reduce_isa isa)
 {
@@ -391,8 +387,9 @@ static const struct rk_table *rk_table_of(enum ibc_reduce_isa isa)
 
 static const struct rk_table *rk_select(void)
 {
-	enum ibc_reduce_isa isa = ibc_reduce_isa_supported(IBC_REDUCE_ISA_AVX2) ?
-					  IBC_REDUCE_ISA_AVX2 : IBC_REDUCE_ISA_PORTABLE;
+	enum ibc_reduce_isa isa = ibc_reduce_isa_supported(IBC_REDUCE_ISA_AVX2)
+				      ? IBC_REDUCE_ISA_AVX2
+				      : IBC_REDUCE_ISA_PORTABLE;
 	const struct rk_table *t = rk_table_of(isa);
 	const struct rk_table *expected = NULL;
 
@@ -472,7 +469,7 @@ void ibc_reduce_local3(void *dst, const void *a, const void *b, size_t count, ib
 		return;
 	t = rk_get();
 	if (dtype == IBC_FLOAT16 && t->f16_staged) {
-		t->r16(dst, a, b, count, dtype, op);   /* aliasing is fine there */
+		t->r16(dst, a, b, count, dtype, op); /* aliasing is fine there */
 	} else if (dst != a && dst != b) {
 		t->r3(dst, a, b, count, dtype, op);
 	} else if (dst == a && dst != b) {
@@ -503,7 +500,7 @@ void ibc_reduce_avg_finalize(void *buf, size_t count, ibc_dtype_t dtype, int n)
 	if (count == 0 || n <= 0 || !rk_valid(dtype, IBC_AVG))
 		return;
 	if (n == 1 && !rk_is16(dtype))
-		return;   /* x / 1 == x exactly; 16-bit NaNs would still be quietened */
+		return; /* x / 1 == x exactly; 16-bit NaNs would still be quietened */
 	rk_get()->avg(buf, count, dtype, n);
 }
 

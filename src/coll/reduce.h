@@ -177,11 +177,7 @@ void ibc_reduce_f32_acc_cvt(void *dst, const float *acc, const void *src, size_t
  * @IBC_REDUCE_ISA_AVX2:     x86-64 AVX2 + F16C (float16 conversions in hardware).
  * @IBC_REDUCE_ISA_COUNT:    number of variants.
  */
-enum ibc_reduce_isa {
-	IBC_REDUCE_ISA_PORTABLE = 0,
-	IBC_REDUCE_ISA_AVX2 = 1,
-	IBC_REDUCE_ISA_COUNT
-};
+enum ibc_reduce_isa { IBC_REDUCE_ISA_PORTABLE = 0, IBC_REDUCE_ISA_AVX2 = 1, IBC_REDUCE_ISA_COUNT };
 
 /**
  * ibc_reduce_isa_supported() - Whether this build and CPU can run @isa.

@@ -14,9 +14,8 @@
  */
 
 /* dv = av OP bv; none of dv, av, bv overlap (av == bv is fine: both read only) */
-static RK_ATTR void RK_NAME(r3)(void *restrict dv, const void *restrict av,
-				const void *restrict bv, size_t n, ibc_dtype_t dt,
-				ibc_redop_t op)
+static RK_ATTR void RK_NAME(r3)(void *restrict dv, const void *restrict av, const void *restrict bv,
+				size_t n, ibc_dtype_t dt, ibc_redop_t op)
 {
 	RK_TYPES(RK_LOOP3);
 }
@@ -44,7 +43,7 @@ static RK_ATTR void RK_NAME(h2f)(float *restrict d, const uint16_t *restrict s, 
 	for (; i + 8 <= n; i += 8)
 		_mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
 	if (i < n) {
-		uint16_t t[8] = { 0 };
+		uint16_t t[8] = {0};
 		float f[8];
 
 		memcpy(t, s + i, (n - i) * sizeof(*t));
@@ -63,10 +62,10 @@ static RK_ATTR void RK_NAME(f2h)(uint16_t *restrict d, const float *restrict s, 
 	size_t i = 0;
 
 	for (; i + 8 <= n; i += 8)
-		_mm_storeu_si128((__m128i *)(d + i),
-				 _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+		_mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i),
+								     _MM_FROUND_TO_NEAREST_INT));
 	if (i < n) {
-		float f[8] = { 0 };
+		float f[8] = {0};
 		uint16_t t[8];
 
 		memcpy(f, s + i, (n - i) * sizeof(*f));
@@ -119,11 +118,12 @@ static RK_ATTR void RK_NAME(from_f32)(void *restrict d, const float *restrict s,
 
 /*
  * dv = av OP bv for float16 with F16C (other variants use the fused loops
- * of r3/r2/r2r), staged through fp32 blocks on the stack: each block of av and bv is read before the block of dv is written,
- * so dv may alias av or bv exactly.
+ * of r3/r2/r2r), staged through fp32 blocks on the stack: each block of av
+ * and bv is read before the block of dv is written, so dv may alias av or
+ * bv exactly.
  */
-static RK_ATTR void RK_NAME(r16)(void *dv, const void *av, const void *bv, size_t n,
-				 ibc_dtype_t dt, ibc_redop_t op)
+static RK_ATTR void RK_NAME(r16)(void *dv, const void *av, const void *bv, size_t n, ibc_dtype_t dt,
+				 ibc_redop_t op)
 {
 	uint16_t *d = dv;
 	const uint16_t *a = av;
@@ -247,14 +247,14 @@ static RK_ATTR void RK_NAME(avg)(void *buf, size_t n, ibc_dtype_t dt, int nr)
 }
 
 static const struct rk_table RK_NAME(table) = {
-	.r3 = RK_NAME(r3),
-	.r2 = RK_NAME(r2),
-	.r2r = RK_NAME(r2r),
-	.r16 = RK_NAME(r16),
-	.avg = RK_NAME(avg),
-	.to_f32 = RK_NAME(to_f32),
-	.from_f32 = RK_NAME(from_f32),
-	.f32_acc = RK_NAME(f32_acc),
-	.f32_acc_cvt = RK_NAME(f32_acc_cvt),
-	.f16_staged = RK_F16C,
+    .r3 = RK_NAME(r3),
+    .r2 = RK_NAME(r2),
+    .r2r = RK_NAME(r2r),
+    .r16 = RK_NAME(r16),
+    .avg = RK_NAME(avg),
+    .to_f32 = RK_NAME(to_f32),
+    .from_f32 = RK_NAME(from_f32),
+    .f32_acc = RK_NAME(f32_acc),
+    .f32_acc_cvt = RK_NAME(f32_acc_cvt),
+    .f16_staged = RK_F16C,
 };

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "comm.h"
+#include "cuda/cuda.h"
 #include "util.h"
 
 struct op_args {
@@ -21,6 +22,7 @@ struct op_args {
 	ibc_dtype_t dtype;
 	ibc_redop_t op;
 	int root;
+	void *gate;             /* stream-ordered operations only (src/cuda) */
 };
 
 /* check the arguments of @a on @comm; logs the first problem found */
@@ -128,6 +130,12 @@ static void fill_req(struct ibc_comm *comm, struct ibc_request *req, const struc
 		req->seq = comm->peers[a->root].p2p_recv_seq++;
 	else
 		req->seq = comm->coll_seq++;
+	/* device buffers take the staged path (src/cuda/cuda_stage.c) */
+	if (a->gate) {
+		req->cuda_flags = IBC_CUDA_REQ_GATED;
+		req->cuda_gate = a->gate;
+	}
+	ibc_cuda_req_classify(req);
 }
 
 static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_request_h *req_p,
@@ -178,6 +186,16 @@ out:
 
 #define ARGS(c, s, r, n, d, o, rt) \
 	{ .coll = (c), .sendbuf = (s), .recvbuf = (r), .count = (n), .dtype = (d), .op = (o), .root = (rt) }
+
+ibc_status_t ibc_api_start_gated(ibc_comm_h comm, int coll, const void *sendbuf, void *recvbuf,
+				 size_t count, ibc_dtype_t dtype, ibc_redop_t op, int root,
+				 void *gate, ibc_request_h *req_p, const char *fn)
+{
+	struct op_args a = ARGS(coll, sendbuf, recvbuf, count, dtype, op, root);
+
+	a.gate = gate;
+	return op_start(comm, &a, req_p, fn);
+}
 
 ibc_status_t ibc_allreduce(const void *sendbuf, void *recvbuf, size_t count, ibc_dtype_t dtype,
 			   ibc_redop_t op, ibc_comm_h comm)

@@ -19,6 +19,7 @@
 #include "boot_wire.h"
 #include "comm.h"
 #include "coll/coll.h"
+#include "cuda/cuda.h"
 #include "net.h"
 #include "param.h"
 #include "socket.h"
@@ -199,6 +200,7 @@ static void comm_free(struct ibc_comm *comm)
 	pthread_cond_destroy(&comm->cond);
 	ibc_free(comm->peers);
 	ibc_free(comm->scratch);
+	ibc_cuda_comm_destroy(comm);
 	ibc_free(comm);
 }
 
@@ -860,6 +862,7 @@ ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int
 		comm->running = 1;
 		pthread_mutex_unlock(&comm->lock);
 		comm_execute(comm, req);
+		/* the operation's own status (it was IBC_OK even when the op failed) */
 		if (req->status != IBC_OK)
 			ibc_log_set_last_error(req->errmsg);
 		return req->status;

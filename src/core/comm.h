@@ -43,6 +43,10 @@ struct ibc_request {
 	ibc_redop_t op;
 	int root;               /* root, or peer for send/recv; -1 */
 	uint32_t seq;           /* collective seq, or per-pair p2p seq */
+	/* device buffers and stream order (src/cuda/cuda.h), 0/NULL for host buffers */
+	unsigned cuda_flags;    /* IBC_CUDA_REQ_*, set by ibc_cuda_req_classify() */
+	int cuda_dev;           /* CUDA device of the device buffers */
+	void *cuda_gate;        /* stream-ordered operation: its gate (cuda_stream.c) */
 	int done;               /* under comm->lock */
 	int freed_by_wait;
 	ibc_status_t status;
@@ -107,6 +111,8 @@ struct ibc_comm {
 	/* scratch owned by the algorithms (coll/), reused across operations */
 	void *scratch;
 	size_t scratch_nbytes;
+	/* staging state for device buffers (src/cuda/cuda_stage.c), NULL until used */
+	struct ibc_cuda_comm *cuda;
 };
 
 /*
@@ -144,6 +150,18 @@ void ibc_comm_leave(struct ibc_comm *comm);
  * the progress thread (or for ibc_test/ibc_wait with IBC_PROGRESS_THREAD=0).
  */
 ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int blocking);
+
+/*
+ * ibc_api_start_gated() - api_coll.c's nonblocking entry for the
+ * stream-ordered calls (src/cuda/cuda_stream.c): check the arguments as the
+ * public call @fn does, create the request with @gate (the operation then
+ * waits for its CUDA stream, ibc_cuda_gate_wait()) and queue it; *@req_p is
+ * written only on success. @coll is an enum ibc_coll_type; @root is the
+ * root or peer, -1 when none.
+ */
+ibc_status_t ibc_api_start_gated(ibc_comm_h comm, int coll, const void *sendbuf, void *recvbuf,
+				 size_t count, ibc_dtype_t dtype, ibc_redop_t op, int root,
+				 void *gate, ibc_request_h *req_p, const char *fn);
 ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req);
 ibc_status_t ibc_comm_test_req(struct ibc_comm *comm, struct ibc_request *req, int *done_p);
 /* wait until no operation is queued or running; first error of those it ran */

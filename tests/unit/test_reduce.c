@@ -21,7 +21,7 @@
 #include "core/util.h"
 #include "tap.h"
 
-static const char *const isa_names[IBC_REDUCE_ISA_COUNT] = { "portable", "avx2" };
+static const char *const isa_names[IBC_REDUCE_ISA_COUNT] = {"portable", "avx2"};
 static int isa_list[IBC_REDUCE_ISA_COUNT];
 static int n_isa;
 
@@ -91,18 +91,18 @@ static uint32_t ref_round(double a, int p, int emin, int emax)
 	if (a == 0)
 		return 0;
 	frexp(a, &e);
-	e -= 1;                 /* a = 1.f * 2^e */
+	e -= 1; /* a = 1.f * 2^e */
 	if (e < emin)
-		e = emin;       /* subnormal: fixed quantum 2^(emin - p + 1) */
+		e = emin; /* subnormal: fixed quantum 2^(emin - p + 1) */
 	m = nearbyint(ldexp(a, p - 1 - e));
 	if (m >= ldexp(1, p)) { /* rounding carried into the next binade */
 		m /= 2;
 		e += 1;
 	}
 	if (e > emax)
-		return (uint32_t)(2 * emax + 1) << (p - 1);   /* infinity */
+		return (uint32_t)(2 * emax + 1) << (p - 1); /* infinity */
 	if (m < ldexp(1, p - 1))
-		return (uint32_t)m;                            /* subnormal (or zero) */
+		return (uint32_t)m; /* subnormal (or zero) */
 	return ((uint32_t)(e + bias) << (p - 1)) | ((uint32_t)m - (1u << (p - 1)));
 }
 
@@ -298,8 +298,7 @@ static int is_nan_elem(const void *buf, size_t k, ibc_dtype_t dt)
 }
 
 /* first index where got != want (bitwise; NaN == NaN when nan_any), or -1 */
-static long first_diff(const void *got, const void *want, size_t count, ibc_dtype_t dt,
-		       int nan_any)
+static long first_diff(const void *got, const void *want, size_t count, ibc_dtype_t dt, int nan_any)
 {
 	size_t es = esize_of(dt);
 	size_t k;
@@ -348,19 +347,19 @@ static uint64_t rnd(void)
  */
 static void fill_random(void *buf, size_t count, ibc_dtype_t dt)
 {
-	static const uint16_t h_special[] = { 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x0001,
-					      0x83ff, 0x7bff, 0xfbff, 0x0400, 0x3c00, 0xbc00 };
-	static const uint16_t b_special[] = { 0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x0001,
-					      0x807f, 0x7f7f, 0xff7f, 0x0080, 0x3f80, 0xbf80 };
-	static const uint32_t f_special[] = { 0x00000000, 0x80000000, 0x7f800000, 0xff800000,
-					      0x7fc00000, 0x00000001, 0x807fffff, 0x7f7fffff,
-					      0xff7fffff, 0x00800000, 0x3f800000, 0xbf800000 };
+	static const uint16_t h_special[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x0001,
+					     0x83ff, 0x7bff, 0xfbff, 0x0400, 0x3c00, 0xbc00};
+	static const uint16_t b_special[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x0001,
+					     0x807f, 0x7f7f, 0xff7f, 0x0080, 0x3f80, 0xbf80};
+	static const uint32_t f_special[] = {0x00000000, 0x80000000, 0x7f800000, 0xff800000,
+					     0x7fc00000, 0x00000001, 0x807fffff, 0x7f7fffff,
+					     0xff7fffff, 0x00800000, 0x3f800000, 0xbf800000};
 	size_t es = esize_of(dt);
 	size_t k;
 
 	for (k = 0; k < count; k++) {
 		uint64_t r = rnd();
-		int kind = (int)(r >> 60);            /* 0..15 */
+		int kind = (int)(r >> 60); /* 0..15 */
 		int sp = (int)((r >> 40) % 12);
 		uint64_t v = r;
 
@@ -371,7 +370,7 @@ static void fill_random(void *buf, size_t count, ibc_dtype_t dt)
 			else if (kind < 8)
 				v = ref_f2h((float)((int)(r % 64) - 32));
 			else if ((v & 0x7c00) == 0x7c00 && (v & 0x3ff))
-				v = 0x7e00;           /* one canonical NaN */
+				v = 0x7e00; /* one canonical NaN */
 			break;
 		case IBC_BFLOAT16:
 			if (kind < 3)
@@ -399,7 +398,7 @@ static void fill_random(void *buf, size_t count, ibc_dtype_t dt)
 			break;
 		default:
 			if (kind < 4)
-				v = (uint64_t)((int64_t)(r % 7) - 3);   /* small, incl. negative */
+				v = (uint64_t)((int64_t)(r % 7) - 3); /* small, incl. negative */
 			break;
 		}
 		memcpy((char *)buf + k * es, &v, es);
@@ -413,10 +412,10 @@ static void fill_random(void *buf, size_t count, ibc_dtype_t dt)
 struct edge {
 	ibc_dtype_t dt;
 	ibc_redop_t op;
-	uint64_t a;             /* bit patterns in the dtype */
+	uint64_t a; /* bit patterns in the dtype */
 	uint64_t b;
 	uint64_t want;
-	int want_nan;           /* any NaN is right (payload not specified) */
+	int want_nan; /* any NaN is right (payload not specified) */
 	const char *what;
 };
 
@@ -436,8 +435,8 @@ static const struct edge *edges_table(size_t *n_p)
 	static struct edge e[160];
 	size_t n = 0;
 
-#define E(DT, OP, A, B, W, NAN, WHAT) \
-	e[n++] = (struct edge){ DT, OP, (uint64_t)(A), (uint64_t)(B), (uint64_t)(W), NAN, WHAT }
+#define E(DT, OP, A, B, W, NAN, WHAT)                                                              \
+	e[n++] = (struct edge){DT, OP, (uint64_t)(A), (uint64_t)(B), (uint64_t)(W), NAN, WHAT}
 	/* integers: wrap-around and signed/unsigned compare */
 	E(IBC_INT8, IBC_SUM, 0x7f, 0x01, 0x80, 0, "int8 127 + 1 wraps to -128");
 	E(IBC_INT8, IBC_SUM, 0x80, 0xff, 0x7f, 0, "int8 -128 + -1 wraps to 127");
@@ -510,7 +509,8 @@ static const struct edge *edges_table(size_t *n_p)
 	E(IBC_FLOAT16, IBC_SUM, 0x7bff, 0x4c00, 0x7c00, 0, "f16 65504 + 16 = inf (tie to even)");
 	E(IBC_FLOAT16, IBC_SUM, 0x7bff, 0x4b80, 0x7bff, 0, "f16 65504 + 15 = 65504");
 	E(IBC_FLOAT16, IBC_SUM, 0x0001, 0x0001, 0x0002, 0, "f16 subnormal 2^-24 + 2^-24");
-	E(IBC_FLOAT16, IBC_SUM, 0x03ff, 0x0001, 0x0400, 0, "f16 largest subnormal + min = min normal");
+	E(IBC_FLOAT16, IBC_SUM, 0x03ff, 0x0001, 0x0400, 0,
+	  "f16 largest subnormal + min = min normal");
 	E(IBC_FLOAT16, IBC_SUM, 0x8000, 0x8000, 0x8000, 0, "f16 -0 + -0 = -0");
 	E(IBC_FLOAT16, IBC_SUM, 0x8000, 0x0000, 0x0000, 0, "f16 -0 + +0 = +0");
 	E(IBC_FLOAT16, IBC_SUM, 0x7c00, 0xfc00, 0, 1, "f16 inf + -inf = NaN");
@@ -606,11 +606,12 @@ static void test_edges(const char *isa)
 				uint64_t got = 0;
 
 				memcpy(&got, (unsigned char *)out + k * es, es);
-				if (e[i].want_nan ? !is_nan_elem(out, k, e[i].dt) : got != e[i].want) {
+				if (e[i].want_nan ? !is_nan_elem(out, k, e[i].dt)
+						  : got != e[i].want) {
 					bad = 1;
 					snprintf(msg, sizeof(msg),
-						 "shape %d index %zu got 0x%llx want %s0x%llx", shape,
-						 k, (unsigned long long)got,
+						 "shape %d index %zu got 0x%llx want %s0x%llx",
+						 shape, k, (unsigned long long)got,
 						 e[i].want_nan ? "NaN, e.g. " : "",
 						 (unsigned long long)e[i].want);
 				}
@@ -624,29 +625,30 @@ static void test_edges(const char *isa)
 /* AVG finalisation on exact cases */
 static void test_avg(const char *isa)
 {
-	int8_t i8[3] = { -7, 7, -128 };
-	uint8_t u8[2] = { 255, 3 };
-	int32_t i32[2] = { -7, INT32_MIN };
-	uint32_t u32[1] = { 0xffffffffu };
-	int64_t i64[2] = { -9, INT64_MIN };
-	uint64_t u64[1] = { UINT64_MAX };
-	float f32[3] = { 1.0f, -7.0f, 0x1p-149f };
-	double f64[2] = { 1.0, 5.0 };
-	uint16_t h[4] = { 0x3c00, 0x4200, 0x0001, 0x7bff };
-	uint16_t bf[3] = { 0x3f80, 0x4040, 0x3f84 };
+	int8_t i8[3] = {-7, 7, -128};
+	uint8_t u8[2] = {255, 3};
+	int32_t i32[2] = {-7, INT32_MIN};
+	uint32_t u32[1] = {0xffffffffu};
+	int64_t i64[2] = {-9, INT64_MIN};
+	uint64_t u64[1] = {UINT64_MAX};
+	float f32[3] = {1.0f, -7.0f, 0x1p-149f};
+	double f64[2] = {1.0, 5.0};
+	uint16_t h[4] = {0x3c00, 0x4200, 0x0001, 0x7bff};
+	uint16_t bf[3] = {0x3f80, 0x4040, 0x3f84};
 	float one_third = 1.0f / 3.0f;
 	float f;
 
 	ibc_reduce_avg_finalize(i8, 3, IBC_INT8, 2);
-	tap_ok(i8[0] == -3 && i8[1] == 3 && i8[2] == -64, "[%s] int8 avg truncates toward zero: %d %d %d",
-	       isa, i8[0], i8[1], i8[2]);
+	tap_ok(i8[0] == -3 && i8[1] == 3 && i8[2] == -64,
+	       "[%s] int8 avg truncates toward zero: %d %d %d", isa, i8[0], i8[1], i8[2]);
 	i8[0] = -128;
 	ibc_reduce_avg_finalize(i8, 1, IBC_INT8, 200);
 	tap_is_int(i8[0], 0, "[%s] int8 avg with n = 200 (> INT8_MAX)", isa);
 	ibc_reduce_avg_finalize(u8, 2, IBC_UINT8, 2);
 	tap_ok(u8[0] == 127 && u8[1] == 1, "[%s] uint8 avg: %u %u", isa, u8[0], u8[1]);
 	ibc_reduce_avg_finalize(i32, 2, IBC_INT32, 2);
-	tap_ok(i32[0] == -3 && i32[1] == INT32_MIN / 2, "[%s] int32 avg: %d %d", isa, i32[0], i32[1]);
+	tap_ok(i32[0] == -3 && i32[1] == INT32_MIN / 2, "[%s] int32 avg: %d %d", isa, i32[0],
+	       i32[1]);
 	ibc_reduce_avg_finalize(u32, 1, IBC_UINT32, 3);
 	tap_ok(u32[0] == 0x55555555u, "[%s] uint32 avg unsigned: 0x%x", isa, u32[0]);
 	ibc_reduce_avg_finalize(i64, 2, IBC_INT64, 4);
@@ -660,16 +662,18 @@ static void test_avg(const char *isa)
 	ibc_reduce_avg_finalize(f64, 2, IBC_FLOAT64, 3);
 	tap_ok(f64[0] == 1.0 / 3.0 && f64[1] == 5.0 / 3.0, "[%s] float64 avg", isa);
 	ibc_reduce_avg_finalize(h, 4, IBC_FLOAT16, 3);
-	/* 1/3 -> fp32 0x3eaaaaab -> f16 0x3555; 3/3 = 1; 2^-24/3 -> 0; 65504/3 = 21834.67 -> 21840 */
-	tap_ok(h[0] == 0x3555 && h[1] == 0x3c00 && h[2] == 0x0000 && h[3] == ref_f2h(65504.0f / 3.0f),
-	       "[%s] float16 avg in fp32, rounded once: 0x%04x 0x%04x 0x%04x 0x%04x", isa, h[0], h[1],
-	       h[2], h[3]);
+	/* 1/3 -> fp32 0x3eaaaaab -> f16 0x3555; 3/3 = 1; 2^-24/3 -> 0; 65504/3 = 21834.67 -> 21840
+	 */
+	tap_ok(h[0] == 0x3555 && h[1] == 0x3c00 && h[2] == 0x0000 &&
+		   h[3] == ref_f2h(65504.0f / 3.0f),
+	       "[%s] float16 avg in fp32, rounded once: 0x%04x 0x%04x 0x%04x 0x%04x", isa, h[0],
+	       h[1], h[2], h[3]);
 	ibc_reduce_avg_finalize(bf, 3, IBC_BFLOAT16, 3);
 	f = 1.03125f / 3.0f;
 	tap_ok(bf[0] == ref_f2b(one_third) && bf[1] == 0x3f80 && bf[2] == ref_f2b(f),
 	       "[%s] bfloat16 avg in fp32, rounded once: 0x%04x 0x%04x 0x%04x", isa, bf[0], bf[1],
 	       bf[2]);
-	h[0] = 0x7d00;   /* signalling NaN stays NaN */
+	h[0] = 0x7d00; /* signalling NaN stays NaN */
 	ibc_reduce_avg_finalize(h, 1, IBC_FLOAT16, 1);
 	tap_ok(is_nan_elem(h, 0, IBC_FLOAT16), "[%s] float16 avg keeps NaN", isa);
 }
@@ -709,8 +713,10 @@ static void test_conversions_exhaustive(const char *isa)
 		if (back[i] != want)
 			bad_rt = i;
 	}
-	tap_ok(bad_rt < 0, "[%s] float16 -> fp32 -> float16 round trip for all 65536 patterns "
-	       "(NaN quietened)", isa);
+	tap_ok(bad_rt < 0,
+	       "[%s] float16 -> fp32 -> float16 round trip for all 65536 patterns "
+	       "(NaN quietened)",
+	       isa);
 	if (bad_rt >= 0)
 		tap_diag("0x%04lx -> 0x%04x", bad_rt, back[bad_rt]);
 
@@ -727,8 +733,10 @@ static void test_conversions_exhaustive(const char *isa)
 		if (back[i] != want)
 			bad_brt = i;
 	}
-	tap_ok(bad_brt < 0, "[%s] bfloat16 -> fp32 -> bfloat16 round trip for all 65536 patterns "
-	       "(NaN quietened)", isa);
+	tap_ok(bad_brt < 0,
+	       "[%s] bfloat16 -> fp32 -> bfloat16 round trip for all 65536 patterns "
+	       "(NaN quietened)",
+	       isa);
 	if (bad_brt >= 0)
 		tap_diag("0x%04lx -> 0x%04x", bad_brt, back[bad_brt]);
 }
@@ -759,19 +767,20 @@ static void test_rounding(const char *isa, ibc_dtype_t dt)
 			for (i = 0; i < 65536 / 2 && n + 3 <= CHUNK; i++) {
 				/* positive patterns below infinity: lo and lo + 1 (next up) */
 				float lo = is_h ? ref_h2f((uint16_t)i) : ref_b2f((uint16_t)i);
-				float hi = is_h ? ref_h2f((uint16_t)(i + 1)) : ref_b2f((uint16_t)(i + 1));
+				float hi =
+				    is_h ? ref_h2f((uint16_t)(i + 1)) : ref_b2f((uint16_t)(i + 1));
 				double mid = ((double)lo + (double)hi) / 2;
 				float t;
 
 				if (isnan(lo) || isinf(lo))
 					continue;
 				if (isinf(hi) && is_h)
-					mid = 65520.0;   /* halfway from 65504 to 2^16 */
+					mid = 65520.0; /* halfway from 65504 to 2^16 */
 				else if (isinf(hi) || isnan(hi))
 					continue;
 				t = (float)mid;
 				if ((double)t != mid)
-					continue;   /* not representable (never for these formats) */
+					continue; /* not representable (never for these formats) */
 				in[n++] = (i & 1) ? -t : t;
 				in[n++] = nextafterf(t, 0);
 				in[n++] = nextafterf(t, INFINITY);
@@ -784,7 +793,8 @@ static void test_rounding(const char *isa, ibc_dtype_t dt)
 			uint64_t base = (uint64_t)(pass - 1) * 16777216u;
 
 			for (i = 0; i < 65536; i++)
-				in[n++] = u2f((uint32_t)(base + (uint64_t)i * 256 + (pass * 97 + i) % 256));
+				in[n++] = u2f(
+				    (uint32_t)(base + (uint64_t)i * 256 + (pass * 97 + i) % 256));
 		}
 		ibc_cvt_from_f32(out, in, n, dt);
 		for (i = 0; i < n; i++) {
@@ -812,8 +822,8 @@ static void test_rounding(const char *isa, ibc_dtype_t dt)
 /* random data against the reference, every shape and length                */
 /* ---------------------------------------------------------------------- */
 
-static const size_t lengths[] = { 0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 65, 127, 128, 129,
-				  255, 256, 257, 300, 1000, 4099 };
+static const size_t lengths[] = {0,  1,	  7,   8,   9,	 31,  32,  33,	63,   64,
+				 65, 127, 128, 129, 255, 256, 257, 300, 1000, 4099};
 #define MAXLEN 4099
 
 static void test_random_vs_ref(const char *isa)
@@ -890,7 +900,8 @@ static void test_random_vs_ref(const char *isa)
 						hex_elem(y, sizeof(y), b0, at, dt);
 						bad = 1;
 						snprintf(msg, sizeof(msg),
-							 "shape %d n %zu index %ld: %s OP %s got %s want %s",
+							 "shape %d n %zu index %ld: %s OP %s got "
+							 "%s want %s",
 							 shape, n, at, x, y, g, w);
 					}
 					if (shape == 1 && !bad) {
@@ -898,17 +909,21 @@ static void test_random_vs_ref(const char *isa)
 						size_t z;
 
 						for (z = 0; z < es; z++)
-							if (d[z] != 0x5a || d[es + n * es + z] != 0x5a)
+							if (d[z] != 0x5a ||
+							    d[es + n * es + z] != 0x5a)
 								bad = 1;
 						if (bad)
 							snprintf(msg, sizeof(msg),
-								 "wrote outside the output, n %zu", n);
+								 "wrote outside the output, n %zu",
+								 n);
 					}
 				}
 			}
-			tap_ok(!bad, "[%s] %s %s: random data, %zu lengths x 5 call shapes match the "
-			       "scalar reference%s%s", isa, ibc_dtype_name(dt), ibc_redop_name(op),
-			       IBC_ARRAY_SIZE(lengths), bad ? " -- " : "", msg);
+			tap_ok(!bad,
+			       "[%s] %s %s: random data, %zu lengths x 5 call shapes match the "
+			       "scalar reference%s%s",
+			       isa, ibc_dtype_name(dt), ibc_redop_name(op), IBC_ARRAY_SIZE(lengths),
+			       bad ? " -- " : "", msg);
 		}
 	}
 }
@@ -916,7 +931,7 @@ static void test_random_vs_ref(const char *isa)
 /* fp32 accumulation helpers (IBC_ACCUM_FP32) */
 static void test_f32_acc(const char *isa)
 {
-	static const ibc_dtype_t dts[] = { IBC_FLOAT16, IBC_BFLOAT16, IBC_FLOAT32 };
+	static const ibc_dtype_t dts[] = {IBC_FLOAT16, IBC_BFLOAT16, IBC_FLOAT32};
 	float acc[8];
 	float acc2[8];
 	uint16_t small[8];
@@ -929,13 +944,14 @@ static void test_f32_acc(const char *isa)
 	/* the case: 8 ranks, rank 0 gives 1.0, the others 2^-8, bf16 */
 	ibc_cvt_to_f32(acc, &one, 1, IBC_BFLOAT16);
 	for (k = 0; k < 8; k++)
-		small[k] = 0x3b80;    /* 2^-8 */
+		small[k] = 0x3b80; /* 2^-8 */
 	for (r = 1; r < 7; r++)
 		ibc_reduce_f32_acc(acc, small, 1, IBC_BFLOAT16, IBC_SUM);
-	tap_ok(acc[0] == 1.0f + 6 * 0x1p-8f, "[%s] fp32 accumulation keeps 1 + 6 * 2^-8 exactly", isa);
+	tap_ok(acc[0] == 1.0f + 6 * 0x1p-8f, "[%s] fp32 accumulation keeps 1 + 6 * 2^-8 exactly",
+	       isa);
 	ibc_reduce_f32_acc_cvt(res, acc, small, 1, IBC_BFLOAT16, IBC_SUM);
-	tap_is_int(res[0], 0x3f84, "[%s] last hop rounds once: 1 + 7 * 2^-8 -> bf16 1.03125 (tie, even)",
-		   isa);
+	tap_is_int(res[0], 0x3f84,
+		   "[%s] last hop rounds once: 1 + 7 * 2^-8 -> bf16 1.03125 (tie, even)", isa);
 	memcpy(acc2, acc, sizeof(float));
 	ibc_reduce_f32_acc(acc2, small, 1, IBC_BFLOAT16, IBC_SUM);
 	ibc_cvt_from_f32(res, acc2, 1, IBC_BFLOAT16);
@@ -962,9 +978,9 @@ static void test_f32_acc(const char *isa)
 				fill_random(fa, n, IBC_FLOAT32);
 				fill_random(s16, n, dts[t]);
 				for (i = 0; i < n; i++) {
-					float x = dts[t] == IBC_FLOAT16 ? ref_h2f(s16[i]) :
-						  dts[t] == IBC_BFLOAT16 ? ref_b2f(s16[i]) :
-						  ((float *)s16)[i];
+					float x = dts[t] == IBC_FLOAT16	   ? ref_h2f(s16[i])
+						  : dts[t] == IBC_BFLOAT16 ? ref_b2f(s16[i])
+									   : ((float *)s16)[i];
 
 					fw[i] = ref_op_f32(fa[i], x, op);
 					if (dts[t] == IBC_FLOAT16)
@@ -1009,8 +1025,10 @@ static void test_f32_acc(const char *isa)
 				}
 			}
 		}
-		tap_ok(!bad, "[%s] %s: ibc_reduce_f32_acc/_acc_cvt/ibc_reduce_f32 match the reference%s%s",
-		       isa, ibc_dtype_name(dts[t]), bad ? " -- " : "", msg);
+		tap_ok(
+		    !bad,
+		    "[%s] %s: ibc_reduce_f32_acc/_acc_cvt/ibc_reduce_f32 match the reference%s%s",
+		    isa, ibc_dtype_name(dts[t]), bad ? " -- " : "", msg);
 	}
 }
 
@@ -1051,8 +1069,10 @@ static void test_isa_agree(void)
 					ibc_reduce_avg_finalize(out[i], N, dt, 7);
 			}
 			bad = first_diff(out[0], out[1], N, dt, 0);
-			tap_ok(bad < 0, "avx2 and portable bit-identical: %s %s on %d random elements%s",
-			       ibc_dtype_name(dt), ibc_redop_name(op), N, bad < 0 ? "" : " (differ)");
+			tap_ok(bad < 0,
+			       "avx2 and portable bit-identical: %s %s on %d random elements%s",
+			       ibc_dtype_name(dt), ibc_redop_name(op), N,
+			       bad < 0 ? "" : " (differ)");
 			if (bad >= 0)
 				tap_diag("first difference at %ld", bad);
 		}
@@ -1079,8 +1099,10 @@ static void test_isa_agree(void)
 			}
 			nbad += memcmp(h[0], h[1], N * sizeof(uint16_t)) != 0;
 		}
-		tap_ok(nbad == 0, "avx2 and portable fp32 -> %s agree on 6.4M random patterns "
-		       "(incl. every NaN payload class and ties)", ibc_dtype_name(dt));
+		tap_ok(nbad == 0,
+		       "avx2 and portable fp32 -> %s agree on 6.4M random patterns "
+		       "(incl. every NaN payload class and ties)",
+		       ibc_dtype_name(dt));
 	}
 	/* all 65536 float16 patterns both ways */
 	for (i = 0; i < 65536; i++)
@@ -1117,7 +1139,7 @@ static double now_s(void)
 static void timing(void)
 {
 	const size_t nbytes = 64u << 20;
-	static const ibc_dtype_t dts[] = { IBC_FLOAT32, IBC_BFLOAT16, IBC_FLOAT16 };
+	static const ibc_dtype_t dts[] = {IBC_FLOAT32, IBC_BFLOAT16, IBC_FLOAT16};
 	char *d = malloc(nbytes);
 	char *s = malloc(nbytes);
 	size_t t;
@@ -1143,10 +1165,11 @@ static void timing(void)
 				if (rep > 0 && now_s() - t0 < best)
 					best = now_s() - t0;
 			}
-			tap_diag("timing [%s] %s sum, 64 MiB in place: %.2f ms, %.2f GB/s of output "
-				 "(%.2f GB/s memory traffic: 2 reads + 1 write)", isa_names[isa_list[i]],
-				 ibc_dtype_name(dts[t]), best * 1e3, nbytes / best / 1e9,
-				 3.0 * nbytes / best / 1e9);
+			tap_diag(
+			    "timing [%s] %s sum, 64 MiB in place: %.2f ms, %.2f GB/s of output "
+			    "(%.2f GB/s memory traffic: 2 reads + 1 write)",
+			    isa_names[isa_list[i]], ibc_dtype_name(dts[t]), best * 1e3,
+			    nbytes / best / 1e9, 3.0 * nbytes / best / 1e9);
 		}
 	}
 	ibc_reduce_isa_set(isa_list[n_isa - 1]);
@@ -1162,16 +1185,19 @@ int main(void)
 	for (i = 0; i < IBC_REDUCE_ISA_COUNT; i++)
 		if (ibc_reduce_isa_supported(i))
 			isa_list[n_isa++] = i;
-	tap_ok(ibc_reduce_isa_supported(IBC_REDUCE_ISA_PORTABLE), "portable kernels always available");
+	tap_ok(ibc_reduce_isa_supported(IBC_REDUCE_ISA_PORTABLE),
+	       "portable kernels always available");
 	tap_is_int(ibc_reduce_isa_set((enum ibc_reduce_isa)7), IBC_ERR_INVALID_ARG, "unknown isa");
 	tap_is_str(ibc_reduce_isa_name(IBC_REDUCE_ISA_AVX2), "avx2+f16c", "isa name");
-	tap_diag("default kernels: %s; variants on this CPU: %d", ibc_reduce_isa_name(ibc_reduce_isa_get()),
-		 n_isa);
-	tap_is_int(ibc_reduce_isa_get(), isa_list[n_isa - 1], "the best supported variant is the default");
+	tap_diag("default kernels: %s; variants on this CPU: %d",
+		 ibc_reduce_isa_name(ibc_reduce_isa_get()), n_isa);
+	tap_is_int(ibc_reduce_isa_get(), isa_list[n_isa - 1],
+		   "the best supported variant is the default");
 
 	/* reference self-check on known encodings */
-	tap_ok(ref_f2h(1.0f) == 0x3c00 && ref_f2h(65504.0f) == 0x7bff && ref_f2h(0x1p-24f) == 0x0001 &&
-	       ref_f2b(1.0f) == 0x3f80 && ref_f2b(-2.0f) == 0xc000 && f2u(ref_h2f(0x3555)) == 0x3eaaa000,
+	tap_ok(ref_f2h(1.0f) == 0x3c00 && ref_f2h(65504.0f) == 0x7bff &&
+		   ref_f2h(0x1p-24f) == 0x0001 && ref_f2b(1.0f) == 0x3f80 &&
+		   ref_f2b(-2.0f) == 0xc000 && f2u(ref_h2f(0x3555)) == 0x3eaaa000,
 	       "the test's reference encoder agrees with known encodings");
 
 	for (i = 0; i < n_isa; i++) {

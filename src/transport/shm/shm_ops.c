@@ -125,6 +125,7 @@ struct ibc_tconn {
 	struct shm_q recvq;
 	struct shm_op *free_ops;
 	int broken;
+	int peer_gone;                  /* doorbell EOF: the peer closed its end */
 	uint64_t seen_in_head;          /* for the sleep decision */
 	uint64_t seen_out_tail;
 	struct ibc_tconn *next;
@@ -705,24 +706,41 @@ static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
 	return IBC_OK;
 }
 
-/* the doorbell: drain wake-up bytes; EOF means the peer process is gone */
-static ibc_status_t bell_drain(struct ibc_tconn *c)
+/*
+ * The doorbell: drain wake-up bytes. EOF means the peer closed its end
+ * (destroyed the communicator, exited or crashed). That is an error only
+ * for what can no longer complete: the messages it published before leaving
+ * are still in our mapping of the ring and are delivered first.
+ */
+static void bell_drain(struct ibc_tconn *c)
 {
 	char buf[64];
 
-	for (;;) {
+	while (!c->peer_gone) {
 		ssize_t n = recv(c->bell_fd, buf, sizeof(buf), MSG_DONTWAIT);
 
 		if (n > 0)
 			continue;
-		if (n == 0) {
-			ibc_status_t st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
-							"peer closed its shared-memory doorbell: process exited or crashed");
-
-			return conn_fail(c, st);
-		}
-		return IBC_OK;
+		if (n == 0)
+			c->peer_gone = 1;
+		return;
 	}
+}
+
+/* after progress: fail what a departed peer can no longer complete */
+static ibc_status_t check_peer_gone(struct ibc_tconn *c)
+{
+	ibc_status_t st;
+
+	if (!c->peer_gone || c->broken)
+		return IBC_OK;
+	if (!c->sendq.head &&
+	    (!c->recvq.head || __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE) != c->in->tail))
+		return IBC_OK;
+	st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
+			   "peer closed its shared-memory doorbell with %s pending: process exited, crashed or destroyed the communicator",
+			   c->sendq.head ? "a send" : "a receive");
+	return conn_fail(c, st);
 }
 
 static ibc_status_t shm_progress(void *vctx)
@@ -740,6 +758,7 @@ static ibc_status_t shm_progress(void *vctx)
 		/* a receive may have freed credits for a blocked send */
 		if (moved && c->sendq.head)
 			progress_send(c);
+		IBC_CHECK(check_peer_gone(c));
 	}
 	return IBC_OK;
 }
@@ -769,6 +788,11 @@ static void shm_wait(void *vctx, int timeout_us)
 	for (c = ctx->conns; c; c = c->next) {
 		if (c->broken || (!c->sendq.head && !c->recvq.head))
 			continue;
+		if (c->peer_gone) {
+			/* its doorbell stays readable (EOF): no poll, let progress decide */
+			ready = 1;
+			continue;
+		}
 		__atomic_store_n(&c->sh->sleeping[c->side], 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		/* re-check after raising the flag: progress() consumed every slot and
@@ -784,7 +808,7 @@ static void shm_wait(void *vctx, int timeout_us)
 	}
 	if (n && !ready)
 		ppoll(ctx->pfds, (nfds_t)n, &ts, NULL);
-	else if (!n)
+	else if (!n && !ready)
 		nanosleep(&ts, NULL);
 	for (c = ctx->conns; c; c = c->next) {
 		if (c->broken || (!c->sendq.head && !c->recvq.head))

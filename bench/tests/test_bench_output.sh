@@ -1,0 +1,88 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# test_bench_output.sh - ibc_bench's machine-readable output and plot.sh: a
+# short 2-rank allreduce sweep (4 sizes) with --csv and --json, checked for
+# the column header, one row per size with 0 wrong elements and a busbw
+# equal to algbw * 2(n-1)/n; the JSON must parse (python3) and hold the
+# same 4 rows; plot.sh must then write a PNG (SKIPped without gnuplot).
+# Emits TAP.
+set -u
+
+top_builddir=${top_builddir:-.}
+top_srcdir=${top_srcdir:-.}
+bench=$top_builddir/bench/ibc_bench
+tmp=${TMPDIR:-/tmp}/ibc_bench_out.$$
+mkdir -p "$tmp" || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+if [ ! -x "$bench" ]; then
+	echo "1..0 # SKIP $bench not built"
+	exit 0
+fi
+echo "1..12"
+n=0
+fail=0
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+}
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo $((30000 + $$ % 20000)))
+IBC_RANK=1 IBC_NRANKS=2 IBC_ROOT=127.0.0.1:$port IBC_TIMEOUT_MS=60000 \
+	timeout -k 5 120 "$bench" allreduce -b 1K -e 64K -f 4 -n 3 -w 1 -c 1 >"$tmp/r1" 2>&1 &
+pid=$!
+IBC_RANK=0 IBC_NRANKS=2 IBC_ROOT=127.0.0.1:$port IBC_TIMEOUT_MS=60000 \
+	timeout -k 5 120 "$bench" allreduce -b 1K -e 64K -f 4 -n 3 -w 1 -c 1 \
+	--csv "$tmp/out.csv" --json "$tmp/out.json" >"$tmp/r0" 2>&1
+rc=$?
+wait $pid || rc=1
+ok $rc "2 ranks with --csv and --json exit 0"
+[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/r0" "$tmp/r1"
+
+head -1 "$tmp/out.csv" | grep -q '^coll,nranks,nhosts,transport,algo,blocking,bytes,count,dtype,op,root,time_us,min_us,max_us,algbw_GBps,busbw_GBps,wrong,mpi_time_us'
+ok $? "CSV header"
+awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad || n != 26 }' "$tmp/out.csv"
+ok $? "CSV: every row has the 26 columns of the header"
+rows=$(awk -F, 'NR > 1 && $1 == "allreduce" && $2 == 2 && $17 == "0"' "$tmp/out.csv" | wc -l)
+[ "$rows" -eq 4 ]
+ok $? "CSV: 4 allreduce rows (1K 4K 16K 64K) with 0 wrong (got $rows)"
+awk -F, 'NR > 1 { s = 1024 * 4 ^ (NR - 2); if ($7 != s || $8 != s / 4) bad = 1 }
+	END { exit bad }' "$tmp/out.csv"
+ok $? "CSV: bytes and count columns"
+awk -F, 'NR > 1 { d = $16 - $15 * 2 * (2 - 1) / 2; if (d > 1e-5 || d < -1e-5 || $12 <= 0) bad = 1 }
+	END { exit bad }' "$tmp/out.csv"
+ok $? "CSV: busbw = algbw * 2(n-1)/n, time > 0"
+
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/out.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["tool"] == "ibc_bench" and d["nranks"] == 2, d
+rows = d["rows"]
+assert [r["bytes"] for r in rows] == [1024, 4096, 16384, 65536], rows
+assert all(r["wrong"] == 0 and r["coll"] == "allreduce" and r["busbw_GBps"] > 0 for r in rows), rows
+assert d["wrong_total"] == 0
+PY
+	ok $? "JSON parses and holds the 4 rows"
+else
+	echo "ok $((n = n + 1)) # SKIP python3 not found"
+fi
+grep -q '^# Avg bus bandwidth    : ' "$tmp/r0"
+ok $? "text output has the average busbw line"
+
+IBC_TIMEOUT_MS=60000 timeout -k 5 120 "$bench" --local 3 allreduce barrier -b 4K -e 4K -n 2 -w 1 \
+	>"$tmp/local" 2>&1
+ok $? "--local 3 starts its own ranks and exits 0"
+grep -q '^# ranks     : 3 on 1 host' "$tmp/local" && grep -q '^# Wrong elements: 0 OK' "$tmp/local"
+ok $? "--local 3: header shows 3 ranks, 0 wrong elements"
+
+if command -v gnuplot >/dev/null 2>&1; then
+	sh "$top_srcdir/bench/plot.sh" -o "$tmp/p.png" "$tmp/out.csv=test" >"$tmp/plot.log" 2>&1
+	ok $? "plot.sh exits 0"
+	[ "$(head -c 4 "$tmp/p.png" | od -An -c | tr -d ' ')" = "211PNG" ]
+	ok $? "plot.sh wrote a PNG"
+else
+	echo "ok $((n = n + 1)) # SKIP gnuplot not found"
+	echo "ok $((n = n + 1)) # SKIP gnuplot not found"
+fi
+exit $fail
