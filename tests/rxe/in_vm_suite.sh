@@ -10,14 +10,15 @@
 #      different MTUs on the two ends; test_ib_memlock under ulimit -l 64);
 #   3. bench/ibc_p2p with every byte checked, and killed mid-transfer;
 #   4. communicators over IBC_TRANSPORT=ib (ranks split over rxe0 and rxe1):
-#      the collective matrix on 2, 3 and 4 ranks, a rank killed during
-#      all-reduces, a rank under a small memlock limit.
+#      the core's collective matrix (tests/coll/coll_check) on 2, 3 and 4
+#      ranks, a rank killed during all-reduces, a rank under a small memlock
+#      limit (tests/ib/test_ib_comm).
 # Exit status: 0 when every test passed, 1 otherwise.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 logs=tests/rxe/logs
 mkdir -p "$logs"
-rm -rf "$logs"/*.log "$logs"/matrix* "$logs"/kill "$logs"/memlock
+rm -rf "$logs"/*.log "$logs"/kill "$logs"/memlock
 n=0
 nfail=0
 t_suite=$(date +%s)
@@ -166,28 +167,38 @@ fi
 
 # ---- 4. communicators over IBC_TRANSPORT=ib --------------------------------
 export IBC_TRANSPORT=ib IBC_TEST_EXPECT_TRANSPORT=ib IBC_DEBUG=WARN
-matrix() { # nranks extra-env...
-	local nr=$1
-	shift
-
-	env IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=IB "$@" \
-		"$src"/tests/rxe/run_ranks.sh "$nr" 400 "$logs/matrix$nr" tests/ib/test_ib_comm matrix
+# the collective matrix of the core (tests/coll/coll_check: every collective,
+# blocking and nonblocking, in and out of place, exact closed-form results and
+# guard bytes), forced over ib, ranks alternating between rxe0 and rxe1
+matrix() { # nranks sweep extra-env...
+	local nr=$1 sweep=$2 flags
+	shift 2
+	case $sweep in
+	quick) flags=--quick ;;
+	*) flags="--quick --large-from 65537 -d int8,float16,bfloat16,float32,float64 -o sum,min,avg" ;;
+	esac
+	# shellcheck disable=SC2086 # flags split on purpose
+	env IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=IB IBC_TIMEOUT_MS=120000 "$@" \
+		"$src"/tests/scripts/run_local_ranks.sh -n "$nr" -l env -t 420 -- \
+		tests/coll/coll_check $flags > "$logs/matrix$nr.log" 2>&1
 	local rc=$?
-	local split=1 i
+	local npass split=1 i
+	npass=$(grep -c '^coll_check rank .*: PASS:' "$logs/matrix$nr.log")
 	for ((i = 0; i < nr; i++)); do # local ranks alternate between rxe0 and rxe1
-		grep -q "ib: rank $i (local rank $i of $nr on this host) uses rxe$((i % 2)):1" \
-			"$logs/matrix$nr/rank.$i.out" || split=0
+		grep -q "\[rank $i\] IBC INFO IB ib: rank $i (local rank $i of $nr on this host) uses rxe$((i % 2)):1" \
+			"$logs/matrix$nr.log" || split=0
 	done
-	if [ $rc -eq 0 ] && [ $split = 1 ] && grep -q ', 0 wrong' "$logs/matrix$nr/rank.0.out"; then
-		ok "collective matrix on $nr ranks over ib, split over rxe0/rxe1 ($*): $(grep -o '[0-9]* collective runs.*' "$logs/matrix$nr/rank.0.out")"
+	if [ $rc -eq 0 ] && [ "$npass" -eq "$nr" ] && [ $split = 1 ]; then
+		ok "collective matrix (tests/coll/coll_check, $sweep sweep) on $nr ranks over ib, split over rxe0/rxe1 ($*): $(grep -m1 -o 'coll_check rank 0/.*' "$logs/matrix$nr.log" | cut -c1-120)"
 	else
-		notok "collective matrix on $nr ranks over ib (exit $rc, ranks split over rxe0/rxe1: $split)"
-		for f in "$logs/matrix$nr"/rank.*.out; do diag "$f"; done
+		notok "collective matrix on $nr ranks over ib (status $rc, $npass of $nr ranks passed, split over rxe0/rxe1: $split)"
+		grep -E '^FAIL|timeout|^coll_check rank|ERROR' "$logs/matrix$nr.log" | head -30 | sed 's/^/#   /'
+		tail -n 10 "$logs/matrix$nr.log" | sed 's/^/#   /'
 	fi
 }
-matrix 2 IBC_IB_QPS_PER_CONN=2
-matrix 3 IBC_RING_CHUNK_BYTES=65536
-matrix 4 IBC_IB_DEPTH=4
+matrix 2 quick IBC_IB_QPS_PER_CONN=2
+matrix 3 reduced IBC_RING_CHUNK_BYTES=4096
+matrix 4 reduced IBC_IB_DEPTH=4
 
 # a rank killed during all-reduces: the others fail within bounded time, naming it
 IBC_IB_TIMEOUT=14 IBC_TEST_ITERS=1000000 "$src"/tests/rxe/run_ranks.sh 3 120 "$logs/kill" tests/ib/test_ib_comm loop &
