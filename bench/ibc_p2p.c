@@ -602,7 +602,7 @@ int main(int argc, char **argv)
 			seq++;
 			if (is_client) {
 				xfer(fd, &r, sizeof(r), 0);
-				printf("%12zu %7ld %14.2f %12.4f %12.4f%s\n", n, it,
+				printf("%12zu %7ld %14.2f %12.4f %14.6f%s\n", n, it,
 				       (double)n * (double)it / r.secs / 1048576.0,
 				       (double)n * (double)it / r.secs / 1e9, (double)it / r.secs / 1e6,
 				       r.bad ? "  DATA ERRORS" : "");

@@ -135,9 +135,11 @@ for s in $sizes; do
 				"$p2p -d $d0 -p 18602 -t bw -b $s -e $s -n $n -w $w -D $depth -q $qps -P 127.0.0.1" |
 				awk -v s="$s" '$1 == s { print $3, $5 }')
 			# per run: perftest MiB/s and Mpps, ibc_p2p's better mode MiB/s and Mpps, ratio
-			echo "${pb:-0 0} ${is:-0 0} ${ip:-0 0}" | awk '{
+			# ratio from MiB/s, or from the message rates below 1 KiB where MiB/s has few digits
+			echo "${pb:-0 0} ${is:-0 0} ${ip:-0 0}" | awk -v s="$s" '{
 				ib = $3 > $5 ? $3 : $5; ir = $4 > $6 ? $4 : $6
-				printf "%s %s %s %s %s %s %s\n", $1, $2, ib, ir, ($2 > 0 ? ir / $2 : 0), $3, $5 }' >> "$log/bw"
+				if (s >= 1024) r = $1 > 0 ? ib / $1 : 0; else r = $2 > 0 ? ir / $2 : 0
+				printf "%s %s %s %s %.3f %s %s\n", $1, $2, ib, ir, r, $3, $5 }' >> "$log/bw"
 		fi
 		if [ "$tests" != bw ]; then
 			pl=$(pair "ib_write_lat -F -d $d1 -x 0 -s $s -n $nl" \
