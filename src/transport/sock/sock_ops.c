@@ -34,6 +34,7 @@
 #define SOCK_HDR_BYTES 48
 #define SOCK_STRIPE_MIN (256u << 10)
 #define SOCK_MAX_NSOCKS 16
+#define SOCK_MIN_BUF (128 << 10)
 
 struct sock_part {
 	struct sock_part *next;
@@ -89,6 +90,16 @@ static ibc_status_t sock_init(struct ibc_comm *comm, void **ctx_p)
 		return IBC_ERR_NO_MEMORY;
 	ctx->comm = comm;
 	ctx->bufsz = (int)ibc_param_socket_buf_bytes();
+	if (ctx->bufsz > 0 && ctx->bufsz < SOCK_MIN_BUF) {
+		/*
+		 * A window smaller than a segment or two makes every refill wait for
+		 * a delayed ACK (tens of ms): a 1 MiB all-reduce then takes minutes.
+		 */
+		if (comm->rank == 0)
+			IBC_LOG_WARN(SOCK, "IBC_SOCKET_BUF_BYTES=%d is below %d bytes, where TCP stalls on delayed acknowledgements; using %d",
+				     ctx->bufsz, SOCK_MIN_BUF, SOCK_MIN_BUF);
+		ctx->bufsz = SOCK_MIN_BUF;
+	}
 	ctx->pend = ibc_calloc((size_t)comm->nranks, sizeof(*ctx->pend), "tcp set-up state");
 	if (!ctx->pend) {
 		ibc_free(ctx);
