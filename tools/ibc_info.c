@@ -11,6 +11,8 @@
  *   ibc_info --tuning     the tuner's cost model (built-in or IBC_TUNING_FILE)
  *                         and its algorithm per size range, per transport
  *                         and rank count (IBC_TRANSPORT, IBC_NRANKS narrow it)
+ *   ibc_info --devices    verbs devices: ports, state, link layer, MTU, LID,
+ *                         GID table with types (src/transport/ib/)
  * Links the internal convenience library to read the parameter registry.
  */
 #include "config.h"
@@ -25,6 +27,7 @@
 #include "core/util.h"
 #include "coll/select.h"
 #include "topo/topo.h"
+#include "transport/ib/ib_info.h"
 
 static void print_build(void)
 {
@@ -208,7 +211,7 @@ static int print_tuning(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ibc_info [--build] [--params] [--env-md] [--topo] [--tuning]\n"
+	fprintf(f, "usage: ibc_info [--build] [--params] [--env-md] [--topo] [--tuning] [--devices]\n"
 		   "  (no option)  build configuration and parameters\n"
 		   "  --build      build configuration only\n"
 		   "  --params     every parameter with value, default, source and help\n"
@@ -216,7 +219,8 @@ static void usage(FILE *f)
 		   "  --topo       topology tree, and each local rank's NIC and cores\n"
 		   "               for 1 to 8 ranks per node (IBC_TOPO_FILE: another machine)\n"
 		   "  --tuning     the tuner's cost model and algorithm per size range for\n"
-		   "               2, 4, 8, 16 ranks (or IBC_NRANKS) per transport (or IBC_TRANSPORT)\n");
+		   "               2, 4, 8, 16 ranks (or IBC_NRANKS) per transport (or IBC_TRANSPORT)\n"
+		   "  --devices    verbs devices: ports, state, link layer, MTU, GID table with types\n");
 }
 
 int main(int argc, char **argv)
@@ -241,6 +245,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--topo")) {
 			if (print_topo())
 				return 1;
+		} else if (!strcmp(argv[i], "--devices")) {
+			ibc_ib_print_devices(stdout);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;

@@ -1,52 +1,75 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ib_stub.c - ibc_ib_ops for builds without libibverbs: every operation
- * reports IBC_ERR_UNSUPPORTED, so the communicator falls back to tcp (or
- * fails clearly when IBC_TRANSPORT=ib forces verbs).
+ * ib_stub.c - the verbs transport in a build without libibverbs
+ * (--with-verbs=no or not found): an ops table whose init returns
+ * IBC_ERR_UNSUPPORTED, so that communicators fall back to tcp (or fail
+ * clearly when IBC_TRANSPORT=ib forces it), and the ibc_info device
+ * listing. The only ib file compiled without HAVE_VERBS.
  */
 #include "config.h"
 
-#include "core/util.h"
+#include "transport/ib/ib_info.h"
 #include "transport/transport.h"
+#include "util.h"
 
 static ibc_status_t ib_stub_init(struct ibc_comm *comm, void **ctx_p)
 {
-	IBC_LOG_INFO(NET, "verbs transport not built (configure found no libibverbs)");
+	(void)comm;
+	(void)ctx_p;
+	IBC_LOG_INFO(IB, "ib: this ibcoll was built without libibverbs (configure --with-verbs)");
 	return IBC_ERR_UNSUPPORTED;
 }
 
 static void ib_stub_fini(void *ctx)
 {
+	(void)ctx;
 }
 
 static ibc_status_t ib_stub_connect(void *ctx, int peer, struct ibc_tconn **conn_p)
 {
+	(void)ctx;
+	(void)peer;
+	(void)conn_p;
 	return IBC_ERR_UNSUPPORTED;
 }
 
 static void ib_stub_disconnect(struct ibc_tconn *conn)
 {
+	(void)conn;
 }
 
-static ibc_status_t ib_stub_post(struct ibc_tconn *conn, const void *buf, size_t nbytes,
-				 const struct ibc_msg_desc *desc, struct ibc_treq *req)
+static ibc_status_t ib_stub_isend(struct ibc_tconn *conn, const void *buf, size_t nbytes,
+				  const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
+	(void)conn;
+	(void)buf;
+	(void)nbytes;
+	(void)desc;
+	(void)req;
 	return IBC_ERR_UNSUPPORTED;
 }
 
-static ibc_status_t ib_stub_post_recv(struct ibc_tconn *conn, void *buf, size_t nbytes,
-				      const struct ibc_msg_desc *desc, struct ibc_treq *req)
+static ibc_status_t ib_stub_irecv(struct ibc_tconn *conn, void *buf, size_t nbytes,
+				  const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
+	(void)conn;
+	(void)buf;
+	(void)nbytes;
+	(void)desc;
+	(void)req;
 	return IBC_ERR_UNSUPPORTED;
 }
 
 static ibc_status_t ib_stub_progress(void *ctx)
 {
+	(void)ctx;
 	return IBC_ERR_UNSUPPORTED;
 }
 
 static void ib_stub_wait(void *ctx, int timeout_us)
 {
+	(void)ctx;
+	(void)timeout_us;
 }
 
 const struct ibc_transport_ops ibc_ib_ops = {
@@ -56,8 +79,13 @@ const struct ibc_transport_ops ibc_ib_ops = {
 	.fini = ib_stub_fini,
 	.connect = ib_stub_connect,
 	.disconnect = ib_stub_disconnect,
-	.isend = ib_stub_post,
-	.irecv = ib_stub_post_recv,
+	.isend = ib_stub_isend,
+	.irecv = ib_stub_irecv,
 	.progress = ib_stub_progress,
 	.wait = ib_stub_wait,
 };
+
+void ibc_ib_print_devices(FILE *out)
+{
+	fprintf(out, "# verbs devices: not available (ibcoll built without libibverbs)\n");
+}

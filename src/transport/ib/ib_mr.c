@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ib_mr.c - the memory registration cache of the verbs transport, keyed by
+ * page range, for user buffers and the transport's own FIFO and bounce
+ * buffers. Backend-agnostic (ibv_reg_mr in the transport, a fake in the
+ * unit test), so the cache logic is tested without hardware.
+ *
+ * Policy. A lookup is served by any registration that covers the range
+ * (a hit) and otherwise registers the covering pages (a miss). Entries are
+ * reference counted by the operations that use them. Transport-owned
+ * memory (IBC_IB_MR_PERSIST) stays registered until it is invalidated.
+ * User memory stays registered while in use and, once idle, until the
+ * owner trims the cache: the transport trims to IBC_IB_REG_CACHE_BYTES
+ * whenever a new operation (message descriptor sequence) starts. With the
+ * default 0, a user buffer's registration is reused by every message of
+ * one collective and released when the next one starts; that stays
+ * correct when the application frees a buffer and gets new memory at the
+ * same address (a pinned registration would then point at the old pages),
+ * a hazard that libraries with memory hooks (UCX, Open MPI) catch and
+ * ibcoll, which has none, avoids by policy. Invalidation (deregistration)
+ * drops idle entries at once and in-use ones at their last release.
+ * Lists are linear: a context holds few registrations.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "ib.h"
+#include "util.h"
+
+static uintptr_t mr_page_size(void)
+{
+	static uintptr_t pg;
+
+	if (!pg) {
+		long v = sysconf(_SC_PAGESIZE);
+
+		pg = v > 0 ? (uintptr_t)v : 4096;
+	}
+	return pg;
+}
+
+static size_t mr_bytes(const struct ibc_ib_mr *mr)
+{
+	return (size_t)(mr->end - mr->start);
+}
+
+/**
+ * ibc_ib_mr_cache_init() - Set up an empty cache.
+ * @cache:          [out] the cache, initialised in place.
+ * @be:             [in]  registration backend (copied).
+ * @idle_max_bytes: [in]  IBC_IB_REG_CACHE_BYTES: idle user registrations
+ *                        ibc_ib_mr_trim() callers usually keep.
+ */
+void ibc_ib_mr_cache_init(struct ibc_ib_mr_cache *cache, const struct ibc_ib_mr_backend *be,
+			  size_t idle_max_bytes)
+{
+	memset(cache, 0, sizeof(*cache));
+	cache->be = *be;
+	cache->idle_max_bytes = idle_max_bytes;
+}
+
+static void mr_unlink(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	if (mr->prev)
+		mr->prev->next = mr->next;
+	else
+		cache->head = mr->next;
+	if (mr->next)
+		mr->next->prev = mr->prev;
+	mr->next = NULL;
+	mr->prev = NULL;
+}
+
+static void mr_push_front(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	mr->prev = NULL;
+	mr->next = cache->head;
+	if (cache->head)
+		cache->head->prev = mr;
+	cache->head = mr;
+}
+
+/* deregister and free an entry that is unlinked and not counted as idle */
+static void mr_drop(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	int ret = cache->be.dereg(cache->be.arg, mr->handle);
+
+	if (ret)
+		IBC_LOG_WARN(IB, "deregistration of %zu bytes at 0x%lx on %s failed: %s", mr_bytes(mr),
+			     (unsigned long)mr->start, cache->be.name, strerror(ret));
+	cache->stats.deregs++;
+	cache->nentries--;
+	ibc_free(mr);
+}
+
+static int mr_is_idle_user(const struct ibc_ib_mr *mr)
+{
+	return mr->refcnt == 0 && !(mr->flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_STALE));
+}
+
+/* the registration failure, with the memlock limit when it is the likely cause */
+static void mr_reg_error(struct ibc_ib_mr_cache *cache, int err, size_t nbytes)
+{
+	struct rlimit rl;
+	char cur[64];
+	char max[64];
+
+	if (err != ENOMEM || getrlimit(RLIMIT_MEMLOCK, &rl) != 0) {
+		snprintf(cache->errbuf, sizeof(cache->errbuf), "ibv_reg_mr of %zu bytes on %s failed: %s",
+			 nbytes, cache->be.name, strerror(err));
+		return;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY)
+		snprintf(cur, sizeof(cur), "unlimited");
+	else
+		snprintf(cur, sizeof(cur), "%llu bytes (%llu KiB)", (unsigned long long)rl.rlim_cur,
+			 (unsigned long long)rl.rlim_cur / 1024);
+	if (rl.rlim_max == RLIM_INFINITY)
+		snprintf(max, sizeof(max), "unlimited");
+	else
+		snprintf(max, sizeof(max), "%llu bytes", (unsigned long long)rl.rlim_max);
+	snprintf(cache->errbuf, sizeof(cache->errbuf),
+		 "ibv_reg_mr of %zu bytes on %s failed: %s; the locked-memory limit RLIMIT_MEMLOCK (ulimit -l) is %s, hard limit %s: raise it (ulimit -l unlimited, memlock in /etc/security/limits.conf, LimitMEMLOCK= for systemd, --ulimit memlock=-1 for containers)",
+		 nbytes, cache->be.name, strerror(err), cur, max);
+}
+
+/**
+ * ibc_ib_mr_get() - Find or make a registration covering [@addr, @addr + @nbytes).
+ * @cache:  [in,out] the cache.
+ * @addr:   [in]  start of the buffer (host memory).
+ * @nbytes: [in]  length in bytes; 0 is treated as 1.
+ * @flags:  [in]  IBC_IB_MR_PERSIST for transport-owned memory;
+ *                IBC_IB_MR_READONLY when the caller only reads (send side):
+ *                a read-only buffer (e.g. in .rodata) is then registered
+ *                without write access instead of failing.
+ * @mr_p:   [out] the entry, with one more reference, written on success.
+ *
+ * Blocking: a miss calls the backend (ibv_reg_mr pins pages: tens of us
+ *           and more for large buffers). Threading: not thread-safe; one
+ *           thread per cache (the transport context's).
+ * Return: IBC_OK; IBC_ERR_NO_MEMORY; IBC_ERR_VERBS when registration fails
+ *         (cache->errbuf then holds the text, naming RLIMIT_MEMLOCK and
+ *         its value when the error is ENOMEM). IBC_FAULT_INJECT=reg:N
+ *         makes the N-th registration fail with ENOMEM.
+ */
+ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes,
+			   unsigned flags, struct ibc_ib_mr **mr_p)
+{
+	uintptr_t pg = mr_page_size();
+	uintptr_t a = (uintptr_t)addr;
+	uintptr_t start = a & ~(pg - 1);
+	uintptr_t end = IBC_ALIGN_UP(a + (nbytes ? nbytes : 1), pg);
+	int need_write = !(flags & IBC_IB_MR_READONLY);
+	struct ibc_ib_mr *mr;
+	int ret;
+
+	for (mr = cache->head; mr; mr = mr->next) {
+		if ((mr->flags & IBC_IB_MR_STALE) || mr->start > a ||
+		    mr->end < a + (nbytes ? nbytes : 1))
+			continue;
+		if (need_write && (mr->flags & IBC_IB_MR_READONLY))
+			continue;
+		if (mr_is_idle_user(mr))
+			cache->idle_user_bytes -= mr_bytes(mr);
+		mr->refcnt++;
+		mr->flags |= flags & IBC_IB_MR_PERSIST;
+		mr_unlink(cache, mr);
+		mr_push_front(cache, mr);
+		cache->stats.hits++;
+		*mr_p = mr;
+		return IBC_OK;
+	}
+	cache->stats.misses++;
+	mr = ibc_calloc(1, sizeof(*mr), "registration cache entry");
+	if (!mr)
+		return IBC_ERR_NO_MEMORY;
+	if (ibc_fault_hit(IBC_FAULT_REG, "ibv_reg_mr"))
+		ret = ENOMEM;
+	else
+		ret = cache->be.reg(cache->be.arg, (void *)start, end - start, 1, &mr->lkey,
+				    &mr->rkey, &mr->handle);
+	if ((ret == EFAULT || ret == EACCES || ret == EPERM) && !need_write) {
+		ret = cache->be.reg(cache->be.arg, (void *)start, end - start, 0, &mr->lkey,
+				    &mr->rkey, &mr->handle);
+		if (!ret)
+			flags |= IBC_IB_MR_READONLY;
+	}
+	if (ret) {
+		mr_reg_error(cache, ret, (size_t)(end - start));
+		IBC_LOG_DEBUG(IB, "%s", cache->errbuf);
+		ibc_free(mr);
+		return IBC_ERR_VERBS;
+	}
+	cache->stats.regs++;
+	mr->start = start;
+	mr->end = end;
+	mr->refcnt = 1;
+	mr->flags = flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_READONLY);
+	mr_push_front(cache, mr);
+	cache->nentries++;
+	*mr_p = mr;
+	return IBC_OK;
+}
+
+/**
+ * ibc_ib_mr_put() - Release one reference taken by ibc_ib_mr_get().
+ * @cache: [in,out] the cache.
+ * @mr:    [in] the entry; invalid after the call if it was stale.
+ *
+ * The last release of a stale entry deregisters it; an idle user entry
+ * stays cached until ibc_ib_mr_trim() or ibc_ib_mr_invalidate().
+ */
+void ibc_ib_mr_put(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	if (!mr)
+		return;
+	if (mr->refcnt <= 0) {
+		IBC_LOG_WARN(IB, "registration of 0x%lx put more often than got (internal error)",
+			     (unsigned long)mr->start);
+		return;
+	}
+	if (--mr->refcnt > 0)
+		return;
+	if (mr->flags & IBC_IB_MR_STALE) {
+		mr_unlink(cache, mr);
+		mr_drop(cache, mr);
+		return;
+	}
+	if (!(mr->flags & IBC_IB_MR_PERSIST))
+		cache->idle_user_bytes += mr_bytes(mr);
+}
+
+/**
+ * ibc_ib_mr_invalidate() - Forget every registration overlapping a range,
+ * e.g. because its memory is being freed (deregistration).
+ * @cache:  [in,out] the cache.
+ * @addr:   [in] start of the range.
+ * @nbytes: [in] length in bytes.
+ *
+ * Idle entries are deregistered now; entries in use are marked stale: no
+ * later lookup finds them, and the last ibc_ib_mr_put() deregisters them.
+ */
+void ibc_ib_mr_invalidate(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes)
+{
+	uintptr_t a = (uintptr_t)addr;
+	uintptr_t b = a + (nbytes ? nbytes : 1);
+	struct ibc_ib_mr *mr = cache->head;
+
+	while (mr) {
+		struct ibc_ib_mr *next = mr->next;
+
+		if (mr->start < b && a < mr->end && !(mr->flags & IBC_IB_MR_STALE)) {
+			cache->stats.invalidations++;
+			if (mr->refcnt == 0) {
+				if (!(mr->flags & IBC_IB_MR_PERSIST))
+					cache->idle_user_bytes -= mr_bytes(mr);
+				mr_unlink(cache, mr);
+				mr_drop(cache, mr);
+			} else {
+				mr->flags |= IBC_IB_MR_STALE;
+			}
+		}
+		mr = next;
+	}
+}
+
+/**
+ * ibc_ib_mr_trim() - Deregister idle user registrations, least recently
+ * used first, until at most @keep_bytes of them remain.
+ * @cache:      [in,out] the cache.
+ * @keep_bytes: [in] idle user bytes to keep (0: all idle user entries go).
+ */
+void ibc_ib_mr_trim(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
+{
+	struct ibc_ib_mr *mr;
+	struct ibc_ib_mr *tail = NULL;
+
+	if (cache->idle_user_bytes <= keep_bytes)
+		return;
+	for (mr = cache->head; mr; mr = mr->next)
+		tail = mr;
+	while (tail && cache->idle_user_bytes > keep_bytes) {
+		struct ibc_ib_mr *prev = tail->prev;
+
+		if (mr_is_idle_user(tail)) {
+			cache->idle_user_bytes -= mr_bytes(tail);
+			cache->stats.evictions++;
+			mr_unlink(cache, tail);
+			mr_drop(cache, tail);
+		}
+		tail = prev;
+	}
+}
+
+/**
+ * ibc_ib_mr_cache_fini() - Deregister everything and free the entries.
+ * @cache: [in,out] the cache; entries still referenced are released too
+ *         (logged at DEBUG: their operations were abandoned).
+ */
+void ibc_ib_mr_cache_fini(struct ibc_ib_mr_cache *cache)
+{
+	while (cache->head) {
+		struct ibc_ib_mr *mr = cache->head;
+
+		if (mr->refcnt)
+			IBC_LOG_DEBUG(IB, "registration of %zu bytes at 0x%lx still used by %d operations at teardown",
+				      mr_bytes(mr), (unsigned long)mr->start, mr->refcnt);
+		mr_unlink(cache, mr);
+		mr_drop(cache, mr);
+	}
+	cache->idle_user_bytes = 0;
+}
+
+/**
+ * ibc_ib_mr_verbs_reg() - The ibv_reg_mr backend of the cache.
+ * @pd:       [in]  struct ibv_pd *.
+ * @addr:     [in]  page-aligned start.
+ * @nbytes:   [in]  page-aligned length.
+ * @writable: [in]  1: local write + remote write access; 0: read only.
+ * @lkey_p, @rkey_p, @handle_p: [out] keys and the struct ibv_mr *.
+ * Return: 0 or the errno of ibv_reg_mr (ENOMEM when over RLIMIT_MEMLOCK).
+ */
+int ibc_ib_mr_verbs_reg(void *pd, void *addr, size_t nbytes, int writable, uint32_t *lkey_p,
+			uint32_t *rkey_p, void **handle_p)
+{
+	int access = writable ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : 0;
+	struct ibv_mr *mr;
+
+	errno = 0;
+	mr = ibv_reg_mr(pd, addr, nbytes, access);
+	if (!mr)
+		return errno ? errno : EIO;
+	*lkey_p = mr->lkey;
+	*rkey_p = mr->rkey;
+	*handle_p = mr;
+	return 0;
+}
+
+/* ibc_ib_mr_verbs_dereg() - ibv_dereg_mr() of @handle; 0 or its errno */
+int ibc_ib_mr_verbs_dereg(void *pd, void *handle)
+{
+	(void)pd;
+	return ibv_dereg_mr(handle);
+}

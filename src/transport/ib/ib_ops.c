@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ib_ops.c - the verbs transport's ops table (transport.h): per
+ * communicator, choose a port (IBC_IB_HCA, local rank round-robin, the
+ * topology hook), create the ib context, and run the nonblocking connect
+ * state machine over the bootstrap:
+ *   state 0: create QPs and FIFO, send our info (tag IBC_BOOT_TAG_IB + 0);
+ *   state 1: try_recv the peer's info -> negotiate, RTR, RTS, send READY
+ *            (tag IBC_BOOT_TAG_IB + 1);
+ *   state 2: try_recv the peer's READY -> connected (the peer's QPs are in
+ *            RTR, so nothing we send is dropped).
+ * Errors found by the context are turned into ibc_comm_fail() calls.
+ * The only ib file that knows struct ibc_comm and the bootstrap.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bootstrap.h"
+#include "comm.h"
+#include "ib.h"
+#include "param.h"
+#include "topo/topo.h"
+#include "util.h"
+
+#define IB_TAG_INFO  (IBC_BOOT_TAG_IB + 0)
+#define IB_TAG_READY (IBC_BOOT_TAG_IB + 1)
+#define IB_READY_MAGIC 0x1bc0ead1u
+
+enum ib_conn_state {
+	IB_CS_IDLE = 0,         /* nothing done yet */
+	IB_CS_SENT_INFO,        /* waiting for the peer's info */
+	IB_CS_SENT_READY,       /* waiting for the peer's READY */
+	IB_CS_CONNECTED,
+};
+
+struct ib_peer_state {
+	int state;              /* enum ib_conn_state */
+	struct ibc_ib_conn *conn;
+	uint64_t t0_ms;         /* start of the connection set-up */
+};
+
+struct ib_tctx {
+	struct ibc_comm *comm;
+	struct ibc_ib_ctx *ib;
+	struct ib_peer_state *peers;    /* [nranks] */
+	int64_t connect_timeout_ms;
+};
+
+/*
+ * ib_ops_pick_port() - this rank's port: the topology module's choice
+ * (ibc_topo_pick_nic(): spread over NUMA nodes and cards by local rank; the
+ * NIC nearest the rank's GPU once the communicator knows the GPU), else
+ * ibc_ib_port_pick()'s round-robin when the topology cannot be loaded.
+ */
+static int ib_ops_pick_port(const struct ibc_ib_port_desc *ports, int nports, int local_rank,
+			    int nlocal)
+{
+	const char *cands[IBC_IB_MAX_PORTS];
+	struct ibc_topo *topo;
+	char why[IBC_TOPO_WHY_LEN];
+	int idx = 0;
+	int i;
+
+	for (i = 0; i < nports; i++)
+		cands[i] = ports[i].dev_name;
+	if (ibc_topo_shared(&topo) == IBC_OK &&
+	    ibc_topo_pick_nic(topo, -1, local_rank, nlocal, cands, nports, &idx, NULL, why,
+			      sizeof(why)) == IBC_OK && idx >= 0 && idx < nports) {
+		IBC_LOG_INFO(IB, "ib: topology picks %s:%d for local rank %d of %d: %s",
+			     ports[idx].dev_name, ports[idx].port, local_rank, nlocal, why);
+		return idx;
+	}
+	return ibc_ib_port_pick(ports, nports, local_rank, nlocal);
+}
+
+static void ib_ops_fail(void *arg, ibc_status_t st, int peer, const char *why)
+{
+	struct ib_tctx *t = arg;
+
+	ibc_comm_fail(t->comm, st, peer, "%s", why);
+}
+
+static ibc_status_t ib_ops_desc_check(void *arg, int peer, const struct ibc_msg_desc *mine,
+				      size_t my_nbytes, const struct ibc_msg_desc *theirs,
+				      size_t their_nbytes)
+{
+	struct ib_tctx *t = arg;
+
+	return ibc_msg_desc_check(t->comm, peer, mine, my_nbytes, theirs, their_nbytes);
+}
+
+/**
+ * ib_ops_init() - Open the port this rank uses for @comm.
+ * @comm:  [in]  communicator (rank, size, bootstrap for the same-host test).
+ * @ctx_p: [out] transport context.
+ *
+ * Port choice: the ACTIVE ports selected by IBC_IB_HCA, in device order;
+ * ib_ops_pick_port() spreads the ranks of one host over them through the
+ * topology module (round-robin in listed order without it).
+ * Return: IBC_OK; IBC_ERR_UNSUPPORTED (no usable port: the communicator
+ *         falls back to tcp unless IBC_TRANSPORT=ib); IBC_ERR_INVALID_ARG
+ *         (malformed IBC_IB_HCA or IBC_IB_GID_INDEX); IBC_ERR_VERBS;
+ *         IBC_ERR_NO_MEMORY.
+ */
+static ibc_status_t ib_ops_init(struct ibc_comm *comm, void **ctx_p)
+{
+	struct ibc_ib_port_desc ports[IBC_IB_MAX_PORTS];
+	struct ibc_ib_hca_spec spec;
+	struct ibc_ib_params prm;
+	struct ibc_ib_ctx_cb cb;
+	struct ib_tctx *t;
+	ibc_status_t st;
+	int nports = 0;
+	int nlocal = 0;
+	int local_rank = 0;
+	int pick;
+	int r;
+
+	IBC_CHECK(ibc_ib_hca_parse(ibc_param_ib_hca(), &spec));
+	IBC_CHECK(ibc_ib_ports_list(&spec, ports, IBC_IB_MAX_PORTS, &nports));
+	if (nports == 0) {
+		IBC_LOG_INFO(IB, "ib: no ACTIVE verbs port%s%s", *ibc_param_ib_hca() ? " matches IBC_IB_HCA=" : "",
+			     ibc_param_ib_hca());
+		return IBC_ERR_UNSUPPORTED;
+	}
+	for (r = 0; r < comm->nranks; r++) {
+		if (r != comm->rank && !ibc_bootstrap_same_host(comm->bs, r))
+			continue;
+		if (r < comm->rank)
+			local_rank++;
+		nlocal++;
+	}
+	pick = ib_ops_pick_port(ports, nports, local_rank, nlocal);
+	t = ibc_calloc(1, sizeof(*t), "ib transport context");
+	if (!t)
+		return IBC_ERR_NO_MEMORY;
+	t->comm = comm;
+	t->connect_timeout_ms = ibc_param_bootstrap_timeout_ms();
+	t->peers = ibc_calloc((size_t)comm->nranks, sizeof(*t->peers), "ib peer states");
+	if (!t->peers) {
+		st = IBC_ERR_NO_MEMORY;
+		goto err_free;
+	}
+	ibc_ib_params_from_env(&prm);
+	memset(&cb, 0, sizeof(cb));
+	cb.arg = t;
+	cb.fail = ib_ops_fail;
+	cb.desc_check = ib_ops_desc_check;
+	IBC_CHECK_GOTO(ibc_ib_ctx_create(ports[pick].dev_name, ports[pick].port, &prm, &cb, &t->ib),
+		       st, err_peers);
+	IBC_LOG_INFO(IB, "ib: rank %d (local rank %d of %d on this host) uses %s:%d, %d usable ports",
+		     comm->rank, local_rank, nlocal, ports[pick].dev_name, ports[pick].port, nports);
+	*ctx_p = t;
+	return IBC_OK;
+
+err_peers:
+	ibc_free(t->peers);
+err_free:
+	ibc_free(t);
+	return st;
+}
+
+static void ib_ops_fini(void *ctx)
+{
+	struct ib_tctx *t = ctx;
+
+	if (!t)
+		return;
+	ibc_ib_ctx_destroy(t->ib);
+	ibc_free(t->peers);
+	ibc_free(t);
+}
+
+static ibc_status_t connect_step(struct ib_tctx *t, int peer, struct ib_peer_state *ps)
+{
+	struct ibc_bootstrap *bs = t->comm->bs;
+	uint8_t buf[IBC_IB_CONN_INFO_WIRE_BYTES];
+	struct ibc_ib_conn_info info;
+	uint32_t ready = IB_READY_MAGIC;
+	int got = 0;
+
+	switch (ps->state) {
+	case IB_CS_IDLE:
+		ps->t0_ms = ibc_time_ms();
+		IBC_CHECK(ibc_ib_conn_create(t->ib, peer, ibc_comm_peer_host(t->comm, peer), &ps->conn));
+		ibc_ib_conn_local_info(ps->conn, &info);
+		ibc_ib_conn_info_pack(&info, buf);
+		IBC_CHECK(ibc_bootstrap_send(bs, peer, IB_TAG_INFO, buf, sizeof(buf)));
+		ps->state = IB_CS_SENT_INFO;
+		/* fall through */
+	case IB_CS_SENT_INFO:
+		IBC_CHECK(ibc_bootstrap_try_recv(bs, peer, IB_TAG_INFO, buf, sizeof(buf), &got));
+		if (!got)
+			return IBC_INPROGRESS;
+		IBC_CHECK(ibc_ib_conn_info_unpack(buf, &info));
+		IBC_CHECK(ibc_ib_conn_establish(ps->conn, &info));
+		IBC_CHECK(ibc_bootstrap_send(bs, peer, IB_TAG_READY, &ready, sizeof(ready)));
+		ps->state = IB_CS_SENT_READY;
+		/* fall through */
+	case IB_CS_SENT_READY:
+		IBC_CHECK(ibc_bootstrap_try_recv(bs, peer, IB_TAG_READY, &ready, sizeof(ready), &got));
+		if (!got)
+			return IBC_INPROGRESS;
+		if (ready != IB_READY_MAGIC) {
+			IBC_LOG_WARN(IB, "peer rank %d sent a malformed ib READY message", peer);
+			return IBC_ERR_INVALID_USAGE;
+		}
+		ps->state = IB_CS_CONNECTED;
+		return IBC_OK;
+	default:
+		return IBC_OK;
+	}
+}
+
+/**
+ * ib_ops_connect() - Nonblocking connection set-up to @peer (see the file
+ * header); call again while it returns IBC_INPROGRESS.
+ * @ctx:    [in]  transport context.
+ * @peer:   [in]  peer rank.
+ * @conn_p: [out] the connection once IBC_OK is returned.
+ * Blocking: a few verbs calls and bootstrap sends, never a wait for the
+ *           peer. Bounded: fails with IBC_ERR_TIMEOUT after
+ *           IBC_BOOTSTRAP_TIMEOUT_MS without the peer's answer.
+ * Return: IBC_OK; IBC_INPROGRESS; IBC_ERR_TIMEOUT; IBC_ERR_REMOTE;
+ *         IBC_ERR_VERBS; IBC_ERR_UNSUPPORTED (no common GID kind or link
+ *         layer); IBC_ERR_INVALID_USAGE (incompatible peer).
+ */
+static ibc_status_t ib_ops_connect(void *ctx, int peer, struct ibc_tconn **conn_p)
+{
+	struct ib_tctx *t = ctx;
+	struct ib_peer_state *ps;
+	char why[768];
+	ibc_status_t st;
+
+	if (peer < 0 || peer >= t->comm->nranks)
+		return IBC_ERR_INVALID_ARG;
+	ps = &t->peers[peer];
+	ibc_log_set_last_error("");
+	st = connect_step(t, peer, ps);
+	if (st == IBC_OK) {
+		*conn_p = (struct ibc_tconn *)ps->conn;
+		return IBC_OK;
+	}
+	if (st == IBC_INPROGRESS) {
+		if ((int64_t)(ibc_time_ms() - ps->t0_ms) <= t->connect_timeout_ms)
+			return IBC_INPROGRESS;
+		IBC_LOG_WARN(IB, "peer rank %d (host %s) did not complete the ib connection set-up within %lld ms (state %d)",
+			     peer, ibc_comm_peer_host(t->comm, peer), (long long)t->connect_timeout_ms,
+			     ps->state);
+		st = IBC_ERR_TIMEOUT;
+	}
+	/* the cause was logged (WARN) where it was detected; make it the communicator's error */
+	snprintf(why, sizeof(why), "%s", ibc_last_error());
+	ibc_comm_fail(t->comm, st, peer, "ib connection set-up from %s:%d failed: %s",
+		      t->ib->dev_name, t->ib->port, *why ? why : ibc_status_str(st));
+	ibc_ib_conn_destroy(ps->conn);
+	ps->conn = NULL;
+	ps->state = IB_CS_IDLE;
+	return st;
+}
+
+static void ib_ops_disconnect(struct ibc_tconn *tconn)
+{
+	struct ibc_ib_conn *conn = (struct ibc_ib_conn *)tconn;
+	struct ib_tctx *t;
+	int peer;
+
+	if (!conn)
+		return;
+	t = ibc_ib_conn_ctx(conn)->cb.arg;
+	peer = ibc_ib_conn_peer(conn);
+	ibc_ib_conn_destroy(conn);
+	if (peer >= 0 && peer < t->comm->nranks && t->peers[peer].conn == conn) {
+		t->peers[peer].conn = NULL;
+		t->peers[peer].state = IB_CS_IDLE;
+	}
+}
+
+static ibc_status_t ib_ops_isend(struct ibc_tconn *conn, const void *buf, size_t nbytes,
+				 const struct ibc_msg_desc *desc, struct ibc_treq *req)
+{
+	return ibc_ib_conn_isend((struct ibc_ib_conn *)conn, buf, nbytes, desc, req);
+}
+
+static ibc_status_t ib_ops_irecv(struct ibc_tconn *conn, void *buf, size_t nbytes,
+				 const struct ibc_msg_desc *desc, struct ibc_treq *req)
+{
+	return ibc_ib_conn_irecv((struct ibc_ib_conn *)conn, buf, nbytes, desc, req);
+}
+
+static ibc_status_t ib_ops_progress(void *ctx)
+{
+	struct ib_tctx *t = ctx;
+
+	return ibc_ib_ctx_progress(t->ib);
+}
+
+static void ib_ops_wait(void *ctx, int timeout_us)
+{
+	struct ib_tctx *t = ctx;
+
+	ibc_ib_ctx_wait(t->ib, timeout_us);
+}
+
+const struct ibc_transport_ops ibc_ib_ops = {
+	.name = "ib",
+	.caps = IBC_TCAP_HOST,
+	.init = ib_ops_init,
+	.fini = ib_ops_fini,
+	.connect = ib_ops_connect,
+	.disconnect = ib_ops_disconnect,
+	.isend = ib_ops_isend,
+	.irecv = ib_ops_irecv,
+	.progress = ib_ops_progress,
+	.wait = ib_ops_wait,
+};

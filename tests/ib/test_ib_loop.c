@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ib_loop.c - the verbs transport end to end on a real device, two
+ * endpoints in one process (one on RXE_DEV0, one on RXE_DEV1: rxe0 and
+ * rxe1 in the Soft-RoCE VM), connected through the internal API with the
+ * connection info exchanged in memory:
+ *   - QP set-up (RESET -> INIT -> RTR -> RTS), negotiated MTU and GID;
+ *   - data both ways with exact checks: zero, inline, bounce, zero-copy
+ *     and striped sizes, more messages than credits (queued sends and
+ *     receives), sends posted before receives and after;
+ *   - many large messages in flight over 3 QPs;
+ *   - the registration cache over ibv_reg_mr: hits within one operation,
+ *     release at the next, retention with IBC_IB_REG_CACHE_BYTES;
+ *   - descriptor and size mismatches failing both sides;
+ *   - a dead peer QP: retry-exceeded error naming the QP and status text,
+ *     within a bounded time; requests complete with IBC_ERR_REMOTE;
+ *   - a departed peer while only a send waits for its clear-to-send: found
+ *     by the keep-alive probe (IBC_IB_PROBE_MS);
+ *   - (IBT_LINK_DOWN_NETDEV set, VM only) port down -> async event error.
+ * IBT_EXPECT_MTU_DIFF=1 asserts the two ports' MTUs differ (the VM suite sets
+ * veth0's MTU to 9000); IBT_QUICK=1 stops after one exchange of every size;
+ * IBT_EXPECT_GID_CLASS names the GID kind auto-selection must choose.
+ * Without a verbs device it SKIPs.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ib_test_util.h"
+#include "core/util.h"
+#include "tap.h"
+
+#define GUARD 64
+#define NSIZES 14
+
+static const size_t sizes[NSIZES] = { 0, 1, 7, 64, 65, 128, 129, 1000, 4096, 8192, 8193,
+				      65539, 1048581, 3145728 };
+
+static uint8_t pat(int dir, int i, size_t j)
+{
+	return (uint8_t)(i * 131 + (int)(j * 7) + dir * 61 + 1 + (int)(j >> 12));
+}
+
+static void fill(uint8_t *b, size_t n, int dir, int i)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		b[j] = pat(dir, i, j);
+}
+
+static int check(const uint8_t *b, size_t n, int dir, int i)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		if (b[j] != pat(dir, i, j))
+			return 0;
+	for (j = n; j < n + GUARD; j++)
+		if (b[j] != 0xee)
+			return 0;
+	return 1;
+}
+
+static struct ibc_msg_desc desc_of(uint32_t seq, uint64_t count)
+{
+	struct ibc_msg_desc d;
+
+	memset(&d, 0, sizeof(d));
+	d.seq = seq;
+	d.coll = 1;
+	d.dtype = 1;
+	d.count = count;
+	d.root = -1;
+	return d;
+}
+
+/* send every size in both directions at once; recv_first: receives posted before sends */
+static void exchange_sizes(struct ibt_pair *p, int recv_first, uint32_t seq)
+{
+	static struct ibc_treq rq[2][NSIZES];
+	static struct ibc_treq sq[2][NSIZES];
+	struct ibc_treq *all[4 * NSIZES];
+	uint8_t *sbuf[2][NSIZES];
+	uint8_t *rbuf[2][NSIZES];
+	struct ibc_ib_conn *c[2] = { p->ca, p->cb };
+	int ok_data = 1;
+	int ok_st = 1;
+	int d;
+	int i;
+	int k = 0;
+
+	for (d = 0; d < 2; d++) {
+		for (i = 0; i < NSIZES; i++) {
+			sbuf[d][i] = malloc(sizes[i] + GUARD);
+			rbuf[d][i] = malloc(sizes[i] + GUARD);
+			fill(sbuf[d][i], sizes[i], d, i);
+			memset(rbuf[d][i], 0xee, sizes[i] + GUARD);
+		}
+	}
+	for (d = 0; d < 2; d++) {
+		for (i = 0; i < NSIZES; i++) {
+			struct ibc_msg_desc desc = desc_of(seq, sizes[i]);
+
+			/* direction d: c[d] sends, c[1-d] receives */
+			if (recv_first) {
+				ibc_ib_conn_irecv(c[1 - d], rbuf[d][i], sizes[i], &desc, &rq[d][i]);
+				ibc_ib_conn_isend(c[d], sbuf[d][i], sizes[i], &desc, &sq[d][i]);
+			} else {
+				ibc_ib_conn_isend(c[d], sbuf[d][i], sizes[i], &desc, &sq[d][i]);
+			}
+			all[k++] = &sq[d][i];
+			all[k++] = &rq[d][i];
+		}
+	}
+	if (!recv_first) {
+		for (d = 0; d < 2; d++)
+			for (i = 0; i < NSIZES; i++) {
+				struct ibc_msg_desc desc = desc_of(seq, sizes[i]);
+
+				ibc_ib_conn_irecv(c[1 - d], rbuf[d][i], sizes[i], &desc, &rq[d][i]);
+			}
+	}
+	tap_is_int(ibt_wait(p, all, k, 120000), 0, "%s: %d messages of 0..3 MiB both ways complete",
+		   recv_first ? "receives first" : "sends first", 2 * NSIZES);
+	for (d = 0; d < 2; d++) {
+		for (i = 0; i < NSIZES; i++) {
+			if (!ibc_treq_is_done(&sq[d][i]) || !ibc_treq_is_done(&rq[d][i]) ||
+			    sq[d][i].status != IBC_OK || rq[d][i].status != IBC_OK) {
+				ok_st = 0;
+				tap_diag("dir %d size %zu: send %d/%s recv %d/%s", d, sizes[i],
+					 sq[d][i].done, ibc_status_str(sq[d][i].status), rq[d][i].done,
+					 ibc_status_str(rq[d][i].status));
+			} else if (!check(rbuf[d][i], sizes[i], d, i)) {
+				ok_data = 0;
+				tap_diag("dir %d size %zu: data differ", d, sizes[i]);
+			}
+		}
+	}
+	tap_ok(ok_st, "every request completed with IBC_OK");
+	tap_ok(ok_data, "every byte arrived exactly, nothing written past the end");
+	for (d = 0; d < 2; d++)
+		for (i = 0; i < NSIZES; i++) {
+			if (!ibc_treq_is_done(&sq[d][i]) || !ibc_treq_is_done(&rq[d][i]))
+				continue; /* leaked on purpose: the transport may still write */
+			free(sbuf[d][i]);
+			free(rbuf[d][i]);
+		}
+}
+
+static void many_in_flight(struct ibt_pair *p)
+{
+	enum { N = 48, SZ = 100000 };
+	static struct ibc_treq sq[N];
+	static struct ibc_treq rq[N];
+	struct ibc_treq *all[2 * N];
+	uint8_t *s = malloc((size_t)N * SZ);
+	uint8_t *r = malloc((size_t)N * SZ + GUARD);
+	int bad = 0;
+	int i;
+
+	for (i = 0; i < N; i++)
+		fill(s + (size_t)i * SZ, SZ, 3, i);
+	memset(r, 0xee, (size_t)N * SZ + GUARD);
+	for (i = 0; i < N; i++) {
+		struct ibc_msg_desc d = desc_of(500, SZ);
+
+		ibc_ib_conn_isend(p->ca, s + (size_t)i * SZ, SZ, &d, &sq[i]);
+		all[2 * i] = &sq[i];
+	}
+	for (i = 0; i < N; i++) {
+		struct ibc_msg_desc d = desc_of(500, SZ);
+
+		ibc_ib_conn_irecv(p->cb, r + (size_t)i * SZ, SZ, &d, &rq[i]);
+		all[2 * i + 1] = &rq[i];
+	}
+	tap_is_int(ibt_wait(p, all, 2 * N, 120000), 0, "%d striped messages of %d bytes complete", N,
+		   SZ);
+	for (i = 0; i < N; i++) {
+		size_t j;
+
+		if (sq[i].status != IBC_OK || rq[i].status != IBC_OK) {
+			bad++;
+			continue;
+		}
+		for (j = 0; j < SZ; j++)
+			if (r[(size_t)i * SZ + j] != pat(3, i, j)) {
+				bad++;
+				break;
+			}
+	}
+	tap_is_int(bad, 0, "all %d messages exact", N);
+	tap_ok(r[(size_t)N * SZ] == 0xee, "guard after the last message untouched");
+	free(s);
+	free(r);
+}
+
+/* one message A -> B, waited for */
+static int one_msg(struct ibt_pair *p, void *sbuf, void *rbuf, size_t n, uint32_t seq,
+		   ibc_status_t *sst, ibc_status_t *rst)
+{
+	struct ibc_msg_desc d = desc_of(seq, n);
+	struct ibc_treq s;
+	struct ibc_treq r;
+	struct ibc_treq *all[2] = { &s, &r };
+	int ret;
+
+	ibc_ib_conn_irecv(p->cb, rbuf, n, &d, &r);
+	ibc_ib_conn_isend(p->ca, sbuf, n, &d, &s);
+	ret = ibt_wait(p, all, 2, 60000);
+	*sst = s.status;
+	*rst = r.status;
+	return ret;
+}
+
+static void reg_cache(struct ibt_pair *p)
+{
+	const size_t n = 1 << 20;
+	uint8_t *s = malloc(n);
+	uint8_t *r = malloc(n);
+	struct ibc_ib_mr_cache_stats a0;
+	struct ibc_ib_mr_cache_stats b0;
+	ibc_status_t ss;
+	ibc_status_t rs;
+	int i;
+	int ok = 1;
+
+	fill(s, n, 5, 0);
+	one_msg(p, s, r, n, 900, &ss, &rs); /* a new operation: earlier ones are trimmed */
+	a0 = p->a->mrc.stats;
+	b0 = p->b->mrc.stats;
+	for (i = 0; i < 3; i++) {
+		if (one_msg(p, s, r, n, 900, &ss, &rs) || ss != IBC_OK || rs != IBC_OK)
+			ok = 0;
+	}
+	tap_ok(ok, "three more 1 MiB messages of operation 900 complete");
+	tap_is_int(p->a->mrc.stats.misses - a0.misses, 0, "sender: no new registration within one operation");
+	tap_is_int(p->a->mrc.stats.hits - a0.hits, 3, "sender: 3 cache hits");
+	tap_is_int(p->b->mrc.stats.hits - b0.hits, 3, "receiver: 3 cache hits");
+	a0 = p->a->mrc.stats;
+	one_msg(p, s, r, n, 901, &ss, &rs);
+	tap_ok(ss == IBC_OK && rs == IBC_OK, "message of operation 901 completes");
+	tap_is_int(p->a->mrc.stats.evictions - a0.evictions, 1,
+		   "IBC_IB_REG_CACHE_BYTES=0: the next operation releases the idle registration");
+	tap_is_int(p->a->mrc.stats.misses - a0.misses, 1, "and registers again");
+	tap_ok(!memcmp(r, s, n), "data exact");
+	p->a->prm.reg_cache_bytes = 64 << 20;
+	a0 = p->a->mrc.stats;
+	one_msg(p, s, r, n, 902, &ss, &rs);
+	tap_is_int(p->a->mrc.stats.evictions - a0.evictions, 0,
+		   "IBC_IB_REG_CACHE_BYTES=64m: idle registration kept across operations");
+	tap_is_int(p->a->mrc.stats.hits - a0.hits, 1, "and reused (hit)");
+	p->a->prm.reg_cache_bytes = 0;
+	free(s);
+	free(r);
+}
+
+static void mismatch(struct ibt_pair *p)
+{
+	uint8_t s[256];
+	uint8_t r[512];
+	struct ibc_msg_desc ds = desc_of(7, 10);
+	struct ibc_msg_desc dr = desc_of(7, 11);
+	struct ibc_treq sq;
+	struct ibc_treq rq;
+	struct ibc_treq *all[2] = { &sq, &rq };
+	int ma = p->ra.ndesc_mismatch;
+	int mb = p->rb.ndesc_mismatch;
+	ibc_status_t ss;
+	ibc_status_t rs;
+
+	memset(s, 1, sizeof(s));
+	ibc_ib_conn_isend(p->ca, s, 100, &ds, &sq);
+	ibc_ib_conn_irecv(p->cb, r, 100, &dr, &rq);
+	tap_is_int(ibt_wait(p, all, 2, 30000), 0, "descriptor mismatch: both requests finish");
+	tap_is_int(sq.status, IBC_ERR_INVALID_USAGE, "sender fails with IBC_ERR_INVALID_USAGE");
+	tap_is_int(rq.status, IBC_ERR_INVALID_USAGE, "receiver fails with IBC_ERR_INVALID_USAGE");
+	tap_ok(p->ra.ndesc_mismatch == ma + 1 && p->rb.ndesc_mismatch == mb + 1,
+	       "both sides compared and saw both values: '%s'", p->rb.last_desc);
+	tap_ok(strstr(p->rb.last_desc, "count 11") && strstr(p->rb.last_desc, "count 10"),
+	       "receiver's check has its count 11 and the sender's 10");
+	ds = desc_of(8, 50);
+	ibc_ib_conn_isend(p->ca, s, 100, &ds, &sq);
+	ibc_ib_conn_irecv(p->cb, r, 200, &ds, &rq);
+	tap_is_int(ibt_wait(p, all, 2, 30000), 0, "size mismatch: both requests finish");
+	tap_ok(sq.status == IBC_ERR_INVALID_USAGE && rq.status == IBC_ERR_INVALID_USAGE,
+	       "size mismatch fails both sides (%s, %s)", ibc_status_str(sq.status),
+	       ibc_status_str(rq.status));
+	one_msg(p, s, r, 256, 9, &ss, &rs);
+	tap_ok(ss == IBC_OK && rs == IBC_OK && !memcmp(r, s, 256),
+	       "the connection still carries the next message");
+	tap_is_int(p->ra.nfail + p->rb.nfail, 0, "no connection failure so far");
+}
+
+static void small_stream(struct ibt_pair *p)
+{
+	enum { N = 300 };
+	static struct ibc_treq sq[N];
+	static struct ibc_treq rq[N];
+	static uint8_t s[N][16];
+	static uint8_t r[N][16];
+	struct ibc_treq *all[2 * N];
+	int bad = 0;
+	int i;
+
+	for (i = 0; i < N; i++) {
+		struct ibc_msg_desc d = desc_of(1000 + (uint32_t)i, 16);
+
+		fill(s[i], 16, 4, i);
+		ibc_ib_conn_irecv(p->cb, r[i], 16, &d, &rq[i]);
+		ibc_ib_conn_isend(p->ca, s[i], 16, &d, &sq[i]);
+		all[2 * i] = &sq[i];
+		all[2 * i + 1] = &rq[i];
+	}
+	tap_is_int(ibt_wait(p, all, 2 * N, 60000), 0, "%d inline messages (selective signaling) complete", N);
+	for (i = 0; i < N; i++)
+		if (rq[i].status != IBC_OK || memcmp(r[i], s[i], 16))
+			bad++;
+	tap_is_int(bad, 0, "all exact");
+}
+
+static void dead_peer(const char *d0, int p0, const char *d1, int p1)
+{
+	struct ibc_ib_params prm;
+	struct ibt_pair p;
+	uint8_t buf[4096];
+	struct ibc_msg_desc d = desc_of(1, 4096);
+	struct ibc_treq sq;
+	struct ibc_treq rq;
+	ibc_status_t st = IBC_OK;
+	uint64_t t0;
+	uint64_t dt;
+	char want[64];
+
+	ibt_default_params(&prm);
+	prm.timeout = 12;       /* 16.8 ms per try */
+	prm.retry_cnt = 2;
+	if (ibt_pair_open(&p, d0, p0, d1, p1, &prm) != IBC_OK) {
+		tap_ok(0, "dead peer: pair opens");
+		return;
+	}
+	snprintf(want, sizeof(want), "qp 0x%x", ibc_ib_conn_qpn(p.ca, 0));
+	/* the peer's QPs go away, as when its process dies */
+	ibc_ib_conn_destroy(p.cb);
+	p.cb = NULL;
+	t0 = ibc_time_ms();
+	ibc_ib_conn_irecv(p.ca, buf, sizeof(buf), &d, &rq);
+	ibc_ib_conn_isend(p.ca, buf, sizeof(buf), &d, &sq);
+	while (!(ibc_treq_is_done(&sq) && ibc_treq_is_done(&rq)) && ibc_time_ms() - t0 < 20000) {
+		ibc_status_t s = ibc_ib_ctx_progress(p.a);
+
+		if (s != IBC_OK)
+			st = s;
+		ibc_ib_ctx_wait(p.a, 1000);
+	}
+	dt = ibc_time_ms() - t0;
+	tap_ok(ibc_treq_is_done(&sq) && ibc_treq_is_done(&rq),
+	       "dead peer: both requests finish (after %llu ms)", (unsigned long long)dt);
+	tap_ok(dt < 10000, "within 10 s (timeout 16.8 ms x 3 tries)");
+	tap_is_int(rq.status, IBC_ERR_REMOTE, "receive fails with IBC_ERR_REMOTE");
+	tap_is_int(sq.status, IBC_ERR_REMOTE, "send fails with IBC_ERR_REMOTE");
+	tap_is_int(st, IBC_ERR_REMOTE, "progress returned the error");
+	tap_is_int(p.ra.nfail, 1, "reported exactly once");
+	tap_is_int(p.ra.last_peer, 1, "naming the peer rank");
+	tap_ok(strstr(p.ra.last_why, "transport retry counter exceeded") != NULL,
+	       "with ibv_wc_status_str: '%s'", p.ra.last_why);
+	tap_ok(strstr(p.ra.last_why, want) != NULL, "and the local QP number (%s)", want);
+	tap_ok(strstr(p.ra.last_why, d1) != NULL, "and the peer's device (%s)", d1);
+	ibt_pair_close(&p);
+}
+
+/* a peer that goes away while this side only waits for its clear-to-send:
+ * nothing is in flight, so only the keep-alive probe can notice */
+static void departed_peer(const char *d0, int p0, const char *d1, int p1)
+{
+	struct ibc_ib_params prm;
+	struct ibt_pair p;
+	uint8_t buf[64];
+	struct ibc_msg_desc d = desc_of(1, sizeof(buf));
+	struct ibc_treq sq;
+	uint64_t t0;
+
+	ibt_default_params(&prm);
+	prm.timeout = 12;
+	prm.retry_cnt = 2;
+	prm.probe_ms = 200;
+	if (ibt_pair_open(&p, d0, p0, d1, p1, &prm) != IBC_OK) {
+		tap_ok(0, "departed peer: pair opens");
+		return;
+	}
+	ibc_ib_conn_destroy(p.cb);
+	p.cb = NULL;
+	t0 = ibc_time_ms();
+	ibc_ib_conn_isend(p.ca, buf, sizeof(buf), &d, &sq);
+	while (!ibc_treq_is_done(&sq) && ibc_time_ms() - t0 < 20000) {
+		ibc_ib_ctx_progress(p.a);
+		ibc_ib_ctx_wait(p.a, 1000);
+	}
+	tap_ok(ibc_treq_is_done(&sq), "departed peer: a send waiting for a clear-to-send fails (after %llu ms)",
+	       (unsigned long long)(ibc_time_ms() - t0));
+	tap_is_int(sq.status, IBC_ERR_REMOTE, "with IBC_ERR_REMOTE");
+	tap_ok(strstr(p.ra.last_why, "keep-alive probe") &&
+	       strstr(p.ra.last_why, "transport retry counter exceeded"),
+	       "found by the keep-alive probe: '%s'", p.ra.last_why);
+	ibt_pair_close(&p);
+}
+
+static void link_down(const char *netdev, const char *d0, int p0, const char *d1, int p1)
+{
+	struct ibc_ib_params prm;
+	struct ibt_pair p;
+	char cmd[128];
+	uint64_t t0;
+
+	ibt_default_params(&prm);
+	if (ibt_pair_open(&p, d0, p0, d1, p1, &prm) != IBC_OK) {
+		tap_ok(0, "link down: pair opens");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "ip link set %s down", netdev);
+	tap_is_int(system(cmd), 0, "%s", cmd);
+	t0 = ibc_time_ms();
+	while (p.rb.nfail == 0 && ibc_time_ms() - t0 < 10000) {
+		ibc_ib_ctx_progress(p.b);
+		ibc_ib_ctx_wait(p.b, 5000);
+	}
+	tap_is_int(p.rb.nfail, 1, "port down reported on %s after %llu ms", d1,
+		   (unsigned long long)(ibc_time_ms() - t0));
+	tap_is_int(p.rb.last_st, IBC_ERR_VERBS, "as IBC_ERR_VERBS");
+	tap_ok(strstr(p.rb.last_why, "went down") && strstr(p.rb.last_why, "port error"),
+	       "naming the async event and port: '%s'", p.rb.last_why);
+	snprintf(cmd, sizeof(cmd), "ip link set %s up", netdev);
+	tap_is_int(system(cmd), 0, "%s", cmd);
+	ibt_pair_close(&p);
+}
+
+int main(void)
+{
+	struct ibc_ib_params prm;
+	struct ibt_pair p;
+	char d0[IBC_IB_NAME_LEN];
+	char d1[IBC_IB_NAME_LEN];
+	int p0;
+	int p1;
+	ibc_status_t st;
+	const char *netdev = getenv("IBT_LINK_DOWN_NETDEV");
+
+	if (!getenv("IBC_DEBUG"))
+		setenv("IBC_DEBUG", "WARN", 1);
+	if (ibt_pick_ports(d0, &p0, d1, &p1) != 0)
+		tap_skip_all("no ACTIVE verbs port (run inside the Soft-RoCE VM: make check-rxe)");
+	tap_diag("endpoints %s:%d and %s:%d", d0, p0, d1, p1);
+
+	ibt_default_params(&prm);
+	prm.nqps = 3;
+	prm.depth = 4;
+	prm.stripe_min_bytes = 16384;
+	prm.reg_cache_bytes = 0;
+	st = ibt_pair_open(&p, d0, p0, d1, p1, &prm);
+	tap_is_int(st, IBC_OK, "two endpoints connect (RESET -> INIT -> RTR -> RTS)");
+	if (st != IBC_OK)
+		return tap_done();
+	tap_is_int(ibc_ib_conn_nqps(p.ca), 3, "3 QPs per connection");
+	tap_is_int(ibc_ib_conn_mtu(p.ca), ibc_ib_mtu_negotiate(p.a->port_attr.active_mtu,
+							       p.b->port_attr.active_mtu),
+		   "path MTU %s = min(%s, %s)", ibc_ib_mtu_str(ibc_ib_conn_mtu(p.ca)),
+		   ibc_ib_mtu_str(p.a->port_attr.active_mtu), ibc_ib_mtu_str(p.b->port_attr.active_mtu));
+	tap_is_int(ibc_ib_conn_mtu(p.cb), ibc_ib_conn_mtu(p.ca), "both ends use the same MTU");
+	if (getenv("IBT_EXPECT_MTU_DIFF"))
+		tap_ok(p.a->port_attr.active_mtu != p.b->port_attr.active_mtu,
+		       "the two ports have different active MTUs (test of negotiation)");
+	if (p.a->link_layer == IBV_LINK_LAYER_ETHERNET) {
+		int la = -1;
+		int lb = -1;
+		int c;
+
+		for (c = 0; c < IBC_IB_GID_CLASS_COUNT; c++) {
+			if (p.a->gids.index[c] == ibc_ib_conn_gid_index(p.ca) && la < 0)
+				la = c;
+			if (p.b->gids.index[c] == ibc_ib_conn_gid_index(p.cb) && lb < 0)
+				lb = c;
+		}
+		tap_ok(la >= 0 && la == lb, "both ends use a GID of one kind: %s (idx %d and %d)",
+		       ibc_ib_gid_class_name(la), ibc_ib_conn_gid_index(p.ca),
+		       ibc_ib_conn_gid_index(p.cb));
+		if (getenv("IBT_EXPECT_GID_CLASS"))
+			tap_is_str(ibc_ib_gid_class_name(la), getenv("IBT_EXPECT_GID_CLASS"),
+				   "auto-selection chose the expected kind");
+	}
+
+	if (getenv("IBT_QUICK")) { /* the MTU variant of the VM suite: set-up and one exchange */
+		exchange_sizes(&p, 1, 100);
+		tap_is_int(p.ra.nfail + p.rb.nfail, 0, "no failure reported");
+		ibt_pair_close(&p);
+		return tap_done();
+	}
+	exchange_sizes(&p, 0, 100);
+	exchange_sizes(&p, 1, 101);
+	many_in_flight(&p);
+	reg_cache(&p);
+	mismatch(&p);
+	small_stream(&p);
+	tap_is_int(p.ra.nfail + p.rb.nfail, 0, "no failure reported on the healthy pair");
+	ibt_pair_close(&p);
+
+	dead_peer(d0, p0, d1, p1);
+	departed_peer(d0, p0, d1, p1);
+	if (netdev)
+		link_down(netdev, d0, p0, d1, p1);
+	return tap_done();
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ib_wire.c - wire formats of the verbs transport: the connection
+ * info exchanged through the bootstrap (round trip, version and range
+ * checks) and the immediate data of RDMA WRITE WITH IMM. Pure.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "transport/ib/ib.h"
+#include "core/util.h"
+#include "tap.h"
+
+int main(void)
+{
+	uint8_t buf[IBC_IB_CONN_INFO_WIRE_BYTES];
+	struct ibc_ib_conn_info a;
+	struct ibc_ib_conn_info b;
+	uint32_t imm;
+	int i;
+
+	setenv("IBC_DEBUG", "NONE", 1);
+	memset(&a, 0, sizeof(a));
+	a.version = IBC_IB_CONN_INFO_VERSION;
+	a.nqps = 3;
+	a.depth = 16;
+	a.link_layer = IBV_LINK_LAYER_ETHERNET;
+	a.active_mtu = IBV_MTU_4096;
+	a.lid = 0x1234;
+	a.port = 1;
+	a.fifo_rkey = 0xdeadbeef;
+	a.fifo_addr = 0x7f0012345678ull;
+	a.conn_id = 42;
+	strcpy(a.dev_name, "rxe0");
+	for (i = 0; i < IBC_IB_MAX_QPS; i++) {
+		a.qpn[i] = 0x11 + (uint32_t)i;
+		a.psn[i] = 0xabcdef - (uint32_t)i;
+	}
+	for (i = 0; i < IBC_IB_GID_CLASS_COUNT; i++) {
+		a.gids.index[i] = i % 2 ? -1 : i * 3;
+		memset(a.gids.gid[i], 0xa0 + i, 16);
+	}
+	ibc_ib_conn_info_pack(&a, buf);
+	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_OK, "connection info round trip");
+	tap_ok(!memcmp(&a, &b, sizeof(a)), "every field survives");
+	tap_is_int(IBC_IB_CONN_INFO_WIRE_BYTES, 360, "wire size is 360 bytes");
+	tap_is_int(buf[0], IBC_IB_CONN_INFO_VERSION, "little-endian version first");
+	tap_is_int(buf[28], 0xef, "rkey little-endian");
+
+	a.version = 99;
+	ibc_ib_conn_info_pack(&a, buf);
+	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_ERR_INVALID_USAGE, "other version refused");
+	a.version = IBC_IB_CONN_INFO_VERSION;
+	a.nqps = 0;
+	ibc_ib_conn_info_pack(&a, buf);
+	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_ERR_INVALID_USAGE, "0 qps refused");
+	a.nqps = 1;
+	a.depth = 1000;
+	ibc_ib_conn_info_pack(&a, buf);
+	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_ERR_INVALID_USAGE, "depth 1000 refused");
+	a.depth = 4;
+	a.active_mtu = 7;
+	ibc_ib_conn_info_pack(&a, buf);
+	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_ERR_INVALID_USAGE, "bad mtu refused");
+
+	imm = ibc_ib_imm_make(IBC_IB_IMM_DATA, 16, 255, 0x12345678u);
+	tap_is_int(ibc_ib_imm_type(imm), IBC_IB_IMM_DATA, "imm type data");
+	tap_is_int(ibc_ib_imm_nparts(imm), 16, "imm 16 parts");
+	tap_is_int(ibc_ib_imm_slot(imm), 255, "imm slot 255");
+	tap_is_int(ibc_ib_imm_seq(imm), 0x12345678u & 0x3ffff, "imm keeps 18 bits of seq");
+	imm = ibc_ib_imm_make(IBC_IB_IMM_NACK, 1, 0, 7);
+	tap_is_int(ibc_ib_imm_type(imm), IBC_IB_IMM_NACK, "imm type nack");
+	tap_is_int(ibc_ib_imm_nparts(imm), 1, "imm 1 part");
+	tap_is_int(ibc_ib_imm_slot(imm), 0, "imm slot 0");
+	imm = ibc_ib_imm_make(IBC_IB_IMM_CTS, 1, 17, 3);
+	tap_is_int(ibc_ib_imm_type(imm), IBC_IB_IMM_CTS, "imm type cts");
+	tap_is_int(ibc_ib_imm_slot(imm), 17, "imm slot 17");
+	return tap_done();
+}

@@ -1,0 +1,239 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# in_vm_suite.sh - the verbs test suite, run INSIDE the Soft-RoCE VM by
+# tests/rxe/rxe_suite.sh (one boot for everything) from the build directory.
+# Prints TAP test lines (the caller adds the plan); logs in tests/rxe/logs/.
+#   1. the VM itself: rxe0/rxe1 ACTIVE, perftest ib_write_bw/ib_write_lat
+#      between them, ibc_info --devices;
+#   2. verbs unit tests on the devices (tests/ib/test_ib_loop: data path,
+#      registration cache, mismatches, dead peer QP, port down; again with
+#      different MTUs on the two ends; test_ib_memlock under ulimit -l 64);
+#   3. bench/ibc_p2p with every byte checked, and killed mid-transfer;
+#   4. communicators over IBC_TRANSPORT=ib (ranks split over rxe0 and rxe1):
+#      the core's collective matrix (tests/coll/coll_check) on 2, 3 and 4
+#      ranks, a rank killed during all-reduces, a rank under a small memlock
+#      limit (tests/ib/test_ib_comm).
+# Exit status: 0 when every test passed, 1 otherwise.
+set -u
+src=$(cd "$(dirname "$0")/../.." && pwd)
+logs=tests/rxe/logs
+mkdir -p "$logs"
+rm -rf "$logs"/*.log "$logs"/kill "$logs"/memlock
+n=0
+nfail=0
+t_suite=$(date +%s)
+t_last=$(date +%s)
+ok() { n=$((n + 1)); echo "ok $n - $* [$(($(date +%s) - t_last)) s]"; t_last=$(date +%s); }
+notok() { n=$((n + 1)); nfail=$((nfail + 1)); echo "not ok $n - $* [$(($(date +%s) - t_last)) s]"; t_last=$(date +%s); }
+diag() { sed -e 's/^/#   /' "$@" | tail -n 40; }
+# check NAME LOG CMD...: run, pass on exit 0
+check() {
+	local name=$1 log=$2
+	shift 2
+	"$@" > "$log" 2>&1
+	local rc=$?
+	if [ $rc -eq 0 ]; then
+		ok "$name"
+	else
+		notok "$name (exit $rc)"
+		diag "$log"
+	fi
+	return $rc
+}
+# tap NAME LOG CMD...: a TAP test program; a SKIP or a failing check fails here
+tap() {
+	local name=$1 log=$2
+	shift 2
+	"$@" > "$log" 2>&1
+	local rc=$?
+	local nok=$(grep -c '^ok ' "$log")
+	if [ $rc -eq 0 ] && ! grep -q '^not ok' "$log" && ! grep -q '^1\.\.0' "$log" && [ "$nok" -gt 0 ]; then
+		ok "$name: $nok checks"
+	else
+		notok "$name (exit $rc)"
+		grep -E '^(not ok|#|1\.\.0)' "$log" | head -n 40 | sed 's/^/#   /'
+	fi
+}
+wait_gids() { # the link-local GIDs come back after a link flap (DAD)
+	for i in $(seq 100); do
+		grep -q '^fe80' /sys/class/infiniband/rxe0/ports/1/gids/0 2>/dev/null &&
+			grep -q '^fe80' /sys/class/infiniband/rxe1/ports/1/gids/0 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---- 1. the VM ----------------------------------------------------------
+if ibv_devinfo -d rxe0 | grep -q PORT_ACTIVE && ibv_devinfo -d rxe1 | grep -q PORT_ACTIVE; then
+	ok "rxe0 and rxe1 are PORT_ACTIVE"
+else
+	notok "rxe0 and rxe1 are PORT_ACTIVE"
+	ibv_devinfo 2>&1 | diag
+fi
+perf_pair() { # server args / client args, both bounded; a second try when the machine is loaded
+	local try rc s
+	for try in 1 2; do
+		timeout 90 "$1" -F -d rxe1 -x 0 $2 > "$logs/$1.server.log" 2>&1 &
+		s=$!
+		sleep 1
+		timeout 90 "$1" -F -d rxe0 -x 0 $2 127.0.0.1 > "$logs/$1.log" 2>&1
+		rc=$?
+		wait $s || rc=1
+		[ $rc -eq 0 ] && return 0
+		echo "# $1 try $try failed (exit $rc); perftest's own socket exchange times out on a loaded host"
+		sleep 1
+	done
+	return $rc
+}
+if perf_pair ib_write_bw "-s 65536 -n 300" && awk '$1 == 65536 && $4 > 0 { f = 1 } END { exit !f }' "$logs/ib_write_bw.log"; then
+	ok "perftest ib_write_bw rxe0 -> rxe1: $(awk '$1 == 65536 { print $4 }' "$logs/ib_write_bw.log") MiB/s"
+else
+	notok "perftest ib_write_bw rxe0 -> rxe1"
+	diag "$logs/ib_write_bw.log" "$logs/ib_write_bw.server.log"
+fi
+if perf_pair ib_write_lat "-s 2 -n 300" && awk '$1 == 2 && $5 > 0 { f = 1 } END { exit !f }' "$logs/ib_write_lat.log"; then
+	ok "perftest ib_write_lat rxe0 -> rxe1: $(awk '$1 == 2 { print $5 }' "$logs/ib_write_lat.log") us typical"
+else
+	notok "perftest ib_write_lat rxe0 -> rxe1"
+	diag "$logs/ib_write_lat.log" "$logs/ib_write_lat.server.log"
+fi
+if tools/ibc_info --devices > "$logs/ibc_info.log" 2>&1 &&
+	grep -q '^rxe0 ' "$logs/ibc_info.log" && grep -q '^rxe1 ' "$logs/ibc_info.log" &&
+	grep -q 'port 1: state ACTIVE' "$logs/ibc_info.log" && grep -q 'link layer Ethernet (RoCE)' "$logs/ibc_info.log" &&
+	grep -q 'mtu 1024 active' "$logs/ibc_info.log" &&
+	grep -Eq 'gid 1 +::ffff:192\.0\.2\.1 +RoCE v2 +RoCE v2 IPv4-mapped' "$logs/ibc_info.log" &&
+	grep -Eq 'gid 0 +fe80::[0-9a-f:]+ +RoCE v2 +RoCE v2 link-local' "$logs/ibc_info.log"; then
+	ok "ibc_info --devices lists rxe0/rxe1, port state, link layer, MTU and typed GID tables"
+else
+	notok "ibc_info --devices"
+	diag "$logs/ibc_info.log"
+fi
+
+# ---- 2. verbs unit tests on real devices ---------------------------------
+IBT_EXPECT_GID_CLASS="RoCE v2 link-local" IBT_LINK_DOWN_NETDEV=veth1 \
+	tap "test_ib_loop rxe0 <-> rxe1 (auto GID = link-local, port down at the end)" \
+	"$logs/test_ib_loop.log" tests/ib/test_ib_loop
+ip link set veth1 up
+wait_gids || { notok "rxe1 link-local GID back after the link flap"; }
+ip link set veth0 mtu 9000
+IBT_EXPECT_MTU_DIFF=1 IBT_QUICK=1 tap "test_ib_loop with different MTUs (rxe0 4096 on veth0 mtu 9000, rxe1 1024)" \
+	"$logs/test_ib_loop_mtu.log" tests/ib/test_ib_loop
+ip link set veth0 mtu 1500
+tap "test_ib_memlock under ulimit -l 64 without CAP_IPC_LOCK" "$logs/test_ib_memlock.log" \
+	bash -c 'ulimit -l 64 && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock tests/ib/test_ib_memlock'
+
+# ---- 3. bench/ibc_p2p ----------------------------------------------------
+p2p_pair() { # extra args; server on rxe1, client on rxe0
+	timeout 120 bench/ibc_p2p -d rxe1 -p 18700 "$@" > "$logs/ibc_p2p.server.log" 2>&1 &
+	local s=$!
+	timeout 120 bench/ibc_p2p -d rxe0 -p 18700 "$@" 127.0.0.1 > "$logs/ibc_p2p.log" 2>&1
+	local rc=$?
+	wait $s || rc=1
+	return $rc
+}
+if p2p_pair -c -b 1 -e 256k -f 64 -n 50 -W 8 -q 2 && ! grep -q 'DATA ERRORS' "$logs/ibc_p2p.log" &&
+	[ "$(grep -cE '^ +[0-9]+ ' "$logs/ibc_p2p.log")" -eq 8 ]; then
+	ok "ibc_p2p 1 B .. 256 KiB over 2 QPs, bandwidth and latency, every byte checked"
+else
+	notok "ibc_p2p with data check"
+	diag "$logs/ibc_p2p.log" "$logs/ibc_p2p.server.log"
+fi
+# the server process is killed during a bandwidth run: the client must fail, naming it, quickly
+IBC_IB_TIMEOUT=14 timeout 90 bench/ibc_p2p -d rxe1 -p 18701 -t bw -b 1m -e 1m -n 100000 -w 0 \
+	> "$logs/p2p_kill.server.log" 2>&1 &
+spid=$!
+IBC_IB_TIMEOUT=14 timeout 90 bench/ibc_p2p -d rxe0 -p 18701 -t bw -b 1m -e 1m -n 100000 -w 0 127.0.0.1 \
+	> "$logs/p2p_kill.log" 2>&1 &
+cpid=$!
+for i in $(seq 300); do # until the transfer runs
+	grep -q '^# bandwidth' "$logs/p2p_kill.log" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 2
+# kill the benchmark itself, not the timeout(1) process around it
+server=$(pgrep -P $spid | head -1)
+t_kill=$(date +%s%N)
+kill -9 "${server:-$spid}"
+wait $cpid
+crc=$?
+dt=$((($(date +%s%N) - t_kill) / 1000000))
+wait $spid 2>/dev/null
+if [ -n "$server" ] && [ $crc -eq 1 ] && [ $dt -lt 20000 ] && grep -q 'peer rank 1 (server)' "$logs/p2p_kill.log"; then
+	ok "ibc_p2p server killed mid-transfer: client fails in $dt ms naming it: $(grep -m1 'peer rank 1 (server)' "$logs/p2p_kill.log" | cut -c1-150)"
+else
+	notok "ibc_p2p server killed mid-transfer (client exit $crc after $dt ms)"
+	diag "$logs/p2p_kill.log"
+fi
+
+# ---- 4. communicators over IBC_TRANSPORT=ib --------------------------------
+export IBC_TRANSPORT=ib IBC_TEST_EXPECT_TRANSPORT=ib IBC_DEBUG=WARN
+# the collective matrix of the core (tests/coll/coll_check: every collective,
+# blocking and nonblocking, in and out of place, exact closed-form results and
+# guard bytes), forced over ib, ranks alternating between rxe0 and rxe1
+matrix() { # nranks sweep extra-env...
+	local nr=$1 sweep=$2 flags
+	shift 2
+	case $sweep in
+	quick) flags=--quick ;;
+	*) flags="--quick --large-from 65537 -d int8,float16,bfloat16,float32,float64 -o sum,min,avg" ;;
+	esac
+	# shellcheck disable=SC2086 # flags split on purpose
+	env IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=IB IBC_TIMEOUT_MS=120000 "$@" \
+		"$src"/tests/scripts/run_local_ranks.sh -n "$nr" -l env -t 420 -- \
+		tests/coll/coll_check $flags > "$logs/matrix$nr.log" 2>&1
+	local rc=$?
+	local npass split=1 i
+	npass=$(grep -c '^coll_check rank .*: PASS:' "$logs/matrix$nr.log")
+	for ((i = 0; i < nr; i++)); do # local ranks alternate between rxe0 and rxe1
+		grep -q "\[rank $i\] IBC INFO IB ib: rank $i (local rank $i of $nr on this host) uses rxe$((i % 2)):1" \
+			"$logs/matrix$nr.log" || split=0
+	done
+	if [ $rc -eq 0 ] && [ "$npass" -eq "$nr" ] && [ $split = 1 ]; then
+		ok "collective matrix (tests/coll/coll_check, $sweep sweep) on $nr ranks over ib, split over rxe0/rxe1 ($*): $(grep -m1 -o 'coll_check rank 0/.*' "$logs/matrix$nr.log" | cut -c1-120)"
+	else
+		notok "collective matrix on $nr ranks over ib (status $rc, $npass of $nr ranks passed, split over rxe0/rxe1: $split)"
+		grep -E '^FAIL|timeout|^coll_check rank|ERROR' "$logs/matrix$nr.log" | head -30 | sed 's/^/#   /'
+		tail -n 10 "$logs/matrix$nr.log" | sed 's/^/#   /'
+	fi
+}
+matrix 2 quick IBC_IB_QPS_PER_CONN=2
+matrix 3 reduced IBC_RING_CHUNK_BYTES=4096
+matrix 4 reduced IBC_IB_DEPTH=4
+
+# a rank killed during all-reduces: the others fail within bounded time, naming it
+IBC_IB_TIMEOUT=14 IBC_TEST_ITERS=1000000 "$src"/tests/rxe/run_ranks.sh 3 120 "$logs/kill" tests/ib/test_ib_comm loop &
+rpid=$!
+for i in $(seq 600); do
+	[ "$(cat "$logs"/kill/rank.*.out 2>/dev/null | grep -c READY)" -ge 3 ] && break
+	sleep 0.1
+done
+sleep 1
+# rank 1's process itself (its comm name), not the timeout(1) process around it
+victim=$(pgrep -x test_ib_comm | while read -r p; do
+	tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx 'IBC_RANK=1' && echo "$p"; done | head -1)
+t_kill=$(date +%s%N)
+[ -n "$victim" ] && kill -9 "$victim"
+wait $rpid
+dt=$((($(date +%s%N) - t_kill) / 1000000))
+if [ -n "$victim" ] && grep -q 'FAILED' "$logs/kill/rank.0.out" && grep -q 'FAILED' "$logs/kill/rank.2.out" &&
+	grep 'FAILED' "$logs/kill/rank.0.out" "$logs/kill/rank.2.out" | grep -q 'rank 1' && [ $dt -lt 30000 ]; then
+	ok "rank 1 killed mid all-reduce: ranks 0 and 2 fail in $dt ms naming it: $(grep -m1 -o 'FAILED.*' "$logs/kill/rank.0.out" | cut -c1-160)"
+else
+	notok "rank 1 killed mid all-reduce (survivors done after $dt ms)"
+	for f in "$logs"/kill/rank.*.out; do diag "$f"; done
+fi
+
+# a rank under a small memlock limit: its error names ulimit -l and the value
+RANK_WRAP_1="setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock" \
+	bash -c 'ulimit -l 64; exec "$0" 2 120 "$1"/memlock tests/ib/test_ib_comm once' \
+	"$src/tests/rxe/run_ranks.sh" "$logs"
+if grep -q 'FAILED' "$logs/memlock/rank.1.out" && grep -q 'ulimit -l' "$logs/memlock/rank.1.out" &&
+	grep -q '65536 bytes' "$logs/memlock/rank.1.out" && grep -q 'FAILED' "$logs/memlock/rank.0.out"; then
+	ok "rank 1 under ulimit -l 64: both ranks fail, rank 1's error names ulimit -l and 65536 bytes"
+else
+	notok "rank 1 under ulimit -l 64"
+	for f in "$logs"/memlock/rank.*.out; do diag "$f"; done
+fi
+
+echo "# verbs suite: $n tests, $nfail failed, $(($(date +%s) - t_suite)) s in the VM"
+[ $nfail -eq 0 ]
