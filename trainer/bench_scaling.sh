@@ -14,7 +14,15 @@ STEPS=${1:-30}
 RANKS=${RANKS:-1 2 4}
 ARGS=${ARGS:--d 2 -T 64 -b 4}
 THREADS=${THREADS:-1}
-bin=trainer/ibc_gpt2
+# the binary: IBC_BUILD_DIR (scripts/build.sh's build/), else an in-tree build
+bin=
+for d in "${IBC_BUILD_DIR:-}" "$root/build" "$root"; do
+	if [ -n "$d" ] && [ -x "$d/trainer/ibc_gpt2" ]; then
+		bin=$d/trainer/ibc_gpt2
+		break
+	fi
+done
+[ -n "$bin" ] || { echo "bench_scaling: trainer/ibc_gpt2 is not built; run: scripts/build.sh" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibc_bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 trainer/prepro/prepare.sh data/corpus >/dev/null

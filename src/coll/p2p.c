@@ -12,31 +12,47 @@
 
 enum { PHASE_P2P = 5, PHASE_A2A = 6, PHASE_BARRIER = 7 };
 
-ibc_status_t ibc_coll_send(struct ibc_comm *comm, struct ibc_request *req)
+/*
+ * ibc_coll_p2p_post() - post the transfer of host send/receive @req (count
+ * > 0) on its peer's connection into @tr; the caller waits for @tr. An
+ * unconnected peer is connected first: blocking when @nowait is 0, else one
+ * handshake step and IBC_INPROGRESS (nothing posted; call again) until the
+ * connection is up. Used by ibc_coll_send()/ibc_coll_recv() and by the
+ * executor's p2p batch (comm.c), which keeps consecutive sends and receives
+ * in flight together so that isend-then-irecv pairs between two ranks
+ * cannot deadlock.
+ */
+ibc_status_t ibc_coll_p2p_post(struct ibc_comm *comm, struct ibc_request *req, struct ibc_treq *tr,
+			       int nowait)
 {
-	struct ibc_treq tr;
 	struct ibc_msg_desc d;
 	size_t esz;
 
 	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
-	IBC_CHECK(ibc_net_connect(comm, &req->root, 1));
+	if (nowait)
+		IBC_CHECK(ibc_net_connect_try(comm, req->root));
+	else
+		IBC_CHECK(ibc_net_connect(comm, &req->root, 1));
 	ibc_coll_desc(req, IBC_COLL_STEP(PHASE_P2P, 0, 0), 0, &d);
 	d.root = -1;
-	IBC_CHECK(ibc_net_isend(comm, req->root, req->sendbuf, req->count * esz, &d, &tr));
+	if (req->coll == IBC_COLL_SEND)
+		return ibc_net_isend(comm, req->root, req->sendbuf, req->count * esz, &d, tr);
+	return ibc_net_irecv(comm, req->root, req->recvbuf, req->count * esz, &d, tr);
+}
+
+ibc_status_t ibc_coll_send(struct ibc_comm *comm, struct ibc_request *req)
+{
+	struct ibc_treq tr;
+
+	IBC_CHECK(ibc_coll_p2p_post(comm, req, &tr, 0));
 	return ibc_net_wait1(comm, &tr);
 }
 
 ibc_status_t ibc_coll_recv(struct ibc_comm *comm, struct ibc_request *req)
 {
 	struct ibc_treq tr;
-	struct ibc_msg_desc d;
-	size_t esz;
 
-	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
-	IBC_CHECK(ibc_net_connect(comm, &req->root, 1));
-	ibc_coll_desc(req, IBC_COLL_STEP(PHASE_P2P, 0, 0), 0, &d);
-	d.root = -1;
-	IBC_CHECK(ibc_net_irecv(comm, req->root, req->recvbuf, req->count * esz, &d, &tr));
+	IBC_CHECK(ibc_coll_p2p_post(comm, req, &tr, 0));
 	return ibc_net_wait1(comm, &tr);
 }
 

@@ -96,10 +96,12 @@ struct ibc_comm {
 
 	/* operations, executed in issue order */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;       /* completion: waiters on requests, drain */
+	pthread_cond_t work_cond;  /* the progress thread: work queued, or stop */
 	struct ibc_request *q_head;
 	struct ibc_request *q_tail;
 	int nqueued;
+	int head_p2p;                         /* atomic: q_head is a host send/recv */
 	int running;                          /* an operation is executing */
 	int stop;                             /* progress thread must exit */
 	int use_thread;

@@ -85,6 +85,54 @@ static void *net_ctx(struct ibc_comm *comm, const struct ibc_transport_ops *ops)
 	return NULL;
 }
 
+/* one nonblocking connect pass over @peers: counts those still pending */
+static ibc_status_t net_connect_pass(struct ibc_comm *comm, const int *peers, int npeers,
+				     int *npending_p, int *progressed_p)
+{
+	int i;
+
+	*npending_p = 0;
+	*progressed_p = 0;
+	for (i = 0; i < npeers; i++) {
+		int p = peers[i];
+		struct ibc_peer *pe;
+		ibc_status_t st;
+
+		if (p < 0 || p >= comm->nranks || p == comm->rank)
+			continue;
+		pe = &comm->peers[p];
+		if (pe->conn)
+			continue;
+		st = pe->ops->connect(net_ctx(comm, pe->ops), p, &pe->conn);
+		if (st == IBC_OK) {
+			*progressed_p = 1;
+			IBC_LOG_DEBUG(NET, "connected to rank %d over %s", p, pe->ops->name);
+			continue;
+		}
+		if (st != IBC_INPROGRESS) {
+			char why[512];
+
+			pe->conn = NULL;
+			if (ibc_comm_poison_status(comm) != IBC_OK)
+				return ibc_comm_poison_status(comm);
+			snprintf(why, sizeof(why), "%s", ibc_comm_strip_rank(ibc_last_error()));
+			return ibc_comm_fail(comm, st, p, "connection set-up over %s failed: %s",
+					     pe->ops->name, *why ? why : ibc_status_str(st));
+		}
+		(*npending_p)++;
+	}
+	return IBC_OK;
+}
+
+ibc_status_t ibc_net_connect_try(struct ibc_comm *comm, int peer)
+{
+	int npending;
+	int progressed;
+
+	IBC_CHECK(net_connect_pass(comm, &peer, 1, &npending, &progressed));
+	return npending ? IBC_INPROGRESS : IBC_OK;
+}
+
 ibc_status_t ibc_net_connect(struct ibc_comm *comm, const int *peers, int npeers)
 {
 	uint64_t deadline = 0;
@@ -92,37 +140,9 @@ ibc_status_t ibc_net_connect(struct ibc_comm *comm, const int *peers, int npeers
 	int i;
 
 	for (;;) {
-		int progressed = 0;
+		int progressed;
 
-		npending = 0;
-		for (i = 0; i < npeers; i++) {
-			int p = peers[i];
-			struct ibc_peer *pe;
-			ibc_status_t st;
-
-			if (p < 0 || p >= comm->nranks || p == comm->rank)
-				continue;
-			pe = &comm->peers[p];
-			if (pe->conn)
-				continue;
-			st = pe->ops->connect(net_ctx(comm, pe->ops), p, &pe->conn);
-			if (st == IBC_OK) {
-				progressed = 1;
-				IBC_LOG_DEBUG(NET, "connected to rank %d over %s", p, pe->ops->name);
-				continue;
-			}
-			if (st != IBC_INPROGRESS) {
-				char why[512];
-
-				pe->conn = NULL;
-				if (ibc_comm_poison_status(comm) != IBC_OK)
-					return ibc_comm_poison_status(comm);
-				snprintf(why, sizeof(why), "%s", ibc_comm_strip_rank(ibc_last_error()));
-				return ibc_comm_fail(comm, st, p, "connection set-up over %s failed: %s",
-						     pe->ops->name, *why ? why : ibc_status_str(st));
-			}
-			npending++;
-		}
+		IBC_CHECK(net_connect_pass(comm, peers, npeers, &npending, &progressed));
 		if (!npending)
 			return IBC_OK;
 		if (ibc_comm_poison_status(comm) != IBC_OK)
@@ -224,6 +244,7 @@ static ibc_status_t net_timeout(struct ibc_comm *comm, struct ibc_treq *const *r
 			     (long long)comm->timeout_ms, who);
 }
 
+/* @any: 0 all, 1 any, 2 any or a p2p operation at the queue head (IBC_INPROGRESS) */
 static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n, int any)
 {
 	uint64_t spin_ns = comm->spin_ns;
@@ -257,6 +278,8 @@ static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs
 		}
 		if (any && ndone > 0)
 			return IBC_OK;
+		if (any == 2 && __atomic_load_n(&comm->head_p2p, __ATOMIC_ACQUIRE))
+			return IBC_INPROGRESS;
 		for (i = 0; i < n; i++)
 			if (reqs[i] && !ibc_treq_is_done(reqs[i]))
 				break;
@@ -297,6 +320,11 @@ ibc_status_t ibc_net_wait1(struct ibc_comm *comm, struct ibc_treq *req)
 	struct ibc_treq *reqs[1] = { req };
 
 	return net_wait(comm, reqs, 1, 0);
+}
+
+ibc_status_t ibc_net_wait_p2p(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
+{
+	return net_wait(comm, reqs, n, 2);
 }
 
 ibc_status_t ibc_net_test(struct ibc_comm *comm, struct ibc_treq *req, int *done_p)

@@ -20,6 +20,13 @@
  */
 ibc_status_t ibc_net_connect(struct ibc_comm *comm, const int *peers, int npeers);
 
+/*
+ * ibc_net_connect_try() - one nonblocking connect step towards @peer:
+ * IBC_OK once connected, IBC_INPROGRESS while the handshake is under way
+ * (call again), or the failure (communicator failed, peer named).
+ */
+ibc_status_t ibc_net_connect_try(struct ibc_comm *comm, int peer);
+
 /* post a send/receive of @nbytes to/from @peer (connected), tagged with @desc */
 ibc_status_t ibc_net_isend(struct ibc_comm *comm, int peer, const void *buf, size_t nbytes,
 			   const struct ibc_msg_desc *desc, struct ibc_treq *req);
@@ -39,6 +46,12 @@ ibc_status_t ibc_net_progress(struct ibc_comm *comm);
 ibc_status_t ibc_net_waitall(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n);
 ibc_status_t ibc_net_waitany(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n);
 ibc_status_t ibc_net_wait1(struct ibc_comm *comm, struct ibc_treq *req);
+/*
+ * ibc_net_wait_p2p() - ibc_net_waitany(), but also returns IBC_INPROGRESS as
+ * soon as a host send or receive reaches the head of @comm's queue (the
+ * executor's p2p batch then posts it next to @reqs).
+ */
+ibc_status_t ibc_net_wait_p2p(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n);
 
 /* 1 if @req is done (after one progress pass) */
 ibc_status_t ibc_net_test(struct ibc_comm *comm, struct ibc_treq *req, int *done_p);
