@@ -304,7 +304,8 @@ IBC_API ibc_status_t ibc_comm_abort(ibc_comm_h comm);
  * ibc_comm_rank() - This process's rank in @comm.
  * @comm:   [in]  communicator.
  * @rank_p: [out] rank, 0 <= rank < size.
- * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument).
+ * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument); IBC_ERR_INVALID_USAGE
+ *          (@comm destroyed, aborted, or never created).
  */
 IBC_API ibc_status_t ibc_comm_rank(ibc_comm_h comm, int *rank_p);
 
@@ -312,7 +313,8 @@ IBC_API ibc_status_t ibc_comm_rank(ibc_comm_h comm, int *rank_p);
  * ibc_comm_size() - Number of ranks in @comm.
  * @comm:   [in]  communicator.
  * @size_p: [out] number of ranks.
- * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument).
+ * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument); IBC_ERR_INVALID_USAGE
+ *          (@comm destroyed, aborted, or never created).
  */
 IBC_API ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p);
 
@@ -321,7 +323,8 @@ IBC_API ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p);
  * inside a host, e.g. "shm", "tcp", "ib" or "shm+ib".
  * @comm:   [in]  communicator.
  * @name_p: [out] static string owned by the library.
- * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument).
+ * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument); IBC_ERR_INVALID_USAGE
+ *          (@comm destroyed, aborted, or never created).
  */
 IBC_API ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p);
 
@@ -332,7 +335,8 @@ IBC_API ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p);
  * @st_p: [out] IBC_OK while healthy, else the error that poisoned @comm
  *              (ibc_last_error() then holds its text).
  * Blocking:  no. Threading: safe from any thread.
- * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL argument).
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL argument); IBC_ERR_INVALID_USAGE
+ *            (@comm destroyed, aborted, or never created).
  */
 IBC_API ibc_status_t ibc_comm_get_async_error(ibc_comm_h comm, ibc_status_t *st_p);
 

@@ -854,7 +854,10 @@ ibc_status_t ibc_comm_rank(ibc_comm_h comm, int *rank_p)
 		IBC_LOG_ERROR(INIT, "ibc_comm_rank: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
+	/* a destroyed handle is an error, not a read of freed memory */
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_rank"));
 	*rank_p = comm->rank;
+	ibc_comm_leave(comm);
 	return IBC_OK;
 }
 
@@ -864,7 +867,9 @@ ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p)
 		IBC_LOG_ERROR(INIT, "ibc_comm_size: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_size"));
 	*size_p = comm->nranks;
+	ibc_comm_leave(comm);
 	return IBC_OK;
 }
 
@@ -884,13 +889,15 @@ ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
 		IBC_LOG_ERROR(INIT, "ibc_comm_transport: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_transport"));
+	*name_p = "unknown";
 	for (i = 0; i < IBC_ARRAY_SIZE(names); i++) {
 		if (!strcmp(comm->transport_name, names[i])) {
 			*name_p = names[i];
-			return IBC_OK;
+			break;
 		}
 	}
-	*name_p = "unknown";
+	ibc_comm_leave(comm);
 	return IBC_OK;
 }
 
@@ -900,9 +907,11 @@ ibc_status_t ibc_comm_get_async_error(ibc_comm_h comm, ibc_status_t *st_p)
 		IBC_LOG_ERROR(INIT, "ibc_comm_get_async_error: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_get_async_error"));
 	*st_p = ibc_comm_poison_status(comm);
 	if (*st_p != IBC_OK)
 		ibc_log_set_last_error(comm->poison_msg);
+	ibc_comm_leave(comm);
 	return IBC_OK;
 }
 
