@@ -478,6 +478,12 @@ static ibc_status_t shm_connect_higher(struct shm_ctx *ctx, int peer, struct ibc
 		IBC_CHECK(conn_alloc(ctx, peer, &c));
 		pd->c = c;
 		IBC_CHECK(seg_map(c, info.name, 0, (size_t)info.size));
+		/*
+		 * Unlink at once (the lower rank does too, on ACK; ENOENT then is
+		 * fine): a lower rank that dies before our ACK arrives no longer
+		 * leaves its segment in /dev/shm.
+		 */
+		shm_unlink(info.name);
 		if (__atomic_load_n(&c->sh->hdr.magic, __ATOMIC_ACQUIRE) != SHM_MAGIC ||
 		    c->sh->hdr.size != info.size || c->sh->hdr.nslots < 2) {
 			IBC_LOG_ERROR(SHM, "segment %s from rank %d is not an ibcoll ring", info.name,
