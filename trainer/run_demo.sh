@@ -76,10 +76,14 @@ set -- -d 2 -T 64 -b 4 -g 1 -n "$STEPS" -u 15 -l 4e-3 -q 0.1 -v 25 -m 8 -s 75 --
 	-o "$OUT" --log "$OUT/loss.csv" $EXTRA
 echo "run_demo: $NP ranks via $LAUNCHER, IBC_ROOT=127.0.0.1:$PORT, output in $OUT"
 export OMP_NUM_THREADS=1
+# a random job secret: only processes given it can join the bootstrap
+# (without it, ibcoll derives one from IBC_ROOT and the job id: docs/reliability.md)
+IBC_SECRET=${IBC_SECRET:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}
+export IBC_SECRET
 status=0
 if [ "$LAUNCHER" = mpirun ]; then
 	mpirun --allow-run-as-root --oversubscribe -np "$NP" \
-		-x IBC_ROOT="127.0.0.1:$PORT" -x OMP_NUM_THREADS \
+		-x IBC_ROOT="127.0.0.1:$PORT" -x IBC_SECRET -x OMP_NUM_THREADS \
 		"$bin" "$@" 2>&1 | tee "$OUT/train.log" || status=$?
 	# the pipeline's status is tee's: the trainer prints this line when done
 	grep -q '^ibc_gpt2: done' "$OUT/train.log" || status=1
