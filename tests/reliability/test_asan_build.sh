@@ -7,7 +7,9 @@
 # groups, teardown, small tcp buffers; not the launcher tests)
 # and the reliability tests (kill, stop, mismatch, abort, fault loop with a
 # leak check per run, flood, hygiene); IBC_ASAN_TESTS lists other path
-# prefixes to run instead, IBC_MATRIX_ONLY other matrix groups.
+# prefixes to run instead, IBC_ASAN_SKIP an ERE of tests to leave out
+# (default: the schedule simulator and tuner unit tests), IBC_MATRIX_ONLY
+# other matrix groups.
 # LeakSanitizer is on (tests/reliability/lsan.supp suppresses leaks inside
 # Open MPI, should a test load it). The nested run sets IBC_ASAN_NESTED=1,
 # so this test, the fuzzer and valgrind SKIP there, and IBC_TEST_QUICK=1,
@@ -108,7 +110,10 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_err
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$srcdir/tests/reliability/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 # the unit, collective and reliability tests (IBC_ASAN_TESTS: path prefixes)
-prefixes=${IBC_ASAN_TESTS:-tests/unit/ tests/coll/test_coll tests/coll/test_tcp tests/reliability/}
+# (the tree-schedule simulator and tuner unit tests, pure computation that
+# takes minutes under ASan on 2 cores, are left to the plain build)
+prefixes=${IBC_ASAN_TESTS:-tests/unit/ tests/coll/test_coll tests/coll/test_tcp tests/coll/test_p2p tests/reliability/}
+skip_re=${IBC_ASAN_SKIP:-'^tests/unit/test_(sched|select)$'}
 # the collective matrix: its two 4-rank groups (shm and tcp, reduced sweep);
 # its time budget is what is left of ours after a slow build, minus room
 # for the other tests (the harness gives this whole test 600 s)
@@ -120,6 +125,7 @@ all=$(printf 'ibc-print-tests:\n\t@echo $(TESTS)\n' |
 	make -s -C "$dir" -f Makefile -f - ibc-print-tests 2>>"$log")
 list=
 for t in $all; do
+	echo "$t" | grep -Eq "$skip_re" && continue
 	for p in $prefixes; do
 		case $t in "$p"*) list="$list $t" ;; esac
 	done
