@@ -378,6 +378,8 @@ ibc_status_t ibc_ib_conn_isend(struct ibc_ib_conn *conn, const void *buf, size_t
 			       const struct ibc_msg_desc *desc, struct ibc_treq *req);
 ibc_status_t ibc_ib_conn_irecv(struct ibc_ib_conn *conn, void *buf, size_t nbytes,
 			       const struct ibc_msg_desc *desc, struct ibc_treq *req);
+ibc_status_t ibc_ib_conn_post(struct ibc_ib_conn *conn, void *buf, size_t nbytes,
+			      const struct ibc_msg_desc *desc, struct ibc_treq *req, int is_send);
 /* accessors (tests, logs, the ops glue): peer rank, context, QP number of QP
  * @idx (0 when absent), negotiated path MTU, source GID index (-1 on IB),
  * number of QPs in use */

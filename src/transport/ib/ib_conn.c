@@ -1174,6 +1174,9 @@ static ibc_status_t conn_post(struct ibc_ib_conn *conn, void *buf, size_t nbytes
 ibc_status_t ibc_ib_conn_isend(struct ibc_ib_conn *conn, const void *buf, size_t nbytes,
 			       const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
+	/* direct endpoint use (tests, ibc_p2p): no operation byte counter */
+	req->moved_p = NULL;
+	req->counted = 0;
 	return conn_post(conn, (void *)buf, nbytes, desc, req, 1);
 }
 
@@ -1193,7 +1196,20 @@ ibc_status_t ibc_ib_conn_isend(struct ibc_ib_conn *conn, const void *buf, size_t
 ibc_status_t ibc_ib_conn_irecv(struct ibc_ib_conn *conn, void *buf, size_t nbytes,
 			       const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
+	req->moved_p = NULL;
+	req->counted = 0;
 	return conn_post(conn, buf, nbytes, desc, req, 0);
+}
+
+/*
+ * ibc_ib_conn_post() - ibc_ib_conn_isend()/_irecv() for the transport ops
+ * table: @req's peer, byte counter and flags were set by the net layer
+ * (src/core/net.c) and are kept.
+ */
+ibc_status_t ibc_ib_conn_post(struct ibc_ib_conn *conn, void *buf, size_t nbytes,
+			      const struct ibc_msg_desc *desc, struct ibc_treq *req, int is_send)
+{
+	return conn_post(conn, buf, nbytes, desc, req, is_send);
 }
 
 /* ---------------------------------------------------------------------- */

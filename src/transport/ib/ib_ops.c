@@ -281,13 +281,13 @@ static void ib_ops_disconnect(struct ibc_tconn *tconn)
 static ibc_status_t ib_ops_isend(struct ibc_tconn *conn, const void *buf, size_t nbytes,
 				 const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
-	return ibc_ib_conn_isend((struct ibc_ib_conn *)conn, buf, nbytes, desc, req);
+	return ibc_ib_conn_post((struct ibc_ib_conn *)conn, (void *)buf, nbytes, desc, req, 1);
 }
 
 static ibc_status_t ib_ops_irecv(struct ibc_tconn *conn, void *buf, size_t nbytes,
 				 const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
-	return ibc_ib_conn_irecv((struct ibc_ib_conn *)conn, buf, nbytes, desc, req);
+	return ibc_ib_conn_post((struct ibc_ib_conn *)conn, buf, nbytes, desc, req, 0);
 }
 
 static ibc_status_t ib_ops_progress(void *ctx)
