@@ -541,7 +541,7 @@ static uint64_t gen(const struct genctx *g, int r, size_t i)
 /* the closed-form result of reducing element @i over all ranks */
 static uint64_t want_red(const struct genctx *g, size_t i)
 {
-	struct elem_par p;
+	struct elem_par p = { 0 };
 	ibc_dtype_t dt = g->dt;
 	int op = g->op;
 	uint64_t n = (uint64_t)nranks;

@@ -207,7 +207,10 @@ int rel_read_line(struct rel_proc *p, int64_t deadline_ms, char *line, size_t le
 			return -1;
 		if (p->len == sizeof(p->buf)) {
 			/* an over-long line: return it cut */
-			snprintf(line, len, "%.*s", (int)p->len, p->buf);
+			size_t k = p->len < len - 1 ? p->len : len - 1;
+
+			memcpy(line, p->buf, k);
+			line[k] = '\0';
 			p->len = 0;
 			return 1;
 		}
