@@ -7,8 +7,8 @@
  * coefficients to the measurements and appends them to a tuning file
  * (IBC_TUNING_FILE format, docs/algorithms.md).
  *
- * It stands in for bench/ibc_bench (branch bench) until that lands: it is
- * not a general benchmark. Output (rank 0): one line per measurement,
+ * It is the tool that writes tuning files (ibc_bench uses the public API
+ * only and has no --tune); for general benchmarking use bench/ibc_bench. Output (rank 0): one line per measurement,
  *   bytes algo proto chunk_bytes time_us busbw_GBps min_us max_us
  * (busbw as nccl-tests: all-reduce algbw * 2(n-1)/n, broadcast and reduce
  * algbw), then a summary: the best measured algorithm per size, the tuner's

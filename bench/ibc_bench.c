@@ -134,7 +134,7 @@ static void usage(FILE *f)
 "  -d TYPE    int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double [float]\n"
 "  -r ROOT    root of broadcast and reduce                       [0]\n"
 "  -z 0|1     1: blocking calls; 0: nonblocking calls, waited in batches of %d [1]\n"
-"  -a ALGO    algorithm, passed to the library as IBC_ALGO        [library default]\n"
+"  -a ALGO    auto ring tree rd rabenseifner (sets IBC_ALGO)      [auto: the tuner]\n"
 "  -t TRANS   transport: auto shm tcp ib (sets IBC_TRANSPORT)     [auto]\n"
 "  --csv FILE, --json FILE   machine-readable results (rank 0 writes)\n"
 "  --vs-mpi   time the matching MPI collective on the same buffers (launch with mpirun)%s\n"
@@ -291,6 +291,12 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			o->blocking = (int)v;
 			break;
 		case 'a':
+			/* the library would WARN and use the tuner: refuse instead */
+			if (strcmp(optarg, "auto") && strcmp(optarg, "ring") && strcmp(optarg, "tree") &&
+			    strcmp(optarg, "rd") && strcmp(optarg, "rabenseifner"))
+				return usage_error("unknown algorithm '%s' (auto, ring, tree, rd or "
+						   "rabenseifner)",
+						   optarg);
 			o->algo = optarg;
 			break;
 		case 't':
@@ -1103,15 +1109,6 @@ int main(int argc, char **argv)
 	if (st != IBC_OK)
 		bench_die("final ibc_barrier", st);
 	check_async(&ctx, "final ibc_barrier");
-	/*
-	 * Work-around: the shm transport fails a receive whose data is already
-	 * in the ring when the sender closes its doorbell first (EOF is acted
-	 * on before the ring is drained), so a rank that leaves the barrier at
-	 * once can fail a slower peer still inside it. Linger 200 ms; remove
-	 * once the transport drains before it reports a closed peer (fix and
-	 * regression test proposed on this branch: bench/tests/test_shm_eof.sh).
-	 */
-	usleep(200000);
 	st = ibc_comm_destroy(ctx.comm);
 	ctx.comm = NULL;
 	if (st != IBC_OK)

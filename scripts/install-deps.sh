@@ -4,6 +4,12 @@
 # and run its demo. Idempotent and quiet when everything is present; needs
 # root (or sudo) only when something is missing.
 #
+# Test tools beyond the build: valgrind (tests/reliability/test_valgrind),
+# clang + libclang-rt-14-dev (libFuzzer for tests/fuzz/run_fuzz.sh), python3
+# (free ports and the JSON check in bench/tests), gnuplot-nox (bench/plot.sh,
+# trainer plots), iproute2 (ss: free ports), openmpi-bin (mpirun launcher
+# groups), nodejs (tokenizer). Without them those tests SKIP.
+#
 # usage: scripts/install-deps.sh [--vm]
 #   --vm   also the Soft-RoCE VM test packages (qemu, Debian kernel, busybox)
 set -eu
@@ -11,7 +17,8 @@ set -eu
 pkgs="autoconf automake libtool pkg-config make gcc libc6-dev libssl-dev
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest
       libhwloc-dev hwloc openmpi-bin libopenmpi-dev
-      fortunes jargon-text gnuplot-nox xz-utils file procps iproute2 kmod"
+      fortunes jargon-text gnuplot-nox xz-utils file procps iproute2 kmod
+      valgrind clang libclang-rt-14-dev python3"
 [ "${1:-}" = "--vm" ] && pkgs="$pkgs qemu-system-x86 linux-image-amd64 busybox-static cpio"
 
 missing=

@@ -12,7 +12,20 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 bdir=${IBC_BUILD_DIR:-$top/build}
 start=$(date +%s)
 "$top/scripts/install-deps.sh" --vm || exit 1
-"$top/scripts/build.sh" --enable-werror || exit 1
+# CUDA: where nvcc exists, ask for CUDA explicitly, so that a detection
+# failure (headers, cudart) stops configure instead of silently building
+# without it and skipping the GPU tests. IBC_WITH_CUDA=no|DIR overrides.
+cuda_arg=
+if [ -n "${IBC_WITH_CUDA:-}" ]; then
+	cuda_arg="--with-cuda=$IBC_WITH_CUDA"
+elif [ -x /usr/local/cuda/bin/nvcc ]; then
+	cuda_arg="--with-cuda=/usr/local/cuda"
+elif nvcc=$(command -v nvcc 2>/dev/null); then
+	cuda_arg="--with-cuda=$(dirname "$(dirname "$nvcc")")"
+fi
+[ -n "$cuda_arg" ] && echo "test-all: $cuda_arg"
+# shellcheck disable=SC2086
+"$top/scripts/build.sh" --enable-werror $cuda_arg || exit 1
 cd "$bdir" || exit 1
 
 rc=0
@@ -39,7 +52,7 @@ if grep -q '^check-extra:' Makefile; then
 fi
 end=$(date +%s)
 echo
-echo "=== test summary ($(($end - $start)) s)"
+echo "=== test summary ($((end - start)) s)"
 for f in test-suite.log tests/rxe/test-suite.log; do
 	[ -f "$f" ] && grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR):' "$f" | tr '\n' ' ' | sed "s|^|  $f: |" && echo
 done

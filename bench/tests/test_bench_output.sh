@@ -4,7 +4,8 @@
 # short 2-rank allreduce sweep (4 sizes) with --csv and --json, checked for
 # the column header, one row per size with 0 wrong elements and a busbw
 # equal to algbw * 2(n-1)/n; the JSON must parse (python3) and hold the
-# same 4 rows; plot.sh must then write a PNG (SKIPped without gnuplot).
+# same 4 rows; plot.sh must then write a PNG (SKIPped without gnuplot);
+# -a with an unknown algorithm is a usage error (exit 2), a known one runs.
 # Emits TAP.
 set -u
 
@@ -19,7 +20,7 @@ if [ ! -x "$bench" ]; then
 	echo "1..0 # SKIP $bench not built"
 	exit 0
 fi
-echo "1..12"
+echo "1..14"
 n=0
 fail=0
 ok() {
@@ -75,6 +76,15 @@ IBC_TIMEOUT_MS=60000 timeout -k 5 120 "$bench" --local 3 allreduce barrier -b 4K
 ok $? "--local 3 starts its own ranks and exits 0"
 grep -q '^# ranks     : 3 on 1 host' "$tmp/local" && grep -q '^# Wrong elements: 0 OK' "$tmp/local"
 ok $? "--local 3: header shows 3 ranks, 0 wrong elements"
+
+"$bench" allreduce -a foo -b 4K -e 4K >"$tmp/bad_a" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "^ibc_bench: unknown algorithm 'foo' (auto, ring, tree, rd or rabenseifner)" "$tmp/bad_a"
+ok $? "-a foo: exit 2 (got $rc) and names the valid algorithms"
+IBC_TIMEOUT_MS=60000 timeout -k 5 120 "$bench" --local 3 allreduce -a rabenseifner -b 4K -e 64K -f 16 \
+	-n 2 -w 1 >"$tmp/algo" 2>&1 &&
+	grep -q '^# algorithm : IBC_ALGO=rabenseifner' "$tmp/algo" && grep -q '^# Wrong elements: 0 OK' "$tmp/algo"
+ok $? "-a rabenseifner --local 3: exit 0, header names it, 0 wrong elements"
 
 if command -v gnuplot >/dev/null 2>&1; then
 	sh "$top_srcdir/bench/plot.sh" -o "$tmp/p.png" "$tmp/out.csv=test" >"$tmp/plot.log" 2>&1

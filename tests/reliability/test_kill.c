@@ -38,6 +38,8 @@
 
 #define KILL_BOUND_MS 10000
 #define BIG_COUNT (64u << 20) /* 256 MiB of float32 */
+#define MID_TIMED 1           /* mid: the allreduce timed (0 .. MID_TIMED run undisturbed) */
+#define MID_ATTEMPTS 3        /* mid: tries to signal the victim inside allreduce MID_TIMED + 1 */
 
 static const char *g_transport;
 static int64_t g_worst_ms;
@@ -185,11 +187,62 @@ static long long bytes_moved(const char *text)
 	return p ? atoll(p) : -1;
 }
 
+/* the time (ms, CLOCK_MONOTONIC as the workers) of an "EV name idx T" line; -1 if none */
+static int64_t ev_time(const char *line)
+{
+	const char *sp = strrchr(line, ' ');
+
+	return sp ? atoll(sp + 1) : -1;
+}
+
 /*
- * (b) mid: kill (or stop) @victim 200 ms into the first of three 256 MiB
- * allreduces (after a 1-element warm-up made the connections; one takes
- * 0.3-1.5 s here; should the first finish before the kill, the next is
- * hit), and check that data was moving. (c) between: every rank finished
+ * wait for every rank's "EV coll-start @idx"; *@last_p: the latest start time.
+ * Return: 0, or 1 + the first rank that did not report it within 60 s.
+ */
+static int wait_coll_start(struct rel_proc *ps, int n, int idx, int64_t *last_p)
+{
+	char prefix[32];
+	char line[REL_LINE_MAX];
+	int i;
+
+	snprintf(prefix, sizeof(prefix), "EV coll-start %d ", idx);
+	*last_p = 0;
+	for (i = 0; i < n; i++) {
+		if (rel_expect(&ps[i], prefix, rel_now_ms() + 60000, line, sizeof(line)) != 1)
+			return i + 1;
+		if (ev_time(line) > *last_p)
+			*last_p = ev_time(line);
+	}
+	return 0;
+}
+
+/* did @p report a successful collective number @idx (within 200 ms)? */
+static int finished_coll(struct rel_proc *p, int idx)
+{
+	struct rel_res r;
+	int64_t deadline = rel_now_ms() + 200;
+
+	while (rel_expect_res(p, "coll", deadline, &r) == 1)
+		if (r.idx == idx && r.status == IBC_OK)
+			return 1;
+	return 0;
+}
+
+/*
+ * (b) mid: four 256 MiB allreduces after a 1-element warm-up (which made
+ * the connections). The first two run undisturbed; the second (the first
+ * is slower: first touch of buffers and scratch) gives D, from the moment
+ * the last rank entered it to the moment the first rank left it; @victim
+ * is killed (or stopped) D/2 after the last rank entered the third, and
+ * the survivors' errors must show that data was moving (bytes moved > 0).
+ * If the victim had finished the third allreduce when the signal came, the
+ * fourth was hit at an unknown point: the case starts again with new
+ * processes (MID_ATTEMPTS tries, then it fails).
+ * A fixed delay is not enough: before the ring moves anything, every rank
+ * copies its 256 MiB input into its output (ring.c, copy_if_needed), which
+ * takes 360-470 ms on 2 cores at load 9, so a kill 200 ms after the start
+ * could land before any byte moved, and the survivors then rightly said
+ * "0 bytes moved so far" (seen in CI). (c) between: every rank finished
  * its first collective and pauses 1.5 s, polling ibc_comm_get_async_error();
  * the victim dies in the pause: the survivors' async error names it, and
  * their second collective fails at once with the same error.
@@ -199,48 +252,90 @@ static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int
 	struct rel_proc ps[REL_MAX_RANKS];
 	char uid[2 * IBC_UNIQUE_ID_BYTES + 1];
 	char what[160];
-	char line[REL_LINE_MAX];
 	char count_s[32];
-	char *argv_mid[] = { "coll", "--count", count_s, "--iters", "3", "--warm", NULL };
+	char *argv_mid[] = { "coll", "--count", count_s, "--iters", "4", "--warm", NULL };
 	char *argv_between[] = { "coll", "--count", "1024", "--iters", "2", "--gap-ms", "1500", NULL };
 	char **argv = mid ? argv_mid : argv_between;
 	long long moved = -1;
+	int64_t t_in0 = 0;
+	int64_t t_out = INT64_MAX;
 	int64_t t_kill;
 	int64_t worst = 0;
+	int attempt;
 	int i;
+	int k;
 
 	snprintf(count_s, sizeof(count_s), "%u", BIG_COUNT);
 	snprintf(what, sizeof(what), "%s %s n=%d %s, victim %d", sig == SIGKILL ? "kill" : "stop",
 		 g_transport, n, mid ? "mid 256 MiB allreduce" : "between collectives", victim);
-	memset(ps, 0, sizeof(ps));
-	if (rel_new_uid_hex(uid) != IBC_OK)
-		tap_bail_out("cannot create a unique id");
-	for (i = 0; i < n; i++)
-		if (rel_spawn(&ps[i], i, n, uid, argv, NULL) != 0)
-			tap_bail_out("spawn failed");
-	for (i = 0; i < n; i++) {
-		if (mid) {
-			if (rel_expect(&ps[i], "EV coll-start 0", rel_now_ms() + 60000, line,
-				       sizeof(line)) != 1)
-				break;
-		} else {
-			struct rel_res r;
+	for (attempt = 1;; attempt++) {
+		memset(ps, 0, sizeof(ps));
+		if (rel_new_uid_hex(uid) != IBC_OK)
+			tap_bail_out("cannot create a unique id");
+		for (i = 0; i < n; i++)
+			if (rel_spawn(&ps[i], i, n, uid, argv, NULL) != 0)
+				tap_bail_out("spawn failed");
+		/* mid: the undisturbed allreduces 0 .. MID_TIMED; between: the first collective */
+		for (k = 0; k <= (mid ? MID_TIMED : 0); k++) {
+			if (mid && wait_coll_start(ps, n, k, &t_in0) != 0) {
+				tap_ok(0, "%s: a rank did not start allreduce %d", what, k);
+				rel_kill_all(ps, n);
+				return;
+			}
+			t_out = INT64_MAX;
+			for (i = 0; i < n; i++) {
+				struct rel_res r;
+				int64_t deadline = rel_now_ms() + (mid ? 120000 : 60000);
 
-			if (rel_expect_res(&ps[i], "coll", rel_now_ms() + 60000, &r) != 1 ||
-			    r.status != IBC_OK)
-				break;
+				if (rel_expect_res(&ps[i], "coll", deadline, &r) != 1 ||
+				    r.idx != k || r.status != IBC_OK)
+					break;
+				if (r.t_ms < t_out)
+					t_out = r.t_ms;
+			}
+			if (i < n) {
+				tap_ok(0, "%s: rank %d did not complete %s %d", what, i,
+				       mid ? "undisturbed allreduce" : "collective", k);
+				rel_kill_all(ps, n);
+				return;
+			}
 		}
-	}
-	if (i < n) {
-		tap_ok(0, "%s: rank %d did not reach the %s", what, i,
-		       mid ? "allreduce" : "pause after the first collective");
+		if (mid) {
+			int64_t d = t_out - t_in0;
+			int64_t t_in;
+
+			if (wait_coll_start(ps, n, MID_TIMED + 1, &t_in) != 0) {
+				tap_ok(0, "%s: a rank did not start the aimed allreduce", what);
+				rel_kill_all(ps, n);
+				return;
+			}
+			if (d < 2)
+				d = 2;
+			while (rel_now_ms() < t_in + d / 2)
+				usleep(1000);
+			tap_diag("%s: allreduce %d took %lld ms with every rank in; victim "
+				 "signalled %lld ms after the last rank entered allreduce %d",
+				 what, MID_TIMED, (long long)d, (long long)(rel_now_ms() - t_in),
+				 MID_TIMED + 1);
+		}
+		t_kill = rel_now_ms();
+		rel_signal(&ps[victim], sig);
+		if (!mid || !finished_coll(&ps[victim], MID_TIMED + 1))
+			break;
+		/*
+		 * The victim had already finished the aimed allreduce (durations
+		 * vary a lot on a loaded machine): the signal hit the next one at
+		 * an unknown point, maybe before any data moved. Start again.
+		 */
 		rel_kill_all(ps, n);
-		return;
+		if (attempt == MID_ATTEMPTS) {
+			tap_ok(0, "%s: in %d attempts the victim was never signalled inside the "
+			       "aimed allreduce (it always finished first)", what, attempt);
+			return;
+		}
+		tap_diag("%s: attempt %d: the victim had finished the aimed allreduce when "
+			 "signalled; again", what, attempt);
 	}
-	if (mid)
-		usleep(200 * 1000);
-	t_kill = rel_now_ms();
-	rel_signal(&ps[victim], sig);
 	for (i = 0; i < n; i++) {
 		struct rel_res r;
 		int found;
@@ -248,8 +343,8 @@ static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int
 		if (i == victim)
 			continue;
 		found = rel_expect_res(&ps[i], mid ? "coll" : "async", t_kill + bound_ms + 5000, &r) == 1;
-		/* a fast machine may finish an allreduce before the kill: the next one is hit */
-		while (mid && found && r.status == IBC_OK && r.idx < 2)
+		/* survivors may finish the aimed allreduce if the victim sent all they needed */
+		while (mid && found && r.status == IBC_OK && r.idx < MID_TIMED + 2)
 			found = rel_expect_res(&ps[i], "coll", t_kill + bound_ms + 5000, &r) == 1;
 		if (found && r.status != IBC_OK && r.status != 100)
 			tap_diag("rank %d said: %s", i, r.text);

@@ -14,8 +14,9 @@
  * usage: test_tree_coll shm|tcp         1..8 ranks over that transport (TAP;
  *                                       shm adds the IBC_ALGO-from-rank-0 run)
  *        test_tree_coll N TRANSPORT     one communicator
- * Stands in for the collective matrix of tests/coll/ (branch collcheck) run
- * with IBC_ALGO forced, until that lands on main.
+ * The full dtype x op matrix with each algorithm forced is
+ * tests/coll/test_coll_algos.sh (coll_check); this test adds the executor's
+ * edge cases (ranks 1..8, determinism, protocol disagreement).
  */
 #include "config.h"
 
