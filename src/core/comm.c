@@ -165,12 +165,15 @@ static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer
 	const struct ibc_request *cur;
 
 	vsnprintf(cause, sizeof(cause), fmt, ap);
-	if (local && st == IBC_ERR_REMOTE && peer >= 0 && comm->bs &&
+	if (local && ((st == IBC_ERR_REMOTE && peer >= 0) || st == IBC_ERR_TIMEOUT) && comm->bs &&
 	    !__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE)) {
 		/*
-		 * A connection to @peer broke. If another rank died first, @peer may
-		 * just be a survivor that already gave up: give the liveness hub a
-		 * moment to name the rank that failed first (it usually takes < 10 ms).
+		 * A connection to @peer broke, or a wait timed out. If another rank
+		 * died or stalled first, @peer may just be a survivor that already
+		 * gave up, or is itself waiting on the culprit (a ring stalls all
+		 * around when one rank stops): give the liveness hub and the peer's
+		 * own report a moment to name the rank that failed first (it usually
+		 * takes < 10 ms).
 		 */
 		uint64_t deadline = ibc_time_ms() + (uint64_t)ibc_param_failure_grace_ms();
 
