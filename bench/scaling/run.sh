@@ -17,8 +17,9 @@
 #        (fit_link.awk) -> local-params.txt; bus bandwidth at 2, 3, 4 ranks
 #        -> local-measured.tsv (3 and 4 ranks are predictions, 2 the fit);
 #      - trainer/ibc_gpt2 weak and strong scaling at 1, 2, 4 ranks on shm
-#        and tcp -> step times in local-measured.tsv; the 1-rank step gives
-#        the compute per sample (the only trainer input of the model);
+#        and tcp -> step times and the trainer's own all-reduce time per
+#        step in local-measured.tsv; the 1-rank step gives the compute per
+#        sample (the only trainer input of the model);
 #      - then ibc_scaling local -> results/local.md and the table between
 #        the "ibc_scaling local" markers of docs/scaling.md.
 #
@@ -75,6 +76,15 @@ step_seconds() {
 		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
 }
 
+# median all-reduce time per step (s) of a multi-rank trainer/ibc_gpt2 log,
+# steps 3.. ("| allreduce 95.0 ms, 0% hidden" on the step line); nothing for
+# a 1-rank log
+allreduce_seconds() {
+	awk -F' [|] ' '$1 ~ /^step +[0-9]+\/[0-9]+$/ && $8 ~ /^allreduce [0-9.]+ ms/ { split($8, w, " "); print w[2] }' "$1" |
+		tail -n +3 | sort -n |
+		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+}
+
 # number of parameters of a trainer/ibc_gpt2 log, exact, from its model line
 #   "ibc_gpt2: GPT-2 L 2 C 128 NH 2 V 50257 (Vp 50304) maxT 1024, 6.97 M parameters"
 # P = (Vp + maxT) C + L (12 C^2 + 13 C) + 2 C (train/gpt2.c's tensors);
@@ -94,23 +104,31 @@ num_params() {
 
 parse_steps=
 parse_params=
+parse_ar=
 for a in "$@"; do
 	if [ "$parse_steps" = next ]; then parse_steps=$a; continue; fi
 	if [ "$parse_params" = next ]; then parse_params=$a; continue; fi
+	if [ "$parse_ar" = next ]; then parse_ar=$a; continue; fi
 	case $a in
 	--parse-steps) parse_steps=next ;;
 	--parse-params) parse_params=next ;;
+	--parse-allreduce) parse_ar=next ;;
 	--model-only) model_only=1 ;;
 	--no-docs) write_docs=0 ;;
-	-h|--help) sed -n '3,43p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,44p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
 
 # --parse-steps FILE: print the median step time (s) of a trainer log (tests);
-# --parse-params FILE: print its exact parameter count (tests)
+# --parse-params FILE: print its exact parameter count;
+# --parse-allreduce FILE: its median all-reduce time per step (s) (tests)
 if [ -n "$parse_steps" ]; then
 	step_seconds "$parse_steps"
+	exit 0
+fi
+if [ -n "$parse_ar" ]; then
+	allreduce_seconds "$parse_ar"
 	exit 0
 fi
 if [ -n "$parse_params" ]; then
@@ -230,6 +248,8 @@ else
 					{ echo "run.sh: trainer $tr $mode $r ranks failed, see $log"; continue; }
 				s=$(step_seconds "$log")
 				[ -n "$s" ] && echo "trainer $tr $mode $r $s" >> "$tmp_meas"
+				s=$(allreduce_seconds "$log")
+				[ -n "$s" ] && echo "trainer_allreduce $tr $mode $r $s" >> "$tmp_meas"
 			done
 		done
 	done
