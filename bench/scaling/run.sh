@@ -4,6 +4,8 @@
 # tables and plots of docs/scaling.md.
 #
 # usage: bench/scaling/run.sh [--model-only] [--no-docs]
+#        bench/scaling/run.sh --parse-steps|--parse-allreduce|--parse-params LOG
+#        (median step s, median all-reduce s, parameter count of an ibc_gpt2 log)
 #
 #   1. model vs published MLPerf (always): bench/scaling/ibc_scaling mlperf
 #      and ibc_scaling robust
@@ -115,7 +117,7 @@ for a in "$@"; do
 	--parse-allreduce) parse_ar=next ;;
 	--model-only) model_only=1 ;;
 	--no-docs) write_docs=0 ;;
-	-h|--help) sed -n '3,44p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,46p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -168,6 +170,9 @@ echo "run.sh: model tables in $out/mlperf.txt"
 # ---- 2. local measurements -------------------------------------------------
 params=${IBC_SCALING_PARAMS:-$here/local-params.txt}
 measured=${IBC_SCALING_MEASURED:-$here/local-measured.tsv}
+# absolute: the trainer runs from the source root (cd below)
+case $params in /*) ;; *) params=$PWD/$params ;; esac
+case $measured in /*) ;; *) measured=$PWD/$measured ;; esac
 raw=$out/raw
 mkdir -p "$raw"
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
