@@ -27,13 +27,18 @@ BEGIN {
 
 FNR == 1 { file++; cb[file] = 1; ct[file] = 5 }
 
-/^#/ {
+# the column header is the comment line whose first word is "bytes" or
+# "size" (other comment lines, e.g. ibc_bench's "# columns : time = ...",
+# are skipped)
+/^#/ && ($2 == "bytes" || $2 == "size") {
 	for (i = 2; i <= NF; i++) {
 		if ($i == "bytes" || $i == "size") cb[file] = i - 1
 		if ($i == "time_us" || $i == "time") ct[file] = i - 1
 	}
 	next
 }
+
+/^#/ { next }
 
 NF >= 2 && $(cb[file]) ~ /^[0-9]+$/ && $(ct[file]) ~ /^[0-9.eE+-]+$/ {
 	x = $(cb[file]) + 0; y = $(ct[file]) + 0

@@ -502,6 +502,18 @@ static int cli_local(int argc, char **argv)
 					       "trainer-%-14s %-4s %5.0f %10.4f s %10.4f s %+6.1f\n",
 			       mode, tname, a, b, pred, cli_err_pct(pred, b));
 			n++;
+		} else if (strcmp(kind, "trainer_allreduce") == 0 &&
+			   sscanf(line, "%*s %15s %15s %lf %lf", tname, mode, &a, &b) == 4) {
+			/* the trainer's own all-reduce time per step against the
+			 * model's gradient all-reduce (the communication term) */
+			t = ibc_scaling_transport_index(tname);
+			if (!lp.have_trainer || t < 0 || !lp.have_link[t] || a < 2)
+				continue;
+			pred = ibc_scaling_allreduce_s(&lp.link[t], (int)a, lp.grad_bytes, NULL);
+			printf(fmt == CLI_MD ? "| trainer all-reduce, %s scaling | %s | %.0f | %.4f s | %.4f s | %+.1f%% |\n" :
+					       "trainer-ar-%-11s %-4s %5.0f %10.4f s %10.4f s %+6.1f\n",
+			       mode, tname, a, b, pred, cli_err_pct(pred, b));
+			n++;
 		} else if (strcmp(kind, "allreduce") == 0 &&
 			   sscanf(line, "%*s %15s %lf %lf %lf", tname, &a, &b, &c) == 4) {
 			t = ibc_scaling_transport_index(tname);

@@ -4,6 +4,8 @@
 # tables and plots of docs/scaling.md.
 #
 # usage: bench/scaling/run.sh [--model-only] [--no-docs]
+#        bench/scaling/run.sh --parse-steps|--parse-allreduce|--parse-params LOG
+#        (median step s, median all-reduce s, parameter count of an ibc_gpt2 log)
 #
 #   1. model vs published MLPerf (always): bench/scaling/ibc_scaling mlperf
 #      and ibc_scaling robust
@@ -17,19 +19,24 @@
 #        (fit_link.awk) -> local-params.txt; bus bandwidth at 2, 3, 4 ranks
 #        -> local-measured.tsv (3 and 4 ranks are predictions, 2 the fit);
 #      - trainer/ibc_gpt2 weak and strong scaling at 1, 2, 4 ranks on shm
-#        and tcp -> step times in local-measured.tsv; the 1-rank step gives
-#        the compute per sample (the only trainer input of the model);
+#        and tcp -> step times and the trainer's own all-reduce time per
+#        step in local-measured.tsv; the 1-rank step gives the compute per
+#        sample (the only trainer input of the model);
 #      - then ibc_scaling local -> results/local.md and the table between
 #        the "ibc_scaling local" markers of docs/scaling.md.
 #
 # Environment (all optional):
-#   IBC_BUILDDIR      build tree (default: the source tree)
+#   IBC_BUILDDIR      build tree (default: build/ when it holds
+#                     bench/scaling/ibc_scaling, else the source tree)
 #   IBC_SCALING_BIN   the ibc_scaling program
 #   IBC_BENCH         ibc_bench path (default $IBC_BUILDDIR/bench/ibc_bench)
-#   IBC_BENCH_ARGS    size sweep (default "-b 8 -e 64M -f 4 -n 20 -w 5 -c 0")
+#   IBC_BENCH_ARGS    size sweep (default "-b 8 -e 16M -f 4 -n 10 -w 2 -c 0")
 #   IBC_GPT2          trainer path (default $IBC_BUILDDIR/trainer/ibc_gpt2)
 #   IBC_GPT2_ARGS     trainer arguments; @B@ is replaced by the batch per rank
-#                     (default "-b @B@ -t 64 -x 10")
+#                     (default "-d 2 -T 64 -b @B@ -n 12 -m 0 --gen 0 --overlap 0";
+#                     the model assumes no all-reduce hidden behind backward,
+#                     so the trainer runs with --overlap 0; data/corpus must
+#                     exist: trainer/prepro/prepare.sh)
 #   IBC_GPT2_BATCH    global batch of the strong-scaling runs and per-rank
 #                     batch of the weak-scaling runs (default 4)
 #   MPIRUN            default "mpirun --allow-run-as-root --oversubscribe"
@@ -41,51 +48,99 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+if [ -z "${IBC_BUILDDIR:-}" ] && [ -x "$top/build/bench/scaling/ibc_scaling" ]; then
+	IBC_BUILDDIR=$top/build
+fi
 build=${IBC_BUILDDIR:-$top}
 bin=${IBC_SCALING_BIN:-$build/bench/scaling/ibc_scaling}
 bench=${IBC_BENCH:-$build/bench/ibc_bench}
 gpt2=${IBC_GPT2:-$build/trainer/ibc_gpt2}
-bench_args=${IBC_BENCH_ARGS:--b 8 -e 64M -f 4 -n 20 -w 5 -c 0}
-gpt2_args=${IBC_GPT2_ARGS:--b @B@ -t 64 -x 10}
+bench_args=${IBC_BENCH_ARGS:--b 8 -e 16M -f 4 -n 10 -w 2 -c 0}
+gpt2_args_default="-d 2 -T 64 -b @B@ -n 12 -m 0 --gen 0 --overlap 0"
+gpt2_args=${IBC_GPT2_ARGS:-$gpt2_args_default}
 gpt2_batch=${IBC_GPT2_BATCH:-4}
 mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 tmo=${RUN_TIMEOUT:-600}
 out=${IBC_SCALING_RESULTS:-$here/results}
-raw=$out/raw
 docs=$top/docs/scaling.md
 model_only=0
 write_docs=1
 
-# median of the per-step times printed on lines containing "step N" and
-# "<T> ms" (llm.c prints "step 3: train loss 4.1 (took 812.5 ms)" or
-# "step    3/10 | loss ... | (812.50 ms | ...)"), skipping the first two
-# steps (warm-up); prints seconds, nothing when no step line was found
+# median step time of a trainer/ibc_gpt2 log (rank 0's stdout), skipping the
+# first two steps (warm-up); prints seconds, nothing when no step line was
+# found. A step line is
+#   "step     3/12 | loss 10.77 | lr 3.00e-04 | norm 2.655 | 487.3 ms | ..."
+# and the step time is its fifth " | " field; with more than one rank the
+# line goes on with "| allreduce 95.0 ms, 0% hidden", which is not the step.
 step_seconds() {
-	sed -n 's/.*step *[0-9][0-9]*[^0-9].*[( ]\([0-9][0-9]*\.*[0-9]*\) ms.*/\1/p' "$1" |
+	awk -F' [|] ' '$1 ~ /^step +[0-9]+\/[0-9]+$/ && $5 ~ /^[0-9.]+ ms$/ { sub(/ ms$/, "", $5); print $5 }' "$1" |
 		tail -n +3 | sort -n |
 		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
 }
 
+# median all-reduce time per step (s) of a multi-rank trainer/ibc_gpt2 log,
+# steps 3.. ("| allreduce 95.0 ms, 0% hidden" on the step line); nothing for
+# a 1-rank log
+allreduce_seconds() {
+	awk -F' [|] ' '$1 ~ /^step +[0-9]+\/[0-9]+$/ && $8 ~ /^allreduce [0-9.]+ ms/ { split($8, w, " "); print w[2] }' "$1" |
+		tail -n +3 | sort -n |
+		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+}
+
+# number of parameters of a trainer/ibc_gpt2 log, exact, from its model line
+#   "ibc_gpt2: GPT-2 L 2 C 128 NH 2 V 50257 (Vp 50304) maxT 1024, 6.97 M parameters"
+# P = (Vp + maxT) C + L (12 C^2 + 13 C) + 2 C (train/gpt2.c's tensors);
+# printed only when it rounds to the printed "M parameters" figure
+num_params() {
+	awk '/^ibc_gpt2: GPT-2 L [0-9]+ C [0-9]+ / {
+		for (i = 1; i <= NF; i++) {
+			if ($i == "L") L = $(i + 1); if ($i == "C") C = $(i + 1)
+			if ($i == "(Vp") { Vp = $(i + 1); sub(/\)/, "", Vp) }
+			if ($i == "maxT") { T = $(i + 1); sub(/,/, "", T) }
+			if ($i == "M" && $(i + 1) == "parameters") M = $(i - 1)
+		}
+		P = (Vp + T) * C + L * (12 * C * C + 13 * C) + 2 * C
+		if (M != "" && sprintf("%.2f", P / 1e6) == M) { printf "%d\n", P; exit }
+	}' "$1"
+}
+
 parse_steps=
+parse_params=
+parse_ar=
 for a in "$@"; do
 	if [ "$parse_steps" = next ]; then parse_steps=$a; continue; fi
+	if [ "$parse_params" = next ]; then parse_params=$a; continue; fi
+	if [ "$parse_ar" = next ]; then parse_ar=$a; continue; fi
 	case $a in
 	--parse-steps) parse_steps=next ;;
+	--parse-params) parse_params=next ;;
+	--parse-allreduce) parse_ar=next ;;
 	--model-only) model_only=1 ;;
 	--no-docs) write_docs=0 ;;
-	-h|--help) sed -n '3,39p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,46p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
 
-# --parse-steps FILE: print the median step time (s) of a trainer log (tests)
+# --parse-steps FILE: print the median step time (s) of a trainer log (tests);
+# --parse-params FILE: print its exact parameter count;
+# --parse-allreduce FILE: its median all-reduce time per step (s) (tests)
 if [ -n "$parse_steps" ]; then
 	step_seconds "$parse_steps"
+	exit 0
+fi
+if [ -n "$parse_ar" ]; then
+	allreduce_seconds "$parse_ar"
+	exit 0
+fi
+if [ -n "$parse_params" ]; then
+	num_params "$parse_params"
 	exit 0
 fi
 
 [ -x "$bin" ] || { echo "run.sh: $bin not built (run make)" >&2; exit 1; }
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 
 # replace the lines between "<!-- BEGIN $1 -->" and "<!-- END $1 -->" of
 # docs/scaling.md by the content of file $2
@@ -115,6 +170,10 @@ echo "run.sh: model tables in $out/mlperf.txt"
 # ---- 2. local measurements -------------------------------------------------
 params=${IBC_SCALING_PARAMS:-$here/local-params.txt}
 measured=${IBC_SCALING_MEASURED:-$here/local-measured.tsv}
+# absolute: the trainer runs from the source root (cd below)
+case $params in /*) ;; *) params=$PWD/$params ;; esac
+case $measured in /*) ;; *) measured=$PWD/$measured ;; esac
+raw=$out/raw
 mkdir -p "$raw"
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 port_base=$((20000 + $$ % 20000))
@@ -177,7 +236,11 @@ if [ ! -x "$gpt2" ]; then
 	echo "run.sh: SKIP trainer scaling: $gpt2 not built yet (trainer issue)"
 elif [ "$have_mpi" = 0 ]; then
 	echo "run.sh: SKIP trainer scaling: mpirun not found"
+elif [ ! -f "$top/data/corpus/manifest.json" ] && [ "$gpt2_args" = "$gpt2_args_default" ]; then
+	echo "run.sh: SKIP trainer scaling: no data/corpus (run trainer/prepro/prepare.sh)"
 else
+	case $gpt2 in /*) ;; *) gpt2=$PWD/$gpt2 ;; esac
+	cd "$top" # the trainer's default data path is data/corpus
 	for tr in shm tcp; do
 		for mode in weak strong; do
 			for r in 1 2 4; do
@@ -190,14 +253,21 @@ else
 					{ echo "run.sh: trainer $tr $mode $r ranks failed, see $log"; continue; }
 				s=$(step_seconds "$log")
 				[ -n "$s" ] && echo "trainer $tr $mode $r $s" >> "$tmp_meas"
+				s=$(allreduce_seconds "$log")
+				[ -n "$s" ] && echo "trainer_allreduce $tr $mode $r $s" >> "$tmp_meas"
 			done
 		done
 	done
 	# model inputs from the 1-rank run: compute per sample and gradient bytes
+	# (ibc_gpt2 all-reduces all P fp32 gradients, in buckets)
 	log1=$raw/gpt2-shm-weak-1.txt
 	s1=$(step_seconds "$log1" 2>/dev/null || true)
-	np=$(sed -n 's/.*num_parameters: *\([0-9][0-9]*\).*/\1/p' "$log1" 2>/dev/null | head -1)
+	np=$(num_params "$log1" 2>/dev/null || true)
 	if [ -n "$s1" ] && [ -n "$np" ]; then
+		case " $gpt2_args " in
+		*" --overlap 0 "*) ;;
+		*) echo "run.sh: note: the trainer may overlap the all-reduce; the model assumes it does not" ;;
+		esac
 		{
 			echo "trainer.grad_bytes $((np * 4))"
 			awk -v s="$s1" -v b="$gpt2_batch" 'BEGIN { printf "trainer.sample_compute_s %.6g\n", s / b }'
@@ -207,7 +277,7 @@ else
 		} >> "$tmp_params"
 		measured_trainer=1
 	else
-		echo "run.sh: trainer output lacks 'num_parameters:' or 'step N/M: ... (X ms' lines; no trainer parameters written"
+		echo "run.sh: $log1 lacks the 'ibc_gpt2: GPT-2 L .. C ..' model line or 'step N/M | ... | X ms' lines; no trainer parameters written"
 	fi
 fi
 

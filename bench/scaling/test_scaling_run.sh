@@ -9,14 +9,22 @@
 #   8-11 run.sh with the tools missing writes the model outputs, reports SKIP
 #        for the measurements and writes no local parameters (nothing is
 #        made up);
-#   12-13 the trainer-log parser of run.sh: median step time after two
-#        warm-up steps, for both llm.c output styles.
+#   12-15 run.sh and fit_link.awk on output captured from the real tools
+#        (bench/scaling/testdata/, written by bench/scaling/run.sh on this
+#        project's 2-core machine): median step time after two warm-up
+#        steps of a 1-rank and a 2-rank trainer/ibc_gpt2 log (the 2-rank
+#        line also carries the all-reduce ms, which must not be taken), the
+#        exact parameter count from the model line, and alpha, beta, gamma
+#        fitted from a real 2-rank ibc_bench all-reduce/all-gather sweep;
+#   16   the median "allreduce X ms" of the real 2-rank trainer log;
+#   17   ibc_scaling local's trainer rows, computed by hand from the ring
+#        formula: compute x max(1, ranks/cores) + all-reduce of 4P bytes.
 : "${top_srcdir:?set by make check}" "${top_builddir:?set by make check}"
 src=$top_srcdir/bench/scaling
 bin=$top_builddir/bench/scaling/ibc_scaling
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/scaling-run.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..13"
+echo "1..17"
 t=0
 ok() { t=$((t + 1)); if [ "$1" = 0 ]; then echo "ok $t - $2"; else echo "not ok $t - $2"; fail=1; fi; }
 fail=0
@@ -69,15 +77,30 @@ ok $? "no local parameters or measurements are written without measuring"
 grep -q "^gpt3-v3.1-10752-eos" "$tmp/results/mlperf.txt" && [ -s "$tmp/results/mlperf-points.dat" ] &&
 	[ -s "$tmp/results/mlperf-curve.dat" ]
 ok $? "run.sh wrote the model table and plot data"
-printf '%s\n' 'num_parameters: 124475904' 'step 1: train loss 5.0 (took 900.0 ms)' \
-	'step 2: train loss 4.9 (took 800.0 ms)' 'step 3: train loss 4.8 (took 812.5 ms)' \
-	'step 4: train loss 4.7 (took 810.0 ms)' 'step 5: train loss 4.6 (took 830.0 ms)' > "$tmp/cpu.log"
-[ "$(sh "$src/run.sh" --parse-steps "$tmp/cpu.log")" = "0.812500" ]
-ok $? "median of steps 3-5 of 'step N: ... (took T ms)' lines is 0.8125 s"
-printf '%s\n' 'step    1/10 | loss 5.0 | (900.00 ms | 1 tok/s)' 'step    2/10 | loss 5.0 | (700.00 ms | 1 tok/s)' \
-	'step    3/10 | loss 4.9 | (612.25 ms | 1 tok/s)' 'step    4/10 | loss 4.9 | (600.00 ms | 1 tok/s)' \
-	'val loss 4.1 (3 ms)' > "$tmp/gpu.log"
-[ "$(sh "$src/run.sh" --parse-steps "$tmp/gpu.log")" = "0.606125" ]
-ok $? "median of steps 3-4 of 'step N/M | ... (T ms' lines is 0.606125 s; other lines ignored"
+data=$src/testdata
+[ "$(sh "$src/run.sh" --parse-steps "$data/ibc_gpt2-shm-1.txt")" = "1.905350" ]
+ok $? "1-rank ibc_gpt2 log: median of steps 3..12 is 1.905350 s"
+[ "$(sh "$src/run.sh" --parse-steps "$data/ibc_gpt2-shm-2.txt")" = "4.847950" ]
+ok $? "2-rank ibc_gpt2 log: median step (not all-reduce) time of steps 3..12 is 4.847950 s"
+[ "$(sh "$src/run.sh" --parse-params "$data/ibc_gpt2-shm-1.txt")" = 6966784 ]
+ok $? "d2 parameter count from the model line is 6966784 (= 6.97 M printed)"
+awk -v n=2 -v tr=shm -f "$src/fit_link.awk" "$data/ibc_bench-allreduce-shm-2.txt" \
+	"$data/ibc_bench-allgather-shm-2.txt" > "$tmp/real.txt" &&
+	[ "$(awk '$1 == "shm.alpha_us" { print $2 }' "$tmp/real.txt")" = "1.06" ] &&
+	awk '$1 ~ /beta|gamma/ && !($2 >= 0) { bad = 1 } $1 ~ /beta/ && !($2 > 0) { bad = 1 } END { exit bad }' "$tmp/real.txt"
+ok $? "fit on real ibc_bench output: alpha = 1.06 us (8-byte all-reduce / 2), beta > 0, gamma >= 0"
+[ "$(sh "$src/run.sh" --parse-allreduce "$data/ibc_gpt2-shm-2.txt")" = "0.784100" ]
+ok $? "2-rank ibc_gpt2 log: median all-reduce time of steps 3..12 is 0.784100 s"
+# alpha 3 us, beta 0.25 ns/B, gamma 0.125 ns/B, M = 4 x 6966784 B, 0.5 s per 4 samples, 2 cores:
+# ring all-reduce 2(n-1) a + 2(n-1)/n M b + (n-1)/n M g = 0.0087145 s (n = 2), 0.0130807 s (n = 4)
+printf '%s\n' "cores 2" "fit_ranks 2" "shm.alpha_us 3" "shm.beta_ns_per_B 0.25" "shm.gamma_ns_per_B 0.125" \
+	"trainer.grad_bytes 27867136" "trainer.sample_compute_s 0.125" "trainer.batch 4" \
+	"trainer.threads_per_rank 1" "trainer.overlap 0" > "$tmp/tp.txt"
+printf '%s\n' "trainer shm weak 2 0.6" "trainer shm weak 4 1.2" "trainer shm strong 4 0.3" \
+	"trainer_allreduce shm weak 2 0.01" "trainer_allreduce shm weak 4 0.02" > "$tmp/tm.tsv"
+"$bin" local -p "$tmp/tp.txt" -m "$tmp/tm.tsv" > "$tmp/tl.txt" &&
+	[ "$(awk '/^trainer/ { printf "%s %s %s,", $1, $3, $6 }' "$tmp/tl.txt")" = \
+	  "trainer-weak 2 0.5087,trainer-weak 4 1.0131,trainer-strong 4 0.2631,trainer-ar-weak 2 0.0087,trainer-ar-weak 4 0.0131," ]
+ok $? "ibc_scaling local trainer rows: 0.5 + 0.0087, 2 x 0.5 + 0.0131, 0.25 + 0.0131, all-reduce 0.0087, 0.0131 s"
 sed 's/^/# /' "$tmp/run.log"
 exit $fail
