@@ -615,3 +615,36 @@ ibc_status_t ibc_topo_gdr_allowed(struct ibc_topo *t, int gpu, const char *nic, 
 		snprintf(why, why_len, "%s", line);
 	return IBC_OK;
 }
+
+int ibc_topo_cpulist_parse(const char *list, cpu_set_t *set)
+{
+	const char *p = list;
+
+	if (!list || !set)
+		return -1;
+	CPU_ZERO(set);
+	while (*p) {
+		char *end;
+		long lo = strtol(p, &end, 10);
+		long hi = lo;
+
+		if (end == p || lo < 0)
+			return -1;
+		p = end;
+		if (*p == '-') {
+			hi = strtol(p + 1, &end, 10);
+			if (end == p + 1 || hi < lo)
+				return -1;
+			p = end;
+		}
+		if (hi >= CPU_SETSIZE)
+			return -1;
+		for (; lo <= hi; lo++)
+			CPU_SET((int)lo, set);
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return -1;
+	}
+	return 0;
+}

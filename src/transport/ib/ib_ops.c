@@ -152,6 +152,8 @@ static ibc_status_t ib_ops_init(struct ibc_comm *comm, void **ctx_p)
 		       st, err_peers);
 	IBC_LOG_INFO(IB, "ib: rank %d (local rank %d of %d on this host) uses %s:%d, %d usable ports",
 		     comm->rank, local_rank, nlocal, ports[pick].dev_name, ports[pick].port, nports);
+	/* the communicator binds its progress thread near this device */
+	snprintf(comm->ib_nic, sizeof(comm->ib_nic), "%s", ports[pick].dev_name);
 	*ctx_p = t;
 	return IBC_OK;
 
