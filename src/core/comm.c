@@ -437,6 +437,23 @@ static void comm_choose_spin(struct ibc_comm *comm)
 }
 
 /*
+ * The rank's GPU (ibc_topo_rank_gpu(): IBC_TOPO_GPU, else the current CUDA
+ * device), before the transports start: the verbs transport picks the NIC
+ * nearest it and the progress thread is bound near it. -1 when none.
+ */
+static void comm_find_gpu(struct ibc_comm *comm)
+{
+	char why[IBC_TOPO_WHY_LEN];
+	struct ibc_topo *topo;
+
+	comm->gpu = -1;
+	if (ibc_topo_shared(&topo) != IBC_OK ||
+	    ibc_topo_rank_gpu(topo, &comm->gpu, why, sizeof(why)) != IBC_OK)
+		return;
+	IBC_LOG_INFO(TOPO, "rank's GPU: %s", why);
+}
+
+/*
  * Decide where the progress thread runs (ibc_topo_progress_plan(): near the
  * NIC of the verbs transport when a peer uses it, else near the rank's GPU,
  * else on the local rank's share of the NUMA nodes) and log it at INFO.
@@ -541,6 +558,7 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 	comm->peers = ibc_calloc((size_t)comm->nranks, sizeof(*comm->peers), "peer table");
 	if (!comm->peers)
 		return IBC_ERR_NO_MEMORY;
+	comm_find_gpu(comm);
 	IBC_CHECK(comm_choose_transports(comm));
 	comm_choose_spin(comm);
 	if (comm->use_thread)

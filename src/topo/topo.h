@@ -207,6 +207,24 @@ ibc_status_t ibc_topo_gpu_locality(struct ibc_topo *t, int gpu, int *numa_p, cha
 				   size_t cpus_len);
 
 /**
+ * ibc_topo_rank_gpu() - The calling rank's GPU, as a topology index.
+ * @t:       [in]  topology.
+ * @gpu_p:   [out] GPU index, or -1 when the rank has none.
+ * @why:     [out] one line for the INFO log; may be NULL.
+ * @why_len: [in]  size of @why.
+ *
+ * IBC_TOPO_GPU when set (an index beyond the topology's GPUs is WARNed and
+ * gives -1); else the device of the calling thread's current CUDA context
+ * (ibc_cuda_current_busid(), which never creates one) mapped through
+ * ibc_topo_gpu_by_busid(); -1 without CUDA, without a current context, or
+ * for a device the topology lacks.
+ * Threading: reads the calling thread's CUDA context; call it from the
+ * thread that initializes the communicator.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL @t or @gpu_p).
+ */
+ibc_status_t ibc_topo_rank_gpu(struct ibc_topo *t, int *gpu_p, char *why, size_t why_len);
+
+/**
  * ibc_topo_pick_nic() - Choose this rank's NIC among @cands.
  * @t:            [in]  topology.
  * @gpu:          [in]  the rank's GPU index, or -1 when it has none.

@@ -7,7 +7,10 @@
  * Part 2: two ranks (shm, forked) on the fake 2-NUMA machine: local rank 0's
  * progress thread runs on CPU 0, local rank 1's on CPU 1, read back with
  * pthread_getaffinity_np() (ibc_comm_progress_cpus()); with IBC_BIND=0 both
- * keep CPUs 0-1. Needs hwloc and CPUs 0 and 1 (SKIP else).
+ * keep CPUs 0-1; on the DGX XML with IBC_TOPO_GPU per rank, each
+ * communicator records its GPU (comm->gpu, what the verbs transport passes
+ * to ibc_topo_pick_nic()). Part 3: ibc_topo_rank_gpu() and the NIC each
+ * forced GPU gets. Needs hwloc and CPUs 0 and 1 (SKIP else).
  */
 #include "config.h"
 
@@ -27,6 +30,8 @@
 #define CPUS_LEN 64
 
 static char (*g_cpus)[CPUS_LEN];        /* shared: each rank's progress CPUs */
+static int *g_gpu;                      /* shared: each rank's comm->gpu */
+static const char *g_rank_gpu[2];       /* IBC_TOPO_GPU of each rank, NULL: unset */
 
 static int rank_fn(int rank, int nranks, void *arg)
 {
@@ -35,9 +40,12 @@ static int rank_fn(int rank, int nranks, void *arg)
 
 	(void)nranks;
 	(void)arg;
+	if (g_rank_gpu[rank])
+		setenv("IBC_TOPO_GPU", g_rank_gpu[rank], 1);
 	ibc_param_reset_all();
 	if (ibc_comm_init_env(&comm) != IBC_OK)
 		return 2;
+	g_gpu[rank] = comm->gpu;
 	if (ibc_comm_progress_cpus(comm, g_cpus[rank], CPUS_LEN) != IBC_OK)
 		snprintf(g_cpus[rank], CPUS_LEN, "query failed");
 	/* the bound thread still runs collectives */
@@ -77,6 +85,7 @@ static void two_ranks(const char *bind, const char *want0, const char *want1)
 	int codes[2] = { -1, -1 };
 
 	memset(g_cpus, 0, 2 * CPUS_LEN);
+	g_gpu[0] = g_gpu[1] = -2;
 	setenv("IBC_BIND", bind, 1);
 	tap_is_int(fork_ranks(2, 60, rank_fn, NULL, codes), 0,
 		   "IBC_BIND=%s: 2 ranks init, all-reduce, destroy", bind);
@@ -141,6 +150,45 @@ int main(void)
 		tap_is_int(ibc_topo_progress_plan(t, NULL, -1, 2, 2, &bind, NULL, 0, NULL, 0),
 			   IBC_ERR_INVALID_ARG, "local rank out of range");
 	}
+
+	/* the rank's GPU (IBC_TOPO_GPU here; no CUDA context on this machine) and the NIC it gets */
+	{
+		const char *nics[8];
+		char why[IBC_TOPO_WHY_LEN];
+		char want[64];
+		enum ibc_topo_dist d;
+		int gpu = -2;
+		int idx = -1;
+		int g;
+
+		for (g = 0; g < 8; g++)
+			nics[g] = ibc_topo_nic_name(t, 7 - g);  /* reversed: order must not matter */
+		for (g = 0; g < 8; g++) {
+			snprintf(want, sizeof(want), "%d", g);
+			setenv("IBC_TOPO_GPU", want, 1);
+			ibc_param_reset_all();
+			tap_is_int(ibc_topo_rank_gpu(t, &gpu, why, sizeof(why)), IBC_OK,
+				   "IBC_TOPO_GPU=%d", g);
+			tap_is_int(gpu, g, "  rank's GPU is %d (%s)", g, why);
+			tap_is_int(ibc_topo_pick_nic(t, gpu, g, 8, nics, 8, &idx, &d, NULL, 0), IBC_OK,
+				   "  NIC for GPU %d", g);
+			snprintf(want, sizeof(want), "mlx5_%d", g);
+			tap_is_str(idx >= 0 && idx < 8 ? nics[idx] : "?", want, "  GPU %d -> %s", g,
+				   want);
+			tap_is_str(ibc_topo_dist_name(d), "PIX", "  GPU %d: PIX", g);
+		}
+		setenv("IBC_TOPO_GPU", "8", 1);
+		ibc_param_reset_all();
+		tap_is_int(ibc_topo_rank_gpu(t, &gpu, why, sizeof(why)), IBC_OK,
+			   "IBC_TOPO_GPU=8 (WARNs)");
+		tap_is_int(gpu, -1, "  beyond the 8 GPUs: none");
+		tap_is_str(why, "IBC_TOPO_GPU=8 but the topology has 8 GPUs: no GPU", "  reason");
+		unsetenv("IBC_TOPO_GPU");
+		ibc_param_reset_all();
+		tap_is_int(ibc_topo_rank_gpu(t, &gpu, why, sizeof(why)), IBC_OK, "IBC_TOPO_GPU unset");
+		tap_is_int(gpu, -1, "  no CUDA context here: no GPU");
+		tap_is_str(why, "no GPU (no current CUDA context)", "  reason");
+	}
 	ibc_topo_destroy(t);
 	t = NULL;
 
@@ -168,9 +216,23 @@ int main(void)
 	g_cpus = fork_ranks_shared(2 * CPUS_LEN);
 	if (!g_cpus)
 		tap_bail_out("cannot map shared memory");
+	g_gpu = fork_ranks_shared(2 * sizeof(int));
+	if (!g_gpu)
+		tap_bail_out("cannot map shared memory");
 	setenv("IBC_TRANSPORT", "shm", 1);
 	two_ranks("1", "0", "1");
+	tap_ok(g_gpu[0] == -1 && g_gpu[1] == -1, "no GPU in the fake machine: comm->gpu -1 (%d %d)",
+	       g_gpu[0], g_gpu[1]);
 	two_ranks("0", "0-1", "0-1");
+
+	/* the DGX machine: rank 0 drives GPU 1 (NUMA 0), rank 1 GPU 6 (NUMA 1) */
+	snprintf(path, sizeof(path), "%s/tests/topo/dgx-h100.xml", srcdir ? srcdir : ".");
+	setenv("IBC_TOPO_FILE", path, 1);
+	g_rank_gpu[0] = "1";
+	g_rank_gpu[1] = "6";
+	two_ranks("1", "0-1", "0-1");
+	tap_is_int(g_gpu[0], 1, "DGX: rank 0's communicator knows GPU 1");
+	tap_is_int(g_gpu[1], 6, "DGX: rank 1's communicator knows GPU 6");
 	sched_setaffinity(0, sizeof(orig), &orig);
 	return tap_done();
 }
