@@ -869,10 +869,11 @@ ibc_status_t ibc_topo_print(struct ibc_topo *t, FILE *f)
 		return IBC_ERR_INVALID_ARG;
 	fprintf(f, "topology: %s%s\n", t->source,
 		t->this_system ? "" : " (not this machine)");
-	fprintf(f, "summary: %d packages, %d NUMA nodes, %d cores, %d PUs, %d NICs, %d GPUs (%s order)\n",
+	fprintf(f, "summary: %d packages, %d NUMA nodes, %d cores, %d PUs, %d NICs, %d GPUs%s%s%s\n",
 		hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PACKAGE), t->nnuma,
 		hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_CORE),
-		hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU), t->nnics, t->ngpus, t->gpu_order);
+		hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU), t->nnics, t->ngpus,
+		t->ngpus ? " (" : "", t->ngpus ? t->gpu_order : "", t->ngpus ? " order)" : "");
 	topo_print_normal(t, f, hwloc_get_root_obj(t->hw), 0);
 	for (i = 0; i < t->nnics; i++)
 		if (!t->nics[i].pci)
