@@ -104,54 +104,76 @@ static void print_env_md(void)
 	}
 }
 
-/* ibc_topo_pick_nic() and the NIC's cores for every local rank of n = 1..8 */
+/* one rank's decisions: its NIC (when there are NICs) and its progress thread's CPUs */
+static int print_rank_plan(struct ibc_topo *t, const char *const *cands, int ncands, int gpu,
+			   int r, int n)
+{
+	char why[IBC_TOPO_WHY_LEN];
+	const char *nic = NULL;
+	enum ibc_topo_dist d;
+	int bind;
+	int idx;
+
+	if (ncands) {
+		if (ibc_topo_pick_nic(t, gpu, r, n, cands, ncands, &idx, &d, NULL, 0) != IBC_OK) {
+			printf("error: %s\n", ibc_last_error());
+			return 1;
+		}
+		nic = cands[idx];
+		printf("NIC %s%s%s; ", nic, gpu >= 0 ? " " : "", gpu >= 0 ? ibc_topo_dist_name(d) : "");
+	}
+	if (ibc_topo_progress_plan(t, nic, gpu, r, n, &bind, NULL, 0, why, sizeof(why)) != IBC_OK) {
+		printf("error: %s\n", ibc_last_error());
+		return 1;
+	}
+	printf("progress thread: %s\n", why);
+	return 0;
+}
+
+/*
+ * What the library decides, from the same functions it calls: this
+ * process's GPU (ibc_topo_rank_gpu()), then for every local rank of
+ * n = 1..8 its NIC (ibc_topo_pick_nic()) and progress-thread binding
+ * (ibc_topo_progress_plan(), which reads this thread's affinity), and the
+ * same for a rank driving each GPU of the topology.
+ */
 static int print_topo_plan(struct ibc_topo *t)
 {
 	int nnics = ibc_topo_nic_count(t);
 	int ngpus = ibc_topo_gpu_count(t);
 	const char *cands[64];
+	char why[IBC_TOPO_WHY_LEN];
 	int ncands = IBC_MIN(nnics, (int)IBC_ARRAY_SIZE(cands));
+	int gpu = -1;
 	int n;
 	int r;
 	int i;
 
 	for (i = 0; i < ncands; i++)
 		cands[i] = ibc_topo_nic_name(t, i);
-	if (!ncands) {
-		printf("# no verbs NIC: every local rank uses TCP/shm\n");
-		return 0;
-	}
-	if (ngpus)
-		printf("# NIC and cores per local rank (rank r drives GPU r mod %d)\n", ngpus);
+	if (ibc_topo_rank_gpu(t, &gpu, why, sizeof(why)) != IBC_OK)
+		return 1;
+	printf("# decisions of the library for ranks of this process's kind\n");
+	printf("this process's GPU: %s\n", why);
+	if (ncands)
+		printf("# NIC and progress thread of ranks whose peers on other hosts use verbs; NIC candidates: the topology's %d NICs (a rank chooses among the ACTIVE ports IBC_IB_HCA selects; a single-host job uses shm and places the progress thread by GPU or local rank)\n",
+		       ncands);
 	else
-		printf("# NIC and cores per local rank (no GPU: NICs spread by locality)\n");
+		printf("# no verbs NIC: ranks use shm/tcp\n");
 	for (n = 1; n <= 8; n++) {
 		printf("local ranks %d:\n", n);
 		for (r = 0; r < n; r++) {
-			char cpus[IBC_TOPO_CPULIST_LEN];
-			enum ibc_topo_dist d;
-			int gpu = ngpus ? r % ngpus : -1;
-			int numa = -1;
-			int idx;
-
 			printf("  rank %d: ", r);
-			if (gpu >= 0)
-				printf("GPU %d -> ", gpu);
-			else
-				printf("no GPU -> ");
-			if (ibc_topo_pick_nic(t, gpu, r, n, cands, ncands, &idx, &d, NULL, 0) != IBC_OK ||
-			    ibc_topo_nic_locality(t, cands[idx], &numa, cpus, sizeof(cpus)) != IBC_OK) {
-				printf("error: %s\n", ibc_last_error());
+			if (print_rank_plan(t, cands, ncands, gpu, r, n))
 				return 1;
-			}
-			printf("%s", cands[idx]);
-			if (gpu >= 0)
-				printf(" %s", ibc_topo_dist_name(d));
-			if (numa >= 0)
-				printf(", cores %s (NUMA %d)\n", cpus, numa);
-			else
-				printf(", cores %s (NUMA unknown)\n", cpus);
 		}
+	}
+	if (ngpus)
+		printf("# a rank whose GPU is g (its current CUDA device, or IBC_TOPO_GPU=g)\n");
+	for (i = 0; i < ngpus; i++) {
+		printf("  GPU %d: ", i);
+		if (print_rank_plan(t, cands, ncands, i, 0, 1))
+			return 1;
 	}
 	return 0;
 }

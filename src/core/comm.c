@@ -23,6 +23,7 @@
 #include "net.h"
 #include "param.h"
 #include "socket.h"
+#include "topo/topo.h"
 #include "util.h"
 
 static void comm_q_changed(struct ibc_comm *comm);
@@ -264,6 +265,7 @@ static ibc_status_t comm_alloc(struct ibc_comm **comm_p)
 	pthread_cond_init(&comm->work_cond, NULL);
 	comm->timeout_ms = ibc_param_timeout_ms();
 	comm->use_thread = (int)ibc_param_progress_thread();
+	comm->gpu = -1;
 	snprintf(comm->transport_name, sizeof(comm->transport_name), "bootstrap");
 	*comm_p = comm;
 	return IBC_OK;
@@ -420,8 +422,12 @@ static void comm_choose_spin(struct ibc_comm *comm)
 	int i;
 
 	comm->nlocal = 0;
-	for (i = 0; i < comm->nranks; i++)
+	comm->local_rank = 0;
+	for (i = 0; i < comm->nranks; i++) {
 		comm->nlocal += ibc_bootstrap_same_host(comm->bs, i);
+		if (i < comm->rank && ibc_bootstrap_same_host(comm->bs, i))
+			comm->local_rank++;
+	}
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		ncpu = CPU_COUNT(&set);
 	comm->spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
@@ -433,11 +439,121 @@ static void comm_choose_spin(struct ibc_comm *comm)
 	}
 }
 
+/*
+ * The rank's GPU (ibc_topo_rank_gpu(): IBC_TOPO_GPU, else the current CUDA
+ * device), before the transports start: the verbs transport picks the NIC
+ * nearest it and the progress thread is bound near it. -1 when none.
+ */
+static void comm_find_gpu(struct ibc_comm *comm)
+{
+	char why[IBC_TOPO_WHY_LEN];
+	struct ibc_topo *topo;
+
+	comm->gpu = -1;
+	if (ibc_topo_shared(&topo) != IBC_OK ||
+	    ibc_topo_rank_gpu(topo, &comm->gpu, why, sizeof(why)) != IBC_OK)
+		return;
+	IBC_LOG_INFO(TOPO, "rank's GPU: %s", why);
+}
+
+/*
+ * Decide where the progress thread runs (ibc_topo_progress_plan(): near the
+ * NIC of the verbs transport when a peer uses it, else near the rank's GPU,
+ * else on the local rank's share of the NUMA nodes) and log it at INFO.
+ * Never fails: without a topology or a plan the thread stays unbound (WARN).
+ * Return: 1 and @set filled when the thread is to be bound, else 0.
+ */
+static int comm_plan_progress(struct ibc_comm *comm, cpu_set_t *set)
+{
+	char cpus[IBC_TOPO_CPULIST_LEN];
+	char why[IBC_TOPO_WHY_LEN];
+	struct ibc_topo *topo;
+	const char *nic = NULL;
+	ibc_status_t st;
+	int bind = 0;
+	int i;
+
+	for (i = 0; i < comm->nranks && comm->ib_nic[0]; i++)
+		if (comm->peers[i].ops == &ibc_ib_ops)
+			nic = comm->ib_nic;
+	st = ibc_topo_shared(&topo);
+	if (st == IBC_OK)
+		st = ibc_topo_progress_plan(topo, nic, comm->gpu, comm->local_rank, comm->nlocal,
+					    &bind, cpus, sizeof(cpus), why, sizeof(why));
+	if (st != IBC_OK) {
+		IBC_LOG_WARN(TOPO, "progress thread: not bound, the topology gave no plan (%s)",
+			     ibc_status_str(st));
+		return 0;
+	}
+	if (bind && ibc_topo_cpulist_parse(cpus, set) != 0) {
+		IBC_LOG_WARN(TOPO, "progress thread: not bound, cannot use CPU list \"%s\"", cpus);
+		return 0;
+	}
+	IBC_LOG_INFO(TOPO, "progress thread: %s", why);
+	return bind;
+}
+
+/* start the progress thread, bound as comm_plan_progress() decides */
+static ibc_status_t comm_start_progress(struct ibc_comm *comm)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int bind = comm_plan_progress(comm, &set);
+	int ret = -1;
+
+	if (bind && pthread_attr_init(&attr) == 0) {
+		ret = pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+		if (ret == 0)
+			ret = pthread_create(&comm->thread, &attr, progress_thread, comm);
+		pthread_attr_destroy(&attr);
+		if (ret)
+			IBC_LOG_WARN(TOPO, "progress thread: binding refused (%s); running unbound",
+				     strerror(ret));
+	}
+	if (ret)
+		ret = pthread_create(&comm->thread, NULL, progress_thread, comm);
+	if (ret) {
+		IBC_LOG_ERROR(INIT, "cannot start the progress thread: %s", strerror(ret));
+		return IBC_ERR_SYSTEM;
+	}
+	comm->thread_started = 1;
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_progress_cpus(struct ibc_comm *comm, char *buf, size_t len)
+{
+	cpu_set_t set;
+	size_t off = 0;
+	int first = -1;
+	int c;
+
+	if (!comm || !buf || !len || !comm->thread_started)
+		return IBC_ERR_INVALID_ARG;
+	if (pthread_getaffinity_np(comm->thread, sizeof(set), &set) != 0)
+		return IBC_ERR_SYSTEM;
+	buf[0] = '\0';
+	for (c = 0; c <= CPU_SETSIZE; c++) {
+		int in = c < CPU_SETSIZE && CPU_ISSET(c, &set);
+
+		if (in && first < 0)
+			first = c;
+		if (!in && first >= 0 && off < len) {
+			if (c - 1 > first)
+				off += (size_t)snprintf(buf + off, len - off, "%s%d-%d", off ? "," : "",
+							first, c - 1);
+			else
+				off += (size_t)snprintf(buf + off, len - off, "%s%d", off ? "," : "",
+							first);
+			first = -1;
+		}
+	}
+	return IBC_OK;
+}
+
 /* build the communicator around its ready bootstrap */
 static ibc_status_t comm_setup(struct ibc_comm *comm)
 {
 	ibc_status_t st;
-	int ret;
 
 	comm->rank = ibc_bootstrap_rank(comm->bs);
 	comm->nranks = ibc_bootstrap_nranks(comm->bs);
@@ -445,16 +561,11 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 	comm->peers = ibc_calloc((size_t)comm->nranks, sizeof(*comm->peers), "peer table");
 	if (!comm->peers)
 		return IBC_ERR_NO_MEMORY;
+	comm_find_gpu(comm);
 	IBC_CHECK(comm_choose_transports(comm));
 	comm_choose_spin(comm);
-	if (comm->use_thread) {
-		ret = pthread_create(&comm->thread, NULL, progress_thread, comm);
-		if (ret) {
-			IBC_LOG_ERROR(INIT, "cannot start the progress thread: %s", strerror(ret));
-			return IBC_ERR_SYSTEM;
-		}
-		comm->thread_started = 1;
-	}
+	if (comm->use_thread)
+		IBC_CHECK(comm_start_progress(comm));
 	if (registry_add(comm) != 0) {
 		IBC_LOG_ERROR(INIT, "out of memory registering the communicator");
 		st = IBC_ERR_NO_MEMORY;

@@ -82,6 +82,10 @@ struct ibc_comm {
 	int64_t timeout_ms;                   /* IBC_TIMEOUT_MS */
 	uint64_t spin_ns;                     /* IBC_SPIN_US, 0 when oversubscribed */
 	int nlocal;                           /* ranks on this host, this one included */
+	int local_rank;                       /* rank among this host's ranks */
+	/* locality (src/topo): set before the progress thread starts */
+	int gpu;                              /* topology index of this rank's GPU, -1: none */
+	char ib_nic[64];                      /* verbs device the ib transport opened, "" none */
 
 	/* the operation being executed (for error messages) */
 	const struct ibc_request *cur;
@@ -146,6 +150,18 @@ static inline int64_t ibc_comm_timeout_ms(const struct ibc_comm *comm)
 {
 	return comm->timeout_ms;
 }
+
+/**
+ * ibc_comm_progress_cpus() - The CPUs the progress thread of @comm may run
+ * on, as a list "0-3,8" (debug query for tests and diagnostics).
+ * @comm: [in]  communicator.
+ * @buf:  [out] the list, NUL-terminated.
+ * @len:  [in]  size of @buf, bytes.
+ * Threading: safe while @comm lives.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL argument, or no progress
+ *         thread: IBC_PROGRESS_THREAD=0); IBC_ERR_SYSTEM (the OS refused).
+ */
+ibc_status_t ibc_comm_progress_cpus(struct ibc_comm *comm, char *buf, size_t len);
 
 /* API entry/exit: validate a live handle and count the caller (abort waits for callers) */
 ibc_status_t ibc_comm_enter(struct ibc_comm *comm, const char *fn);

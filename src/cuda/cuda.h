@@ -268,6 +268,18 @@ ibc_status_t ibc_cuda_device_count(int *n_p);
 ibc_status_t ibc_cuda_device_busid(int dev, char *buf, size_t len);
 /* number of SMs of @dev (cached); 0 when unknown */
 int ibc_cuda_sm_count(int dev);
+/**
+ * ibc_cuda_current_busid() - PCI bus id ("0000:1B:00.0") of the device of the
+ * calling thread's current CUDA context, through the driver (cuCtxGetCurrent,
+ * cuCtxGetDevice, cuDeviceGetPCIBusId): creates no context and does not
+ * initialize CUDA, so a process that has not picked a GPU has none.
+ * @buf: [out] the bus id, NUL-terminated.
+ * @len: [in]  size of @buf, >= 13 bytes (16 suffices).
+ * Return: IBC_OK; IBC_ERR_UNSUPPORTED (no driver, no current context, or
+ *         the driver refused; nothing logged above DEBUG);
+ *         IBC_ERR_INVALID_ARG.
+ */
+ibc_status_t ibc_cuda_current_busid(char *buf, size_t len);
 /* the calling thread's current device (cudaGetDevice), and make @dev current (cudaSetDevice) */
 ibc_status_t ibc_cuda_get_device(int *dev_p);
 ibc_status_t ibc_cuda_set_device(int dev);
@@ -385,6 +397,13 @@ static inline int ibc_cuda_sm_count(int dev)
 {
 	(void)dev;
 	return 0;
+}
+
+static inline ibc_status_t ibc_cuda_current_busid(char *buf, size_t len)
+{
+	(void)buf;
+	(void)len;
+	return IBC_ERR_UNSUPPORTED;
 }
 
 static inline ibc_status_t ibc_cuda_get_device(int *dev_p)

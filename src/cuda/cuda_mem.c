@@ -43,6 +43,10 @@ static struct {
 	PFN_cuGetErrorString_v6000 get_error_string;
 	PFN_cuDeviceGet_v2000 device_get;
 	PFN_cuDeviceGetAttribute_v2000 device_get_attribute;
+	/* optional: the current context's device, for the topology */
+	PFN_cuCtxGetCurrent_v4000 ctx_get_current;
+	PFN_cuCtxGetDevice_v2000 ctx_get_device;
+	PFN_cuDeviceGetPCIBusId_v4010 device_get_pci_bus_id;
 #if IBC_CUDA_HAVE_DMABUF_API
 	PFN_cuMemGetHandleForAddressRange_v11070 mem_get_handle_for_address_range;
 #endif
@@ -61,6 +65,10 @@ static void drv_load(void)
 	drv.device_get = (PFN_cuDeviceGet_v2000)dlsym(drv.handle, "cuDeviceGet");
 	drv.device_get_attribute = (PFN_cuDeviceGetAttribute_v2000)dlsym(drv.handle,
 									 "cuDeviceGetAttribute");
+	drv.ctx_get_current = (PFN_cuCtxGetCurrent_v4000)dlsym(drv.handle, "cuCtxGetCurrent");
+	drv.ctx_get_device = (PFN_cuCtxGetDevice_v2000)dlsym(drv.handle, "cuCtxGetDevice");
+	drv.device_get_pci_bus_id = (PFN_cuDeviceGetPCIBusId_v4010)dlsym(drv.handle,
+									"cuDeviceGetPCIBusId");
 #if IBC_CUDA_HAVE_DMABUF_API
 	/* absent from drivers older than CUDA 11.7: dma-buf then stays off */
 	drv.mem_get_handle_for_address_range = (PFN_cuMemGetHandleForAddressRange_v11070)dlsym(
@@ -190,6 +198,31 @@ int ibc_cuda_sm_count(int dev)
 	}
 	__atomic_store_n(&sm_counts[dev], n, __ATOMIC_RELAXED);
 	return n;
+}
+
+ibc_status_t ibc_cuda_current_busid(char *buf, size_t len)
+{
+	CUcontext ctx = NULL;
+	CUdevice dev;
+	CUresult r;
+
+	if (!buf || len < 13)
+		return IBC_ERR_INVALID_ARG;
+	if (!drv_ready() || !drv.ctx_get_current || !drv.ctx_get_device ||
+	    !drv.device_get_pci_bus_id)
+		return IBC_ERR_UNSUPPORTED;
+	/* CUDA_ERROR_NOT_INITIALIZED when the process never used CUDA */
+	r = drv.ctx_get_current(&ctx);
+	if (r != CUDA_SUCCESS || !ctx)
+		return IBC_ERR_UNSUPPORTED;
+	r = drv.ctx_get_device(&dev);
+	if (r == CUDA_SUCCESS)
+		r = drv.device_get_pci_bus_id(buf, (int)len, dev);
+	if (r != CUDA_SUCCESS) {
+		IBC_LOG_DEBUG(CUDA, "current device's PCI bus id: %s", drv_err(r));
+		return IBC_ERR_UNSUPPORTED;
+	}
+	return IBC_OK;
 }
 
 ibc_status_t ibc_cuda_get_device(int *dev_p)

@@ -11,6 +11,7 @@
 #ifndef IBC_TOPO_H
 #define IBC_TOPO_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -206,6 +207,24 @@ ibc_status_t ibc_topo_gpu_locality(struct ibc_topo *t, int gpu, int *numa_p, cha
 				   size_t cpus_len);
 
 /**
+ * ibc_topo_rank_gpu() - The calling rank's GPU, as a topology index.
+ * @t:       [in]  topology.
+ * @gpu_p:   [out] GPU index, or -1 when the rank has none.
+ * @why:     [out] one line for the INFO log; may be NULL.
+ * @why_len: [in]  size of @why.
+ *
+ * IBC_TOPO_GPU when set (an index beyond the topology's GPUs is WARNed and
+ * gives -1); else the device of the calling thread's current CUDA context
+ * (ibc_cuda_current_busid(), which never creates one) mapped through
+ * ibc_topo_gpu_by_busid(); -1 without CUDA, without a current context, or
+ * for a device the topology lacks.
+ * Threading: reads the calling thread's CUDA context; call it from the
+ * thread that initializes the communicator.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL @t or @gpu_p).
+ */
+ibc_status_t ibc_topo_rank_gpu(struct ibc_topo *t, int *gpu_p, char *why, size_t why_len);
+
+/**
  * ibc_topo_pick_nic() - Choose this rank's NIC among @cands.
  * @t:            [in]  topology.
  * @gpu:          [in]  the rank's GPU index, or -1 when it has none.
@@ -263,6 +282,45 @@ ibc_status_t ibc_topo_pick_nic(struct ibc_topo *t, int gpu, int local_rank, int 
  */
 ibc_status_t ibc_topo_bind_plan(struct ibc_topo *t, const char *nic, int *bind_p, char *cpus,
 				size_t cpus_len, char *why, size_t why_len);
+
+/**
+ * ibc_topo_progress_plan() - Decide, without binding, the CPUs of a
+ * communicator's progress thread: near the NIC its verbs transport uses,
+ * else near its GPU, else on its local rank's share of the NUMA nodes.
+ * @t:            [in]  topology.
+ * @nic:          [in]  verbs device the communicator uses, or NULL (no verbs).
+ * @gpu:          [in]  the rank's GPU index (< ibc_topo_gpu_count()), or -1.
+ * @local_rank:   [in]  rank among this host's ranks, 0 <= @local_rank < @local_nranks.
+ * @local_nranks: [in]  number of ranks on this host, >= 1.
+ * @bind_p:       [out] 1 when the thread should be bound, 0 when left alone.
+ * @cpus:         [out] CPU list to bind to ("" when not); may be NULL.
+ * @cpus_len:     [in]  size of @cpus.
+ * @why:          [out] the reason, one line for the INFO log; may be NULL.
+ * @why_len:      [in]  size of @why (IBC_TOPO_WHY_LEN suffices).
+ *
+ * Target: @nic's NUMA node; without @nic, @gpu's; without either, NUMA node
+ * number (@local_rank mod NUMA node count) in hwloc's logical order (ranks
+ * spread round-robin over NUMA nodes, as the no-GPU NIC choice spreads them).
+ * Then the rules of ibc_topo_bind_plan() (IBC_BIND=0, flat backend, not this
+ * machine, unknown locality, target covering every allowed CPU: no binding;
+ * else the target's CPUs within the calling thread's current CPUs, or no
+ * binding when they share none). Reads the calling thread's affinity, so
+ * call it from the thread that creates the progress thread. No I/O besides.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL @t/@bind_p, @gpu out of range,
+ *         bad @local_rank/@local_nranks); IBC_ERR_NO_MEMORY; IBC_ERR_SYSTEM.
+ */
+ibc_status_t ibc_topo_progress_plan(struct ibc_topo *t, const char *nic, int gpu, int local_rank,
+				    int local_nranks, int *bind_p, char *cpus, size_t cpus_len,
+				    char *why, size_t why_len);
+
+/**
+ * ibc_topo_cpulist_parse() - Parse a CPU list as the plans write it
+ * ("0-7,16-23", "" for none) into a CPU set.
+ * @list: [in]  the list; OS CPU indices below CPU_SETSIZE.
+ * @set:  [out] the CPUs, zeroed first.
+ * Return: 0; -1 when @list is malformed or names a CPU >= CPU_SETSIZE.
+ */
+int ibc_topo_cpulist_parse(const char *list, cpu_set_t *set);
 
 /**
  * ibc_topo_bind_thread_near_nic() - Bind the calling thread to the cores

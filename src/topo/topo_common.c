@@ -19,6 +19,7 @@
 
 #include "core/param.h"
 #include "core/util.h"
+#include "cuda/cuda.h"
 #include "topo_internal.h"
 
 static const char *const topo_dist_names[IBC_TOPO_DIST_COUNT] = {
@@ -611,6 +612,73 @@ ibc_status_t ibc_topo_gdr_allowed(struct ibc_topo *t, int gpu, const char *nic, 
 	ibc_topo_appendf(line, sizeof(line), "%s", ibc_topo_dist_note(t));
 	IBC_LOG_INFO(TOPO, "%s", line);
 	*allowed_p = ok;
+	if (why && why_len)
+		snprintf(why, why_len, "%s", line);
+	return IBC_OK;
+}
+
+int ibc_topo_cpulist_parse(const char *list, cpu_set_t *set)
+{
+	const char *p = list;
+
+	if (!list || !set)
+		return -1;
+	CPU_ZERO(set);
+	while (*p) {
+		char *end;
+		long lo = strtol(p, &end, 10);
+		long hi = lo;
+
+		if (end == p || lo < 0)
+			return -1;
+		p = end;
+		if (*p == '-') {
+			hi = strtol(p + 1, &end, 10);
+			if (end == p + 1 || hi < lo)
+				return -1;
+			p = end;
+		}
+		if (hi >= CPU_SETSIZE)
+			return -1;
+		for (; lo <= hi; lo++)
+			CPU_SET((int)lo, set);
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return -1;
+	}
+	return 0;
+}
+
+ibc_status_t ibc_topo_rank_gpu(struct ibc_topo *t, int *gpu_p, char *why, size_t why_len)
+{
+	int forced = (int)ibc_param_topo_gpu();
+	char line[IBC_TOPO_WHY_LEN];
+	char busid[32];
+	int n;
+
+	if (!t || !gpu_p)
+		return IBC_ERR_INVALID_ARG;
+	n = ibc_topo_gpu_count(t);
+	*gpu_p = -1;
+	if (forced >= 0) {
+		if (forced < n) {
+			*gpu_p = forced;
+			snprintf(line, sizeof(line), "GPU %d from IBC_TOPO_GPU", forced);
+		} else {
+			snprintf(line, sizeof(line), "IBC_TOPO_GPU=%d but the topology has %d GPUs: no GPU",
+				 forced, n);
+			IBC_LOG_WARN(TOPO, "%s", line);
+		}
+	} else if (ibc_cuda_current_busid(busid, sizeof(busid)) != IBC_OK) {
+		snprintf(line, sizeof(line), "no GPU (no current CUDA context)");
+	} else if (ibc_topo_gpu_by_busid(t, busid, gpu_p) != IBC_OK) {
+		*gpu_p = -1;
+		snprintf(line, sizeof(line), "current CUDA device %s is not in the topology: no GPU",
+			 busid);
+	} else {
+		snprintf(line, sizeof(line), "GPU %d: the current CUDA device, %s", *gpu_p, busid);
+	}
 	if (why && why_len)
 		snprintf(why, why_len, "%s", line);
 	return IBC_OK;

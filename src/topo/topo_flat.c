@@ -175,10 +175,13 @@ ibc_status_t ibc_topo_gpu_locality(struct ibc_topo *t, int gpu, int *numa_p, cha
 	return IBC_OK;
 }
 
-ibc_status_t ibc_topo_bind_plan(struct ibc_topo *t, const char *nic, int *bind_p, char *cpus,
-				size_t cpus_len, char *why, size_t why_len)
+ibc_status_t ibc_topo_progress_plan(struct ibc_topo *t, const char *nic, int gpu, int local_rank,
+				    int local_nranks, int *bind_p, char *cpus, size_t cpus_len,
+				    char *why, size_t why_len)
 {
-	if (!t || !nic || !bind_p)
+	(void)nic;
+	if (!t || !bind_p || gpu >= t->ngpus || local_nranks < 1 || local_rank < 0 ||
+	    local_rank >= local_nranks)
 		return IBC_ERR_INVALID_ARG;
 	*bind_p = 0;
 	if (cpus && cpus_len)
@@ -188,6 +191,14 @@ ibc_status_t ibc_topo_bind_plan(struct ibc_topo *t, const char *nic, int *bind_p
 			 ibc_param_bind() ? "flat topology (built without hwloc): no binding" :
 					    "IBC_BIND=0: thread affinity left alone");
 	return IBC_OK;
+}
+
+ibc_status_t ibc_topo_bind_plan(struct ibc_topo *t, const char *nic, int *bind_p, char *cpus,
+				size_t cpus_len, char *why, size_t why_len)
+{
+	if (!nic)
+		return IBC_ERR_INVALID_ARG;
+	return ibc_topo_progress_plan(t, nic, -1, 0, 1, bind_p, cpus, cpus_len, why, why_len);
 }
 
 ibc_status_t ibc_topo_bind_thread_near_nic(struct ibc_topo *t, const char *nic)

@@ -562,40 +562,29 @@ ibc_status_t ibc_topo_gpu_locality(struct ibc_topo *t, int gpu, int *numa_p, cha
 
 /* ---- binding --------------------------------------------------------------- */
 
-/* the binding decision of ibc_topo_bind_plan(), with the set in @set */
-static ibc_status_t topo_plan(struct ibc_topo *t, const char *nic, hwloc_bitmap_t set,
-			      int *bind_p, char *why, size_t why_len)
+/*
+ * The binding decision for a thread serving something attached at @local
+ * (a NIC's or GPU's first non-I/O ancestor, or a NUMA node), named @label
+ * in the reason; the CPUs to bind to are left in @set.
+ */
+static ibc_status_t topo_plan_local(struct ibc_topo *t, hwloc_obj_t local, const char *label,
+				    const char *verb, hwloc_bitmap_t set, int *bind_p, char *why,
+				    size_t why_len)
 {
 	ibc_status_t st = IBC_OK;
 	hwloc_const_cpuset_t allowed;
 	hwloc_bitmap_t cur = NULL;
 	char a[IBC_TOPO_CPULIST_LEN];
 	char b[IBC_TOPO_CPULIST_LEN];
-	int i;
 
-	*bind_p = 0;
-	if (!ibc_param_bind()) {
-		snprintf(why, why_len, "IBC_BIND=0: thread affinity left alone");
-		return IBC_OK;
-	}
-	if (!t->this_system) {
-		snprintf(why, why_len, "topology is not this machine (IBC_TOPO_FILE): no binding");
-		return IBC_OK;
-	}
-	i = ibc_topo_nic_find(t, nic);
-	if (i < 0 || (!t->nics[i].pci && t->nnuma > 1)) {
-		snprintf(why, why_len, "%s: locality unknown (%s): no binding", nic,
-			 i < 0 ? "not in the topology" : "virtual device");
-		return IBC_OK;
-	}
 	allowed = hwloc_topology_get_allowed_cpuset(t->hw);
-	if (topo_local_cpus(t, t->nics[i].local, set) != 0)
+	if (topo_local_cpus(t, local, set) != 0)
 		goto err_nomem;
 	hwloc_bitmap_and(set, set, allowed);
 	if (hwloc_bitmap_isincluded(allowed, set)) {
 		hwloc_bitmap_list_snprintf(a, sizeof(a), set);
-		snprintf(why, why_len, "%s is local to every allowed CPU (%s): no binding needed", nic,
-			 a);
+		snprintf(why, why_len, "%s is local to every allowed CPU (%s): no binding needed",
+			 label, a);
 		return IBC_OK;
 	}
 	cur = hwloc_bitmap_alloc();
@@ -611,13 +600,13 @@ static ibc_status_t topo_plan(struct ibc_topo *t, const char *nic, hwloc_bitmap_
 	if (!hwloc_bitmap_intersects(set, cur)) {
 		snprintf(why, why_len,
 			 "the thread's CPUs %s share none with %s's NUMA node (CPUs %s): keeping the launcher's binding",
-			 b, nic, a);
+			 b, label, a);
 		goto out;
 	}
 	hwloc_bitmap_and(set, set, cur);
 	hwloc_bitmap_list_snprintf(b, sizeof(b), set);
-	snprintf(why, why_len, "%s is on NUMA node %d (CPUs %s): binding to CPUs %s", nic,
-		 topo_numa_of(t->nics[i].local), a, b);
+	snprintf(why, why_len, "%s %s NUMA node %d (CPUs %s): binding to CPUs %s", label, verb,
+		 topo_numa_of(local), a, b);
 	*bind_p = 1;
 out:
 	hwloc_bitmap_free(cur);
@@ -627,22 +616,73 @@ err_nomem:
 	return IBC_ERR_NO_MEMORY;
 }
 
-ibc_status_t ibc_topo_bind_plan(struct ibc_topo *t, const char *nic, int *bind_p, char *cpus,
-				size_t cpus_len, char *why, size_t why_len)
+/*
+ * The binding decision of ibc_topo_progress_plan(), with the set in @set:
+ * near @nic when given, else near GPU @gpu when >= 0, else on NUMA node
+ * @lrank mod (number of NUMA nodes).
+ */
+static ibc_status_t topo_plan(struct ibc_topo *t, const char *nic, int gpu, int lrank,
+			      int nlocal, hwloc_bitmap_t set, int *bind_p, char *why,
+			      size_t why_len)
+{
+	char label[96];
+	hwloc_obj_t local;
+	int i;
+
+	*bind_p = 0;
+	if (!ibc_param_bind()) {
+		snprintf(why, why_len, "IBC_BIND=0: thread affinity left alone");
+		return IBC_OK;
+	}
+	if (!t->this_system) {
+		snprintf(why, why_len, "topology is not this machine (IBC_TOPO_FILE): no binding");
+		return IBC_OK;
+	}
+	if (nic) {
+		i = ibc_topo_nic_find(t, nic);
+		if (i < 0 || (!t->nics[i].pci && t->nnuma > 1)) {
+			snprintf(why, why_len, "%s: locality unknown (%s): no binding", nic,
+				 i < 0 ? "not in the topology" : "virtual device");
+			return IBC_OK;
+		}
+		return topo_plan_local(t, t->nics[i].local, nic, "is on", set, bind_p, why,
+				       why_len);
+	}
+	if (gpu >= 0) {
+		snprintf(label, sizeof(label), "GPU %d", gpu);
+		if (!t->gpus[gpu].local || (!t->gpus[gpu].pci && t->nnuma > 1)) {
+			snprintf(why, why_len, "%s: locality unknown: no binding", label);
+			return IBC_OK;
+		}
+		return topo_plan_local(t, t->gpus[gpu].local, label, "is on", set, bind_p, why,
+				       why_len);
+	}
+	local = hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE,
+				      (unsigned)(t->nnuma > 0 ? lrank % t->nnuma : 0));
+	if (!local)
+		local = hwloc_get_root_obj(t->hw);
+	snprintf(label, sizeof(label), "local rank %d of %d (no NIC, no GPU)", lrank, nlocal);
+	return topo_plan_local(t, local, label, "takes", set, bind_p, why, why_len);
+}
+
+ibc_status_t ibc_topo_progress_plan(struct ibc_topo *t, const char *nic, int gpu, int local_rank,
+				    int local_nranks, int *bind_p, char *cpus, size_t cpus_len,
+				    char *why, size_t why_len)
 {
 	char line[IBC_TOPO_WHY_LEN];
 	hwloc_bitmap_t set;
 	ibc_status_t st;
 	int bind;
 
-	if (!t || !nic || !bind_p)
+	if (!t || !bind_p || gpu >= t->ngpus || local_nranks < 1 || local_rank < 0 ||
+	    local_rank >= local_nranks)
 		return IBC_ERR_INVALID_ARG;
 	set = hwloc_bitmap_alloc();
 	if (!set) {
 		IBC_LOG_ERROR(MEM, "cannot allocate a cpuset for the topology");
 		return IBC_ERR_NO_MEMORY;
 	}
-	st = topo_plan(t, nic, set, &bind, line, sizeof(line));
+	st = topo_plan(t, nic, gpu, local_rank, local_nranks, set, &bind, line, sizeof(line));
 	if (st == IBC_OK) {
 		*bind_p = bind;
 		if (cpus && cpus_len) {
@@ -656,6 +696,14 @@ ibc_status_t ibc_topo_bind_plan(struct ibc_topo *t, const char *nic, int *bind_p
 	}
 	hwloc_bitmap_free(set);
 	return st;
+}
+
+ibc_status_t ibc_topo_bind_plan(struct ibc_topo *t, const char *nic, int *bind_p, char *cpus,
+				size_t cpus_len, char *why, size_t why_len)
+{
+	if (!nic)
+		return IBC_ERR_INVALID_ARG;
+	return ibc_topo_progress_plan(t, nic, -1, 0, 1, bind_p, cpus, cpus_len, why, why_len);
 }
 
 ibc_status_t ibc_topo_bind_thread_near_nic(struct ibc_topo *t, const char *nic)
@@ -672,7 +720,7 @@ ibc_status_t ibc_topo_bind_thread_near_nic(struct ibc_topo *t, const char *nic)
 		IBC_LOG_ERROR(MEM, "cannot allocate a cpuset for the topology");
 		return IBC_ERR_NO_MEMORY;
 	}
-	st = topo_plan(t, nic, set, &bind, line, sizeof(line));
+	st = topo_plan(t, nic, -1, 0, 1, set, &bind, line, sizeof(line));
 	if (st != IBC_OK)
 		goto out;
 	if (bind && hwloc_set_cpubind(t->hw, set, HWLOC_CPUBIND_THREAD) != 0) {
@@ -821,10 +869,11 @@ ibc_status_t ibc_topo_print(struct ibc_topo *t, FILE *f)
 		return IBC_ERR_INVALID_ARG;
 	fprintf(f, "topology: %s%s\n", t->source,
 		t->this_system ? "" : " (not this machine)");
-	fprintf(f, "summary: %d packages, %d NUMA nodes, %d cores, %d PUs, %d NICs, %d GPUs (%s order)\n",
+	fprintf(f, "summary: %d packages, %d NUMA nodes, %d cores, %d PUs, %d NICs, %d GPUs%s%s%s\n",
 		hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PACKAGE), t->nnuma,
 		hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_CORE),
-		hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU), t->nnics, t->ngpus, t->gpu_order);
+		hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU), t->nnics, t->ngpus,
+		t->ngpus ? " (" : "", t->ngpus ? t->gpu_order : "", t->ngpus ? " order)" : "");
 	topo_print_normal(t, f, hwloc_get_root_obj(t->hw), 0);
 	for (i = 0; i < t->nnics; i++)
 		if (!t->nics[i].pci)

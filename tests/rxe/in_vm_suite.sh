@@ -108,6 +108,19 @@ else
 	notok "ibc_info --devices"
 	diag "$logs/ibc_info.log"
 fi
+# the topology of this VM: rxe0/rxe1 are software devices (no PCI), and ibc_info --topo
+# prints the NIC and progress-thread decision the library makes for each local rank
+tap "test_topo_real (this VM's topology)" "$logs/test_topo_real.log" tests/topo/test_topo_real
+if tools/ibc_info --topo > "$logs/ibc_info_topo.log" 2>&1 &&
+	grep -q '^NIC rxe0 (software device' "$logs/ibc_info_topo.log" &&
+	grep -q '^NIC rxe1 (software device' "$logs/ibc_info_topo.log" &&
+	grep -q '^summary: .* 2 NICs, 0 GPUs$' "$logs/ibc_info_topo.log" &&
+	grep -Eq '^  rank 1: NIC rxe[01]; progress thread: ' "$logs/ibc_info_topo.log"; then
+	ok "ibc_info --topo: rxe0/rxe1 as software devices, NIC and progress-thread decision per local rank"
+else
+	notok "ibc_info --topo"
+	diag "$logs/ibc_info_topo.log"
+fi
 
 # ---- 2. verbs unit tests on real devices ---------------------------------
 IBT_EXPECT_GID_CLASS="RoCE v2 link-local" IBT_LINK_DOWN_NETDEV=veth1 \

@@ -11,6 +11,10 @@
  */
 #include "config.h"
 
+#ifndef IBC_TEST_FLAT_BACKEND
+#define IBC_TEST_FLAT_BACKEND 0
+#endif
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +226,44 @@ static void test_flat(void)
 		   IBC_OK, "flat: bind plan");
 	tap_is_int(bind, 0, "flat: no binding (%s)", why);
 	tap_is_int(ibc_topo_bind_thread_near_nic(t, "nicA"), IBC_OK, "flat: bind is a no-op");
+	tap_is_int(ibc_topo_progress_plan(t, NULL, -1, 1, 2, &bind, cpus, sizeof(cpus), why,
+					  sizeof(why)),
+		   IBC_OK, "flat: progress plan without NIC or GPU");
+	tap_is_int(bind, 0, "flat: progress thread not bound");
+	tap_is_str(cpus, "", "flat: no CPU list");
+	tap_is_str(why, "flat topology (built without hwloc): no binding", "flat: reason");
+	tap_is_int(ibc_topo_progress_plan(t, NULL, -1, 2, 2, &bind, NULL, 0, NULL, 0),
+		   IBC_ERR_INVALID_ARG, "flat: local rank out of range");
+	{
+		int gpu = -2;
+
+		tap_is_int(ibc_topo_rank_gpu(t, &gpu, why, sizeof(why)), IBC_OK, "flat: rank's GPU");
+		tap_is_int(gpu, -1, "flat: no CUDA context, no GPU (%s)", why);
+	}
+	setenv("IBC_BIND", "0", 1);
+	ibc_param_reset_all();
+	tap_is_int(ibc_topo_progress_plan(t, NULL, -1, 0, 1, &bind, NULL, 0, why, sizeof(why)),
+		   IBC_OK, "flat: plan with IBC_BIND=0");
+	tap_is_str(why, "IBC_BIND=0: thread affinity left alone", "flat: IBC_BIND=0 reason");
+	unsetenv("IBC_BIND");
+	ibc_param_reset_all();
+	{
+		FILE *f = tmpfile();
+		char text[4096] = "";
+		size_t got = 0;
+
+		tap_ok(f != NULL, "flat: tmpfile");
+		if (f) {
+			tap_is_int(ibc_topo_print(t, f), IBC_OK, "flat: print");
+			rewind(f);
+			got = fread(text, 1, sizeof(text) - 1, f);
+			text[got] = '\0';
+			fclose(f);
+		}
+		tap_ok(strstr(text, "topology: flat (built without hwloc)\n") != NULL,
+		       "flat: printed source line");
+		tap_ok(strstr(text, "  NUMANode 0: CPUs ") != NULL, "flat: printed NUMA node 0");
+	}
 	if (ibc_topo_nic_count(t) > 0) {
 		tap_is_int(ibc_topo_nic_locality(t, ibc_topo_nic_name(t, 0), &r, cpus, sizeof(cpus)),
 			   IBC_OK, "flat: NIC locality");
@@ -243,9 +285,10 @@ int main(void)
 	test_natural();
 	test_list_dir();
 	test_spread();
-	if (!ibc_build_info()->have_hwloc)
+	/* test_topo_flat is this file linked with src/topo/topo_flat.c directly */
+	if (!ibc_build_info()->have_hwloc || IBC_TEST_FLAT_BACKEND)
 		test_flat();
 	else
-		tap_diag("built with hwloc: the flat backend is tested by a --with-hwloc=no build");
+		tap_diag("built with hwloc: the flat backend is tested by test_topo_flat");
 	return tap_done();
 }

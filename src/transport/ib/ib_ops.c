@@ -50,12 +50,13 @@ struct ib_tctx {
 
 /*
  * ib_ops_pick_port() - this rank's port: the topology module's choice
- * (ibc_topo_pick_nic(): spread over NUMA nodes and cards by local rank; the
- * NIC nearest the rank's GPU once the communicator knows the GPU), else
+ * (ibc_topo_pick_nic(): the NIC nearest the rank's GPU, comm->gpu from
+ * ibc_topo_rank_gpu(); without a GPU, spread over NUMA nodes and cards by
+ * local rank), else
  * ibc_ib_port_pick()'s round-robin when the topology cannot be loaded.
  */
-static int ib_ops_pick_port(const struct ibc_ib_port_desc *ports, int nports, int local_rank,
-			    int nlocal)
+static int ib_ops_pick_port(const struct ibc_ib_port_desc *ports, int nports, int gpu,
+			    int local_rank, int nlocal)
 {
 	const char *cands[IBC_IB_MAX_PORTS];
 	struct ibc_topo *topo;
@@ -66,7 +67,7 @@ static int ib_ops_pick_port(const struct ibc_ib_port_desc *ports, int nports, in
 	for (i = 0; i < nports; i++)
 		cands[i] = ports[i].dev_name;
 	if (ibc_topo_shared(&topo) == IBC_OK &&
-	    ibc_topo_pick_nic(topo, -1, local_rank, nlocal, cands, nports, &idx, NULL, why,
+	    ibc_topo_pick_nic(topo, gpu, local_rank, nlocal, cands, nports, &idx, NULL, why,
 			      sizeof(why)) == IBC_OK && idx >= 0 && idx < nports) {
 		IBC_LOG_INFO(IB, "ib: topology picks %s:%d for local rank %d of %d: %s",
 			     ports[idx].dev_name, ports[idx].port, local_rank, nlocal, why);
@@ -132,7 +133,7 @@ static ibc_status_t ib_ops_init(struct ibc_comm *comm, void **ctx_p)
 			local_rank++;
 		nlocal++;
 	}
-	pick = ib_ops_pick_port(ports, nports, local_rank, nlocal);
+	pick = ib_ops_pick_port(ports, nports, comm->gpu, local_rank, nlocal);
 	t = ibc_calloc(1, sizeof(*t), "ib transport context");
 	if (!t)
 		return IBC_ERR_NO_MEMORY;
@@ -152,6 +153,8 @@ static ibc_status_t ib_ops_init(struct ibc_comm *comm, void **ctx_p)
 		       st, err_peers);
 	IBC_LOG_INFO(IB, "ib: rank %d (local rank %d of %d on this host) uses %s:%d, %d usable ports",
 		     comm->rank, local_rank, nlocal, ports[pick].dev_name, ports[pick].port, nports);
+	/* the communicator binds its progress thread near this device */
+	snprintf(comm->ib_nic, sizeof(comm->ib_nic), "%s", ports[pick].dev_name);
 	*ctx_p = t;
 	return IBC_OK;
 

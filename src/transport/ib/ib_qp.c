@@ -112,6 +112,8 @@ void ibc_ib_qp_destroy(struct ibc_ib_qp *qp)
 	ibc_ib_ctx_cq_release(qp->ctx, qp->sq_depth + qp->rq_depth + 2);
 	ibc_free(qp->sig_batch);
 	qp->sig_batch = NULL;
+	qp->sig_head = qp->sig_tail = 0;
+	qp->sq_inflight = qp->unsignaled = 0;
 }
 
 static ibc_status_t qp_modify(struct ibc_ib_qp *qp, struct ibv_qp_attr *attr, int mask,
@@ -332,10 +334,15 @@ int ibc_ib_qp_post_write(struct ibc_ib_qp *qp, uint64_t wr_id, int signaled, int
 	return 0;
 }
 
-/* ibc_ib_qp_sq_retire() - a signaled WR completed: retire it and the unsignaled ones before it */
+/*
+ * ibc_ib_qp_sq_retire() - a signaled WR completed: retire it and the
+ * unsignaled ones before it. A QP already destroyed (a zombie connection
+ * whose drain timed out gets late successful completions) has no ring any
+ * more: nothing to account, ignored.
+ */
 void ibc_ib_qp_sq_retire(struct ibc_ib_qp *qp)
 {
-	if (qp->sig_head == qp->sig_tail)
+	if (!qp->sig_batch || qp->sig_head == qp->sig_tail)
 		return;
 	qp->sq_inflight -= qp->sig_batch[qp->sig_head];
 	if (qp->sq_inflight < 0)
