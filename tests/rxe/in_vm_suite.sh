@@ -213,8 +213,10 @@ matrix() { # nranks sweep extra-env...
 	fi
 }
 matrix 2 quick IBC_IB_QPS_PER_CONN=2
-matrix 3 reduced IBC_RING_CHUNK_BYTES=4096
-matrix 4 reduced IBC_IB_DEPTH=4
+# the algorithms forced (the tuner picks by size; the 2-rank run takes its picks)
+matrix 3 reduced IBC_RING_CHUNK_BYTES=16384 IBC_ALGO=ring
+matrix 4 reduced IBC_IB_DEPTH=4 IBC_ALGO=tree
+matrix 3 reduced IBC_ALGO=rabenseifner
 
 # a rank killed during all-reduces: the others fail within bounded time, naming it
 IBC_IB_TIMEOUT=14 IBC_TEST_ITERS=1000000 "$src"/tests/rxe/run_ranks.sh 3 120 "$logs/kill" tests/ib/test_ib_comm loop &
