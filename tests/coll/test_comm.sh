@@ -1,0 +1,74 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# test_comm.sh - tests/coll/comm_check: ibc_comm_split (colors, keys, opting
+# out, nested) over shm and tcp, ranks and sizes from each launcher's
+# variables (IBC_RANK, Open MPI, PMI, PMIx, Slurm), and an in-place int8
+# all-reduce of 2^31 + 7 elements on 2 ranks (needs about 5 GiB of free
+# memory, else that test SKIPs). Every run bounded (launcher timeouts).
+b=$top_builddir
+run=$top_srcdir/tests/scripts/run_local_ranks.sh
+cc=$b/tests/coll/comm_check
+log=$(mktemp)
+trap 'rm -f "$log" "$log".*' EXIT
+echo "1..7"
+n=0
+result() { # want_pass_lines description rc
+	n=$((n + 1))
+	npass=$(grep -c ': PASS: ' "$log")
+	if [ "$3" -eq 0 ] && [ "$npass" -eq "$1" ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2 (rc $3, $npass of $1 PASS lines)"
+		grep -E 'FAIL|ERROR' "$log" | head -10 | sed 's/^/# /'
+		tail -5 "$log" | sed 's/^/# /'
+	fi
+}
+# manual launch with a given pair of rank/size variables: NR RANKVAR SIZEVAR
+launch_vars() {
+	nr=$1 rv=$2 sv=$3
+	port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+	secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+	rm -f "$log".*
+	: >"$log"
+	pids=
+	r=0
+	while [ "$r" -lt "$nr" ]; do
+		env -u IBC_RANK -u IBC_NRANKS -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE \
+			"$rv=$r" "$sv=$nr" IBC_ROOT=127.0.0.1:$port IBC_SECRET=$secret IBC_TIMEOUT_MS=30000 \
+			timeout -k 5 60 "$cc" --expect-source "$rv" >"$log.$r" 2>&1 &
+		pids="$pids $!"
+		r=$((r + 1))
+	done
+	st=0
+	for p in $pids; do wait "$p" || st=$?; done
+	cat "$log".[0-9]* >"$log"
+	return $st
+}
+
+IBC_TRANSPORT=shm "$run" -n 5 -t 60 -- "$cc" --expect-source IBC_RANK >"$log" 2>&1
+result 10 "5 ranks, shm, IBC_RANK/IBC_NRANKS: split, keys, opt-out, nested split" $?
+IBC_TRANSPORT=tcp "$run" -n 4 -t 60 -- "$cc" >"$log" 2>&1
+result 4 "4 ranks, tcp: split, keys, opt-out, nested split" $?
+if command -v mpirun >/dev/null 2>&1; then
+	IBC_TRANSPORT=shm "$run" -n 3 -l mpirun -t 60 -- "$cc" --expect-source OMPI_COMM_WORLD_RANK \
+		>"$log" 2>&1
+	result 6 "3 ranks under mpirun: rank and size from OMPI_COMM_WORLD_RANK/SIZE" $?
+else
+	n=$((n + 1))
+	echo "ok $n # SKIP mpirun not installed"
+fi
+launch_vars 3 PMI_RANK PMI_SIZE
+result 6 "3 ranks: rank and size from PMI_RANK/PMI_SIZE" $?
+launch_vars 2 PMIX_RANK PMI_SIZE
+result 4 "2 ranks: rank from PMIX_RANK" $?
+launch_vars 3 SLURM_PROCID SLURM_NTASKS
+result 6 "3 ranks: rank and size from SLURM_PROCID/SLURM_NTASKS" $?
+avail=$(awk '/^MemAvailable:/ { print int($2 / 1048576) }' /proc/meminfo)
+if [ "${avail:-0}" -ge 6 ]; then
+	start=$(date +%s)
+	IBC_TRANSPORT=shm IBC_TIMEOUT_MS=120000 "$run" -n 2 -t 300 -- "$cc" --big >"$log" 2>&1
+	result 4 "2 ranks, shm: in-place int8 all-reduce of 2^31 + 7 elements exact ($(($(date +%s) - start)) s)" $?
+else
+	n=$((n + 1))
+	echo "ok $n # SKIP 2^31-element all-reduce needs 6 GiB of available memory (${avail:-?} GiB)"
+fi
