@@ -36,10 +36,13 @@ static void print_build(void)
 	printf("# ibcoll %s\n", bi->version);
 	printf("#   configure args : %s\n", *bi->configure_args ? bi->configure_args : "(none)");
 	printf("#   transports     : tcp shm%s\n", bi->have_verbs ? " ib" : "");
-	printf("#   verbs          : %s%s\n", bi->have_verbs ? "yes" : "no",
+	printf("#   verbs          : %s%s%s%s\n", bi->have_verbs ? "yes" : "no",
+	       bi->have_verbs && *bi->verbs_version ? " libibverbs " : "",
+	       bi->have_verbs ? bi->verbs_version : "",
 	       bi->have_verbs ? (bi->have_dmabuf ? " (ibv_reg_dmabuf_mr available)" : " (no dma-buf)") : "");
 	if (bi->have_hwloc)
-		printf("#   hwloc          : yes (API 0x%x)\n", bi->hwloc_api);
+		printf("#   hwloc          : yes %s%s(API 0x%x)\n", bi->hwloc_version,
+		       *bi->hwloc_version ? " " : "", bi->hwloc_api);
 	else
 		printf("#   hwloc          : no (flat topology)\n");
 	if (bi->have_cuda)
@@ -47,7 +50,8 @@ static void print_build(void)
 		       bi->cuda_runtime % 1000 / 10);
 	else
 		printf("#   cuda           : no\n");
-	printf("#   mpi            : %s\n", bi->have_mpi ? "yes (benchmarks and tests only)" : "no");
+	printf("#   mpi            : %s%s%s\n", bi->have_mpi ? "yes (benchmarks and tests only)" : "no",
+	       bi->have_mpi && *bi->mpi_version ? ", " : "", bi->have_mpi ? bi->mpi_version : "");
 	printf("#   crypto         : %s\n", bi->openssl);
 	printf("#   debug / asan   : %s / %s\n", bi->debug ? "yes" : "no", bi->asan ? "yes" : "no");
 }

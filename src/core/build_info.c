@@ -48,6 +48,9 @@ const struct ibc_build_info *ibc_build_info(void)
 		.debug = 1,
 #endif
 		.openssl = OPENSSL_VERSION_TEXT,
+		.verbs_version = IBC_VERBS_VERSION,
+		.hwloc_version = IBC_HWLOC_VERSION,
+		.mpi_version = IBC_MPI_VERSION,
 	};
 
 	return &info;

@@ -16,6 +16,9 @@ struct ibc_build_info {
 	int asan;
 	int debug;
 	const char *openssl;
+	const char *verbs_version;  /* as found by configure, "" if unknown */
+	const char *hwloc_version;
+	const char *mpi_version;
 };
 
 const struct ibc_build_info *ibc_build_info(void);
