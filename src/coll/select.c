@@ -199,6 +199,14 @@ static void tune_shape(const struct ibc_tune_model *m, int coll, int algo, doubl
 	if (n <= 1)
 		return;
 	if (coll == IBC_TUNE_ALLREDUCE) {
+		/*
+		 * The schedule executor (tree, rd, rabenseifner) first copies the
+		 * input into the output buffer (src/coll/tree/sched_exec.c): one
+		 * local pass over N bytes, priced like a reduction pass (gamma).
+		 * Measured on 4 shm ranks, 1 and 4 MiB: Rabenseifner 1007 and
+		 * 3704 us, ring 698 and 2930 us, while the model without this
+		 * term ranked Rabenseifner first (bench/RESULTS.md).
+		 */
 		switch (algo) {
 		case IBC_ALGO_RING:
 			k = IBC_MAX(1.0, ceil(ceil(N / n) / rc));
@@ -214,18 +222,18 @@ static void tune_shape(const struct ibc_tune_model *m, int coll, int algo, doubl
 			k = IBC_MAX(1.0, ceil(half / IBC_MAX(c, 1.0)));
 			*S = 2.0 * (h + k - 1);
 			*B = 4.0 * c * (h + k - 1);
-			*G = 2.0 * c * (h + k - 1);
+			*G = 2.0 * c * (h + k - 1) + N;
 			return;
 		}
 		case IBC_ALGO_RD:
 			*S = lg + 2 * f;
 			*B = N * (lg + 2 * f);
-			*G = N * (lg + f);
+			*G = N * (lg + f) + N;
 			return;
 		case IBC_ALGO_RAB:
 			*S = 2 * lg + 2 * f;
 			*B = 2 * (p - 1) / p * N + 2 * f * N;
-			*G = (p - 1) / p * N + f * N;
+			*G = (p - 1) / p * N + f * N + N;
 			return;
 		default:
 			return;
@@ -251,6 +259,14 @@ static double tune_max_msg(const struct ibc_tune_model *m, int coll, int algo, d
 	double rc = (double)IBC_MAX(m->ring_chunk, 1);
 
 	if (coll == IBC_TUNE_ALLREDUCE) {
+		/*
+		 * The schedule executor (tree, rd, rabenseifner) first copies the
+		 * input into the output buffer (src/coll/tree/sched_exec.c): one
+		 * local pass over N bytes, priced like a reduction pass (gamma).
+		 * Measured on 4 shm ranks, 1 and 4 MiB: Rabenseifner 1007 and
+		 * 3704 us, ring 698 and 2930 us, while the model without this
+		 * term ranked Rabenseifner first (bench/RESULTS.md).
+		 */
 		switch (algo) {
 		case IBC_ALGO_RING:
 			return IBC_MIN(ceil(N / m->nranks), rc);
