@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # test_comm.sh - tests/coll/comm_check: ibc_comm_split (colors, keys, opting
 # out, nested) over shm and tcp, ranks and sizes from each launcher's
-# variables (IBC_RANK, Open MPI, PMI, PMIx, Slurm), and an in-place int8
+# variables (IBC_RANK, Open MPI, PMI, PMIx, Slurm), a rank that never
+# starts (the others fail within the bootstrap timeout, naming it), and an in-place int8
 # all-reduce of 2^31 + 7 elements on 2 ranks (needs about 5 GiB of free
 # memory, else that test SKIPs). Every run bounded (launcher timeouts).
 b=$top_builddir
@@ -10,7 +11,7 @@ run=$top_srcdir/tests/scripts/run_local_ranks.sh
 cc=$b/tests/coll/comm_check
 log=$(mktemp)
 trap 'rm -f "$log" "$log".*' EXIT
-echo "1..7"
+echo "1..8"
 n=0
 result() { # want_pass_lines description rc
 	n=$((n + 1))
@@ -71,4 +72,29 @@ if [ "${avail:-0}" -ge 6 ]; then
 else
 	n=$((n + 1))
 	echo "ok $n # SKIP 2^31-element all-reduce needs 6 GiB of available memory (${avail:-?} GiB)"
+fi
+
+# a rank that never arrives: ranks 0 and 1 of 3 start, rank 2 does not
+port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+start=$(date +%s)
+for r in 1 0; do
+	env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE IBC_RANK=$r IBC_NRANKS=3 \
+		IBC_ROOT=127.0.0.1:$port IBC_SECRET=$secret IBC_BOOTSTRAP_TIMEOUT_MS=3000 \
+		timeout -k 5 60 "$cc" >"$log.$r" 2>&1 &
+	eval "pid$r=\$!"
+done
+wait "$pid0"
+st0=$?
+wait "$pid1"
+st1=$?
+secs=$(($(date +%s) - start))
+n=$((n + 1))
+if [ $st0 -eq 1 ] && [ $st1 -eq 1 ] && [ $secs -lt 20 ] &&
+	grep -q '1 of 3 ranks did not join within 3000 ms: 2' "$log.0" &&
+	grep -q 'did not join' "$log.1"; then
+	echo "ok $n - rank 2 of 3 never starts: ranks 0 and 1 fail in $secs s, naming rank 2"
+else
+	echo "not ok $n - rank 2 never starts: exits $st0 $st1 after $secs s"
+	cat "$log.0" "$log.1" | grep -v '^$' | head -10 | sed 's/^/# /'
 fi
