@@ -218,6 +218,21 @@ matrix 3 reduced IBC_RING_CHUNK_BYTES=16384 IBC_ALGO=ring
 matrix 4 reduced IBC_IB_DEPTH=4 IBC_ALGO=tree
 matrix 3 reduced IBC_ALGO=rabenseifner
 
+# fault injection at the verbs and registration sites (issue 7's loop, here
+# over ib): IBC_FAULT_INJECT=<site>:<n> in one rank for n = 1, 2, ... over
+# init + all-reduce + destroy until no fault fires; every run must end with
+# clean status codes and exits, and the fault-free run must succeed
+for fl in "verbs 1" "reg 0"; do
+	set -- $fl
+	if timeout -k 10 240 tests/reliability/test_fault_loop "$1" ib "$2" >"$logs/fault_$1.log" 2>&1 &&
+		! grep -q '^not ok' "$logs/fault_$1.log"; then
+		ok "fault loop over ib, site $1 in rank $2: $(grep -m1 -o 'every one clean.*' "$logs/fault_$1.log")"
+	else
+		notok "fault loop over ib, site $1 in rank $2"
+		grep -E '^not ok|^#' "$logs/fault_$1.log" | head -20 | sed 's/^/#   /'
+	fi
+done
+
 # a rank killed during all-reduces: the others fail within bounded time, naming it
 IBC_IB_TIMEOUT=14 IBC_TEST_ITERS=1000000 "$src"/tests/rxe/run_ranks.sh 3 120 "$logs/kill" tests/ib/test_ib_comm loop &
 rpid=$!
