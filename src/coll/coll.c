@@ -79,8 +79,8 @@ ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req)
 	case IBC_COLL_REDUCE_SCATTER: return ibc_ring_reduce_scatter(comm, req);
 	case IBC_COLL_ALLGATHER:      return ibc_ring_allgather(comm, req);
 	case IBC_COLL_ALLTOALL:       return ibc_coll_alltoall(comm, req);
-	case IBC_COLL_SEND:           return ibc_coll_send(comm, req);
-	case IBC_COLL_RECV:           return ibc_coll_recv(comm, req);
+	case IBC_COLL_SEND:
+	case IBC_COLL_RECV:           return ibc_coll_p2p(comm, req);
 	case IBC_COLL_BARRIER:        return ibc_coll_barrier(comm, req);
 	default:
 		IBC_LOG_ERROR(COLL, "unknown operation %d", req->coll);

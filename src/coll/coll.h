@@ -50,8 +50,7 @@ ibc_status_t ibc_ring_broadcast(struct ibc_comm *comm, struct ibc_request *req);
 ibc_status_t ibc_ring_reduce(struct ibc_comm *comm, struct ibc_request *req);
 
 /* point-to-point based (p2p.c) */
-ibc_status_t ibc_coll_send(struct ibc_comm *comm, struct ibc_request *req);
-ibc_status_t ibc_coll_recv(struct ibc_comm *comm, struct ibc_request *req);
+ibc_status_t ibc_coll_p2p(struct ibc_comm *comm, struct ibc_request *req);
 ibc_status_t ibc_coll_p2p_post(struct ibc_comm *comm, struct ibc_request *req, struct ibc_treq *tr,
 			       int nowait);
 ibc_status_t ibc_coll_alltoall(struct ibc_comm *comm, struct ibc_request *req);

@@ -17,7 +17,7 @@ enum { PHASE_P2P = 5, PHASE_A2A = 6, PHASE_BARRIER = 7 };
  * > 0) on its peer's connection into @tr; the caller waits for @tr. An
  * unconnected peer is connected first: blocking when @nowait is 0, else one
  * handshake step and IBC_INPROGRESS (nothing posted; call again) until the
- * connection is up. Used by ibc_coll_send()/ibc_coll_recv() and by the
+ * connection is up. Used by ibc_coll_p2p() and by the
  * executor's p2p batch (comm.c), which keeps consecutive sends and receives
  * in flight together so that isend-then-irecv pairs between two ranks
  * cannot deadlock.
@@ -40,15 +40,8 @@ ibc_status_t ibc_coll_p2p_post(struct ibc_comm *comm, struct ibc_request *req, s
 	return ibc_net_irecv(comm, req->root, req->recvbuf, req->count * esz, &d, tr);
 }
 
-ibc_status_t ibc_coll_send(struct ibc_comm *comm, struct ibc_request *req)
-{
-	struct ibc_treq tr;
-
-	IBC_CHECK(ibc_coll_p2p_post(comm, req, &tr, 0));
-	return ibc_net_wait1(comm, &tr);
-}
-
-ibc_status_t ibc_coll_recv(struct ibc_comm *comm, struct ibc_request *req)
+/* one send or receive, posted and waited for (the executor's batch covers host p2p) */
+ibc_status_t ibc_coll_p2p(struct ibc_comm *comm, struct ibc_request *req)
 {
 	struct ibc_treq tr;
 
