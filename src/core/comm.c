@@ -176,7 +176,18 @@ static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer
 		 * own report a moment to name the rank that failed first (it usually
 		 * takes < 10 ms).
 		 */
-		uint64_t deadline = ibc_time_ms() + (uint64_t)ibc_param_failure_grace_ms();
+		uint64_t grace = (uint64_t)ibc_param_failure_grace_ms();
+		uint64_t deadline;
+
+		/*
+		 * A timeout: the rank this one waits on may itself be waiting on
+		 * the culprit, and its own timeout fires as much later as its last
+		 * progress was (seen with 4 ranks, one stopped: up to ~1 s). Wait
+		 * up to half the timeout, at most 2 s, for its report.
+		 */
+		if (st == IBC_ERR_TIMEOUT)
+			grace = IBC_MAX(grace, IBC_MIN((uint64_t)comm->timeout_ms / 2, 2000));
+		deadline = ibc_time_ms() + grace;
 
 		while (!__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE) &&
 		       ibc_time_ms() < deadline)
