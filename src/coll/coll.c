@@ -48,6 +48,8 @@ static ibc_status_t coll_run_tuned(struct ibc_comm *comm, struct ibc_request *re
 			gen = ibc_rd_allreduce_prog;
 		else if (c.algo == IBC_ALGO_RAB)
 			gen = ibc_rab_allreduce_prog;
+		else if (c.algo == IBC_ALGO_SHM)
+			return ibc_shm_allreduce(comm, req);
 		else
 			return ibc_ring_allreduce(comm, req);
 		break;
@@ -72,6 +74,8 @@ ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req)
 		return ibc_cuda_coll_run(comm, req);
 	if (req->count == 0 && req->coll != IBC_COLL_BARRIER)
 		return IBC_OK;
+	if (comm->shmar)
+		ibc_shmar_announce(comm, req);
 	switch (req->coll) {
 	case IBC_COLL_ALLREDUCE:
 	case IBC_COLL_BROADCAST:

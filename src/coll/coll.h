@@ -39,6 +39,14 @@ static inline void ibc_coll_desc(const struct ibc_request *req, uint32_t step, i
 struct ibc_tuner;
 void ibc_tuner_destroy(struct ibc_tuner *t);
 
+/* the shm all-reduce (shm_allreduce.c): set up at communicator creation,
+ * announce each collective, run one, free the segment */
+struct ibc_shmar;
+ibc_status_t ibc_shmar_init(struct ibc_comm *comm);
+void ibc_shmar_announce(struct ibc_comm *comm, const struct ibc_request *req);
+ibc_status_t ibc_shm_allreduce(struct ibc_comm *comm, struct ibc_request *req);
+void ibc_shmar_destroy(struct ibc_shmar *s);
+
 /* grow the communicator's scratch area to @nbytes (kept across operations) */
 ibc_status_t ibc_coll_scratch(struct ibc_comm *comm, size_t nbytes, void **p);
 

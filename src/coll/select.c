@@ -51,7 +51,7 @@ static const size_t tune_chunks[] = { 4u << 10, 16u << 10, 64u << 10, 256u << 10
 /* names                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static const char *const algo_names[IBC_ALGO_COUNT] = { "ring", "tree", "rd", "rabenseifner" };
+static const char *const algo_names[IBC_ALGO_COUNT] = { "ring", "tree", "rd", "rabenseifner", "shm" };
 static const char *const proto_names[IBC_PROTO_COUNT] = { "simple", "ll" };
 static const char *const coll_names[IBC_TUNE_COLL_COUNT] = { "allreduce", "broadcast", "reduce" };
 static const char *const tp_names[IBC_TUNE_TP_COUNT] = { "shm", "tcp", "ib" };
@@ -128,7 +128,9 @@ static const struct ibc_tune_coef tune_defaults[IBC_TUNE_TP_COUNT][IBC_PROTO_COU
  * @tp:     [in]  enum ibc_tune_tp of the slowest link.
  * @has_ll: [in]  1 if that transport has an LL path.
  *
- * Unknown IBC_ALGO/IBC_PROTO values log a WARN and mean auto.
+ * Unknown IBC_ALGO/IBC_PROTO values log a WARN and mean auto. The shm
+ * all-reduce (IBC_ALGO_SHM) is allowed when @tp is shm, @nranks > 1 and
+ * IBC_SHM_ALLREDUCE=1.
  */
 void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_ll)
 {
@@ -148,6 +150,11 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 	m->ring_chunk = ibc_param_ring_chunk_bytes();
 	m->force_chunk = ibc_param_tree_chunk_bytes();
 	m->probe = (int32_t)ibc_param_tuning_probe();
+	m->shm_chunk = IBC_ALIGN_UP(ibc_param_shm_allreduce_chunk_bytes(), 64);
+	m->shm_small = IBC_MIN(ibc_param_shm_allreduce_small_bytes(), m->shm_chunk);
+	/* the slowest link is shm: every rank shares this host (a communicator
+	 * broadcasts rank 0's model, so rank 0's view decides) */
+	m->shm_ok = tp == IBC_TUNE_TP_SHM && nranks > 1 && ibc_param_shm_allreduce();
 	m->base[IBC_PROTO_SIMPLE] = tune_defaults[tp][IBC_PROTO_SIMPLE];
 	m->base[IBC_PROTO_LL] = tune_defaults[tp][has_ll ? IBC_PROTO_LL : IBC_PROTO_SIMPLE];
 	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++)
@@ -159,7 +166,7 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 	if (strcmp(s, "auto")) {
 		m->force_algo = ibc_algo_parse(s);
 		if (m->force_algo < 0)
-			IBC_LOG_WARN(ENV, "IBC_ALGO=%s is not auto, ring, tree, rd or rabenseifner; using auto",
+			IBC_LOG_WARN(ENV, "IBC_ALGO=%s is not auto, ring, tree, rd, rabenseifner or shm; using auto",
 				     s);
 	}
 	m->force_proto = -1;
@@ -235,6 +242,26 @@ static void tune_shape(const struct ibc_tune_model *m, int coll, int algo, doubl
 			*B = 2 * (p - 1) / p * N + 2 * f * N;
 			*G = (p - 1) / p * N + f * N + N;
 			return;
+		case IBC_ALGO_SHM:
+			/*
+			 * src/coll/shm_allreduce.c. beta prices a byte moved
+			 * between two ranks (a copy in and a copy out of a shm
+			 * slot), so one copy of N costs N / 2 of B. Small: one
+			 * synchronisation, a copy in, an n-way reduction of the
+			 * whole message. Chunked: two synchronisations per chunk,
+			 * a copy in and a copy out, 1/n of the n-way reduction.
+			 */
+			if (N <= (double)m->shm_small) {
+				*S = 1;
+				*B = N / 2;
+				*G = (n - 1) * N;
+			} else {
+				k = IBC_MAX(1.0, ceil(N / (double)IBC_MAX(m->shm_chunk, 64)));
+				*S = 2 * k;
+				*B = N;
+				*G = (double)(n - 1) / n * N;
+			}
+			return;
 		default:
 			return;
 		}
@@ -274,6 +301,8 @@ static double tune_max_msg(const struct ibc_tune_model *m, int coll, int algo, d
 			return IBC_MIN(C, ceil(N / 2));
 		case IBC_ALGO_RD:
 			return IBC_MIN(C, N);
+		case IBC_ALGO_SHM:
+			return N;       /* no messages: LL does not apply */
 		default:
 			return IBC_MIN(C, ceil(N / 2));
 		}
@@ -341,6 +370,8 @@ static double tune_best_for_algo(const struct ibc_tune_model *m, int coll, int a
 
 	if (algo == IBC_ALGO_RING)
 		fixed = (size_t)m->ring_chunk;
+	else if (algo == IBC_ALGO_SHM)
+		fixed = (size_t)m->shm_chunk;
 	else if (m->force_chunk > 0)
 		fixed = (size_t)m->force_chunk;
 	else if (algo == IBC_ALGO_RD || algo == IBC_ALGO_RAB)
@@ -349,7 +380,10 @@ static double tune_best_for_algo(const struct ibc_tune_model *m, int coll, int a
 	for (pi = 0; pi < IBC_PROTO_COUNT; pi++) {
 		int proto = IBC_PROTO_COUNT - 1 - pi;
 
-		if (m->force_proto >= 0 && proto != m->force_proto)
+		/* the shm all-reduce sends no messages: one protocol */
+		if (algo == IBC_ALGO_SHM && proto != IBC_PROTO_SIMPLE)
+			continue;
+		if (algo != IBC_ALGO_SHM && m->force_proto >= 0 && proto != m->force_proto)
 			continue;
 		for (i = 0; i < (fixed ? 1 : IBC_ARRAY_SIZE(tune_chunks)); i++) {
 			size_t chunk = fixed ? fixed : tune_chunks[i];
@@ -372,6 +406,12 @@ static double tune_best_for_algo(const struct ibc_tune_model *m, int coll, int a
 	return best;
 }
 
+/* @algo implements @coll and can run on this communicator (shm: one host) */
+static int tune_algo_ok(const struct ibc_tune_model *m, int coll, int algo)
+{
+	return ibc_algo_applies(coll, algo) && (algo != IBC_ALGO_SHM || m->shm_ok);
+}
+
 /**
  * ibc_tune_choose() - The predicted-fastest algorithm, protocol and chunk.
  * @m:      [in]  model (its force_* fields are honoured where they apply).
@@ -392,7 +432,7 @@ void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 	memset(c, 0, sizeof(*c));
 	c->algo = IBC_ALGO_RING;
 	c->chunk_bytes = (size_t)m->ring_chunk;
-	if (m->force_algo >= 0 && ibc_algo_applies(coll, m->force_algo)) {
+	if (m->force_algo >= 0 && tune_algo_ok(m, coll, m->force_algo)) {
 		tune_best_for_algo(m, coll, m->force_algo, nbytes, c);
 		return;
 	}
@@ -400,7 +440,7 @@ void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 		struct ibc_algo_choice t;
 		double v;
 
-		if (!ibc_algo_applies(coll, algo))
+		if (!tune_algo_ok(m, coll, algo))
 			continue;
 		v = tune_best_for_algo(m, coll, algo, nbytes, &t);
 		if (v < best) {
@@ -1349,11 +1389,15 @@ ibc_status_t ibc_tuner_select(struct ibc_comm *comm, struct ibc_request *req,
 		}
 	}
 	ibc_tune_choose(&t->meff, coll, nbytes, c);
-	if (t->meff.force_algo >= 0 && !ibc_algo_applies(coll, t->meff.force_algo) &&
+	if (t->meff.force_algo >= 0 && !tune_algo_ok(&t->meff, coll, t->meff.force_algo) &&
 	    !t->told_na[coll]) {
 		t->told_na[coll] = 1;
-		IBC_LOG_INFO(TUNING, "algorithm %s does not implement %s; the tuner chooses among the others",
-			     algo_names[t->meff.force_algo], coll_names[coll]);
+		if (ibc_algo_applies(coll, t->meff.force_algo))
+			IBC_LOG_INFO(TUNING, "algorithm %s needs every rank on one host over shm (and IBC_SHM_ALLREDUCE=1); the tuner chooses among the others",
+				     algo_names[t->meff.force_algo]);
+		else
+			IBC_LOG_INFO(TUNING, "algorithm %s does not implement %s; the tuner chooses among the others",
+				     algo_names[t->meff.force_algo], coll_names[coll]);
 	}
 	tuner_log_decision(t, coll, nbytes, c);
 	i = t->cache_next[coll]++ % TUNE_CACHE;

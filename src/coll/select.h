@@ -35,6 +35,7 @@ enum ibc_algo {
 	IBC_ALGO_TREE = 1,      /* double binary tree (all-reduce) or binomial tree */
 	IBC_ALGO_RD = 2,        /* recursive doubling (all-reduce) */
 	IBC_ALGO_RAB = 3,       /* Rabenseifner (all-reduce) */
+	IBC_ALGO_SHM = 4,       /* one shared segment per communicator (all-reduce, one host) */
 	IBC_ALGO_COUNT
 };
 
@@ -93,7 +94,9 @@ struct ibc_tune_model {
 	int32_t force_proto;    /* -1 or enum ibc_proto (IBC_PROTO) */
 	int64_t force_chunk;    /* 0 or bytes (IBC_TREE_CHUNK_BYTES) */
 	int32_t probe;          /* IBC_TUNING_PROBE */
-	int32_t reserved;
+	int32_t shm_ok;         /* every rank on this host over shm: IBC_ALGO_SHM may run */
+	int64_t shm_chunk;      /* IBC_SHM_ALLREDUCE_CHUNK_BYTES, bytes */
+	int64_t shm_small;      /* IBC_SHM_ALLREDUCE_SMALL_BYTES, bytes */
 	struct ibc_tune_coef base[IBC_PROTO_COUNT];     /* measured or default, per protocol */
 	/* fitted (tuning file); alpha_us < 0 where absent */
 	struct ibc_tune_coef coef[IBC_TUNE_COLL_COUNT][IBC_ALGO_COUNT][IBC_PROTO_COUNT];
@@ -123,7 +126,7 @@ const char *ibc_algo_name(int algo);
 const char *ibc_proto_name(int proto);
 const char *ibc_tune_coll_name(int coll);
 const char *ibc_tune_tp_name(int tp);
-/* parse names ("ring", "tree", "rd", "rabenseifner"; "simple", "ll"); -1 if unknown */
+/* parse names ("ring", "tree", "rd", "rabenseifner", "shm"; "simple", "ll"); -1 if unknown */
 int ibc_algo_parse(const char *s);
 int ibc_proto_parse(const char *s);
 int ibc_tune_tp_parse(const char *s);

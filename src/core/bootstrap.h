@@ -27,6 +27,7 @@
 #define IBC_BOOT_TAG_SOCK     0x1000u /* tcp transport */
 #define IBC_BOOT_TAG_SHM      0x2000u /* shm transport */
 #define IBC_BOOT_TAG_IB       0x3000u /* ib transport */
+#define IBC_BOOT_TAG_COLL     0x4000u /* algorithms: shm all-reduce set-up */
 #define IBC_BOOT_TAG_USER_MAX 0xffffu
 
 /* struct ibc_peer_info - what every rank learns about every other at init */

@@ -290,6 +290,7 @@ static void comm_free(struct ibc_comm *comm)
 	ibc_free(comm->peers);
 	ibc_free(comm->scratch);
 	ibc_tuner_destroy(comm->tuner);
+	ibc_shmar_destroy(comm->shmar);
 	ibc_cuda_comm_destroy(comm);
 	ibc_free(comm);
 }
@@ -575,6 +576,7 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 	comm_find_gpu(comm);
 	IBC_CHECK(comm_choose_transports(comm));
 	comm_choose_spin(comm);
+	IBC_CHECK(ibc_shmar_init(comm));
 	if (comm->use_thread)
 		IBC_CHECK(comm_start_progress(comm));
 	if (registry_add(comm) != 0) {

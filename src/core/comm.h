@@ -119,6 +119,7 @@ struct ibc_comm {
 	void *scratch;
 	size_t scratch_nbytes;
 	struct ibc_tuner *tuner;              /* coll/select.c: cost model and decisions */
+	struct ibc_shmar *shmar;              /* coll/shm_allreduce.c: the shared segment, NULL until used */
 	/* staging state for device buffers (src/cuda/cuda_stage.c), NULL until used */
 	struct ibc_cuda_comm *cuda;
 };

@@ -26,12 +26,15 @@
 # usage: test_coll_matrix.sh [core|algos]   (default core, the groups above)
 #   algos  (tests/coll/test_coll_algos.sh) the same checks with the algorithm
 #          or protocol forced, on 3, 5, 7 (and 8) ranks over shm and tcp, so
-#          that ring, double tree, recursive doubling and Rabenseifner each
+#          that ring, double tree, recursive doubling, Rabenseifner and the
+#          shm all-reduce (src/coll/shm_allreduce.c) each
 #          run the reduced sweep whatever the tuner would pick:
 #   forced   the reduced sweep on the collectives IBC_ALGO applies to
 #            (all-reduce, broadcast and reduce for ring/tree; all-reduce
-#            for rd/rabenseifner); the others are ring-only and the core
-#            groups cover them
+#            for rd/rabenseifner/shm); the others are ring-only and the core
+#            groups cover them. The shm groups also shrink the shm
+#            all-reduce's chunk (many chunks, both buffers) or move its
+#            small-message threshold (whole-message path up to 64 KiB)
 #   bf16     only the bf16 case (and one count-1 all-reduce): with
 #            IBC_ALGO=ring on 8 ranks and per-hop rounding the sum must be
 #            exactly 1.0 (0x3f80); the group also requires the line that
@@ -89,7 +92,10 @@ groups_algos="3 shm env forced IBC_ALGO=ring
 7 tcp mpirun forced IBC_ALGO=tree,IBC_TREE_CHUNK_BYTES=4096
 5 shm env forced IBC_ALGO=rabenseifner,IBC_PROTO=ll
 8 tcp mpirun bf16 IBC_ALGO=ring
-5 shm env forced IBC_PROTO=ll"
+5 shm env forced IBC_PROTO=ll,IBC_SHM_ALLREDUCE=0
+4 shm env forced IBC_ALGO=shm
+7 shm env forced IBC_ALGO=shm,IBC_SHM_ALLREDUCE_CHUNK_BYTES=4096,IBC_SHM_ALLREDUCE_SMALL_BYTES=0
+2 shm env forced IBC_ALGO=shm,IBC_SHM_ALLREDUCE_SMALL_BYTES=65536,IBC_ACCUM_FP32=1"
 
 case $set_name in
 core) groups=$groups_core ;;
@@ -144,7 +150,7 @@ while read -r n tr launcher sweep extra; do
 	quick) flags=--quick ;;
 	forced)
 		case $algo in
-		rd | rabenseifner) flags="$reduced -c allreduce" ;;
+		rd | rabenseifner | shm) flags="$reduced -c allreduce" ;;
 		*) flags="$reduced -c allreduce,broadcast,reduce" ;;
 		esac
 		;;

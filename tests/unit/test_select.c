@@ -54,6 +54,71 @@ static void round_model(struct ibc_tune_model *m, int n)
 	m->base[IBC_PROTO_SIMPLE].gamma_ns = 0.5;
 	m->base[IBC_PROTO_LL] = m->base[IBC_PROTO_SIMPLE];
 	m->base[IBC_PROTO_LL].alpha_us = 4;
+	/* the message-passing algorithms' choices: the shm all-reduce has its own test */
+	m->shm_ok = 0;
+	m->shm_chunk = 1 << 18;
+	m->shm_small = 4096;
+}
+
+/* the shm all-reduce (IBC_ALGO_SHM): its shape, when it may run, overrides */
+static void test_shm(void)
+{
+	struct ibc_tune_model m;
+	struct ibc_algo_choice c;
+	double t;
+
+	round_model(&m, 8);
+	/* small (<= 4096 B): one synchronisation, a copy of N (N/2 of B), 7 N reduced */
+	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_SHM, IBC_PROTO_SIMPLE, 4000, 0);
+	tap_ok(near(t, 10 + (2000 * 1 + 7 * 4000 * 0.5) / 1000, 1e-9), "shm 8 ranks 4000 B: %.3f us", t);
+	/* chunked: 1 MiB = 4 chunks of 256 KiB: 8 synchronisations, N moved, 7/8 N reduced */
+	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_SHM, IBC_PROTO_SIMPLE, 1 << 20, 0);
+	tap_ok(near(t, 8 * 10 + (1048576.0 + 7.0 / 8 * 1048576 * 0.5) / 1000, 1e-9),
+	       "shm 8 ranks 1 MiB: %.3f us", t);
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
+	tap_ok(c.algo != IBC_ALGO_SHM, "not on one host: never shm (got %s)", ibc_algo_name(c.algo));
+	m.force_algo = IBC_ALGO_SHM;
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
+	tap_ok(c.algo != IBC_ALGO_SHM, "IBC_ALGO=shm off one host: the tuner picks (got %s)",
+	       ibc_algo_name(c.algo));
+	m.force_algo = -1;
+	m.shm_ok = 1;
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
+	tap_ok(c.algo == IBC_ALGO_SHM && c.proto == IBC_PROTO_SIMPLE,
+	       "one host, 8 B on 8 ranks: shm, simple (got %s/%s)", ibc_algo_name(c.algo),
+	       ibc_proto_name(c.proto));
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 64u << 20, &c);
+	tap_ok(c.algo == IBC_ALGO_SHM && c.chunk_bytes == (1u << 18),
+	       "one host, 64 MiB on 8 ranks: shm, chunk 256 KiB (got %s, %zu)", ibc_algo_name(c.algo),
+	       c.chunk_bytes);
+	ibc_tune_choose(&m, IBC_TUNE_BCAST, 8, &c);
+	tap_ok(c.algo != IBC_ALGO_SHM, "shm does not implement broadcast (got %s)",
+	       ibc_algo_name(c.algo));
+	m.force_algo = IBC_ALGO_RING;
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
+	tap_ok(c.algo == IBC_ALGO_RING, "IBC_ALGO=ring overrides shm on one host");
+	m.force_algo = -1;
+	m.force_proto = IBC_PROTO_LL;
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
+	tap_ok(c.algo == IBC_ALGO_SHM && c.proto == IBC_PROTO_SIMPLE,
+	       "IBC_PROTO=ll: shm still runs (it sends no messages), simple (got %s/%s)",
+	       ibc_algo_name(c.algo), ibc_proto_name(c.proto));
+	tap_ok(ibc_algo_parse("shm") == IBC_ALGO_SHM && !strcmp(ibc_algo_name(IBC_ALGO_SHM), "shm"),
+	       "\"shm\" parses back");
+	tap_ok(ibc_algo_applies(IBC_TUNE_ALLREDUCE, IBC_ALGO_SHM) &&
+	       !ibc_algo_applies(IBC_TUNE_REDUCE, IBC_ALGO_SHM), "shm implements all-reduce only");
+	setenv("IBC_SHM_ALLREDUCE", "0", 1);
+	ibc_param_reset_all();
+	ibc_tune_model_init(&m, 4, IBC_TUNE_TP_SHM, 1);
+	tap_ok(!m.shm_ok, "IBC_SHM_ALLREDUCE=0 turns it off");
+	unsetenv("IBC_SHM_ALLREDUCE");
+	ibc_param_reset_all();
+	ibc_tune_model_init(&m, 4, IBC_TUNE_TP_SHM, 1);
+	tap_ok(m.shm_ok, "4 ranks over shm: allowed by default");
+	ibc_tune_model_init(&m, 4, IBC_TUNE_TP_TCP, 1);
+	tap_ok(!m.shm_ok, "4 ranks over tcp: not allowed");
+	ibc_tune_model_init(&m, 1, IBC_TUNE_TP_SHM, 1);
+	tap_ok(!m.shm_ok, "1 rank: not needed");
 }
 
 static void test_predict(void)
@@ -115,6 +180,8 @@ static void test_choose(void)
 		for (a = 0; a < IBC_ALGO_COUNT; a++) {
 			double t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, a, IBC_PROTO_SIMPLE, v, 1 << 20);
 
+			if (a == IBC_ALGO_SHM && !m.shm_ok)
+				continue;       /* not on one host */
 			if (t < c.predicted_us - 1e-9)
 				mono = 0;
 		}
@@ -339,6 +406,7 @@ int main(void)
 	test_names();
 	test_predict();
 	test_choose();
+	test_shm();
 	test_fit();
 	test_fit_coll();
 	test_file();

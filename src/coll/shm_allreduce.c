@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm_allreduce.c - all-reduce through one shared segment per communicator
+ * (IBC_ALGO=shm), for communicators whose ranks all share one host and talk
+ * over the shm transport.
+ *
+ * The message-passing algorithms move every byte through a per-pair slot ring
+ * (copy in, copy out) or CMA, and pay a lock-step hop per step: 2(n-1) for the
+ * ring, log2(n) for recursive doubling. Here every local rank maps the same
+ * segment, and one operation costs one or two flag synchronisations:
+ *
+ *   segment: header | line[n] (one 64-byte line per rank: its counters) |
+ *            slab[n][2] (chunk C each) | result[2] (chunk C each)
+ *
+ *   small messages (N <= IBC_SHM_ALLREDUCE_SMALL_BYTES), call sequence s,
+ *   buffer b = s % 2:
+ *     1. wait until every rank's done >= s - 2 (nobody reads slab[*][b] any more)
+ *     2. copy the input into slab[me][b]; arrive[me] = s
+ *     3. wait until every rank's arrive >= s
+ *     4. out = slab[0][b] op slab[1][b] op ... op slab[n-1][b] (rank order)
+ *     5. done[me] = s                       -> one synchronisation per call
+ *
+ *   larger messages, per chunk of at most C bytes (chunk sequence s, b = s % 2):
+ *     1. wait until every rank's done >= s - 2
+ *     2. copy the input chunk into slab[me][b]; arrive[me] = s
+ *     3. wait until every rank's arrive >= s
+ *     4. reduce this rank's 1/n slice of the chunk over slab[0..n-1][b] (rank
+ *        order) into result[b]; reduced[me] = s
+ *     5. wait until every rank's reduced >= s
+ *     6. copy result[b] to the output chunk; done[me] = s
+ *   Double buffering lets a rank copy chunk s+1 in while others still copy
+ *   chunk s out. Per rank and byte: one copy in, 1/n of the n-way reduction,
+ *   one copy out (about 5 N bytes of memory traffic against 8.25 N for the
+ *   slot ring on 4 ranks, bench/RESULTS.md).
+ *
+ * Every element is reduced by one rank in rank order 0..n-1 and everyone
+ * copies that one result, so results are bitwise identical on all ranks and
+ * deterministic run to run (they may differ in the last bits from the ring's
+ * order, docs/algorithms.md). IBC_AVG divides once, at the end; with
+ * IBC_ACCUM_FP32=1 float16/bfloat16 are summed in fp32 and rounded once.
+ *
+ * Mismatched calls: each rank publishes the descriptor of the all-reduce it
+ * contributes each chunk to (sequence, count, dtype, op; checked by every
+ * rank after the arrive wait), and, on entry to every collective whatever
+ * its algorithm, the descriptor of that collective (ibc_shmar_announce()).
+ * A rank left waiting for a peer that announced another collective of the
+ * same sequence number (a broadcast where this rank runs an all-reduce)
+ * reports mismatched calls instead of timing out. Either gives
+ * IBC_ERR_INVALID_USAGE. Waits spin, yield, then sleep, and are bounded by
+ * IBC_TIMEOUT_MS; a peer whose process is gone gives IBC_ERR_REMOTE.
+ *
+ * Set-up (ibc_shmar_init(), at communicator creation when every rank runs
+ * on this host): rank 0 creates the segment and sends its name over the
+ * bootstrap; the others map it if they also reach every rank over shm; an
+ * all-gather of everyone's result follows, after which rank 0 unlinks the
+ * name (nothing is left in /dev/shm, even if a rank dies later). If any
+ * rank failed or declined, all of them use the ring instead for the life of
+ * the communicator. The segment is 2 (n + 1) C bytes of tmpfs, pages
+ * allocated as they are first touched.
+ *
+ * Source: the shared-buffer reduce-then-broadcast of R. L. Graham and G.
+ * Shipman, "MPI Support for Multi-core Architectures: Optimized Shared
+ * Memory Collectives", EuroPVM/MPI 2008 (Open MPI's coll/sm), here with the
+ * reduction split in n slices (a reduce-scatter + all-gather through the
+ * segment) and flag counters instead of fan-in/fan-out trees.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coll/coll.h"
+#include "coll/reduce.h"
+#include "coll/select.h"
+#include "core/bootstrap.h"
+#include "core/log.h"
+#include "core/param.h"
+#include "core/util.h"
+
+#define SHMAR_MAGIC 0x69626373686d6172ull /* "ibcshmar" */
+#define SHMAR_TAG (IBC_BOOT_TAG_COLL + 0)
+
+/* one rank's counters and descriptors: written by that rank only, read by all */
+struct shmar_line {
+	uint64_t arrive;        /* last chunk sequence whose input is in slab */
+	uint64_t reduced;       /* last chunk sequence whose slice is in result */
+	uint64_t done;          /* last chunk sequence copied out */
+	uint64_t cur_gen;       /* seqlock of cur: odd while it is written */
+	struct ibc_msg_desc cur;        /* the collective this rank is in (any algorithm) */
+	struct ibc_msg_desc desc[2];    /* per buffer parity: the all-reduce it contributes to */
+	int32_t pid;
+} __attribute__((aligned(64)));
+
+struct shmar_hdr {
+	uint64_t magic;
+	uint64_t size;
+	uint64_t chunk;
+	uint32_t nranks;
+	uint32_t pad;
+} __attribute__((aligned(64)));
+
+struct shmar_msg {
+	char name[64];
+	uint64_t size;
+	int32_t ok;
+	int32_t pad;
+};
+
+/* struct ibc_shmar - a communicator's segment (comm->shmar) */
+struct ibc_shmar {
+	int failed;             /* set-up failed somewhere: use the ring */
+	void *base;
+	size_t size;
+	size_t chunk;           /* C, bytes (multiple of 64) */
+	size_t small_max;       /* IBC_SHM_ALLREDUCE_SMALL_BYTES */
+	int n;
+	struct shmar_hdr *hdr;
+	struct shmar_line *line;
+	char *slab;             /* slab[r][b] at slab + (2 r + b) C */
+	char *result;           /* result[b] at result + b C */
+	uint64_t seq;           /* last chunk sequence used (same on every rank) */
+	float *acc;             /* fp32 accumulator (IBC_ACCUM_FP32) */
+	size_t acc_n;           /* its size, floats */
+};
+
+static size_t shmar_layout(int n, size_t chunk)
+{
+	return sizeof(struct shmar_hdr) + (size_t)n * sizeof(struct shmar_line) +
+	       ((size_t)n * 2 + 2) * chunk;
+}
+
+static void shmar_wire(struct ibc_shmar *s)
+{
+	char *p = s->base;
+
+	s->hdr = (struct shmar_hdr *)p;
+	s->line = (struct shmar_line *)(p + sizeof(struct shmar_hdr));
+	s->slab = p + sizeof(struct shmar_hdr) + (size_t)s->n * sizeof(struct shmar_line);
+	s->result = s->slab + (size_t)s->n * 2 * s->chunk;
+}
+
+/**
+ * ibc_shmar_destroy() - Unmap a communicator's segment (comm destruction).
+ * @s: [in] the state, or NULL. Blocking: no.
+ */
+void ibc_shmar_destroy(struct ibc_shmar *s)
+{
+	if (!s)
+		return;
+	if (s->base)
+		munmap(s->base, s->size);
+	ibc_free(s->acc);
+	ibc_free(s);
+}
+
+/* rank 0: create and map; returns 1 on success (name in @m) */
+static int shmar_create(struct ibc_comm *comm, struct ibc_shmar *s, struct shmar_msg *m)
+{
+	const uint8_t *id = ibc_bootstrap_comm_id(comm->bs);
+	int fd;
+
+	snprintf(m->name, sizeof(m->name), "/ibc-ar-%02x%02x%02x%02x%02x%02x-%d", id[0], id[1], id[2],
+		 id[3], id[4], id[5], (int)getpid());
+	fd = shm_open(m->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+	if (fd < 0) {
+		IBC_LOG_WARN(COLL, "shm all-reduce: shm_open(%s): %s; using the ring", m->name,
+			     strerror(errno));
+		return 0;
+	}
+	if (ftruncate(fd, (off_t)s->size) != 0) {
+		IBC_LOG_WARN(COLL, "shm all-reduce: ftruncate(%s, %zu): %s; using the ring", m->name,
+			     s->size, strerror(errno));
+		close(fd);
+		shm_unlink(m->name);
+		return 0;
+	}
+	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (s->base == MAP_FAILED) {
+		s->base = NULL;
+		IBC_LOG_WARN(COLL, "shm all-reduce: mmap %zu bytes: %s; using the ring", s->size,
+			     strerror(errno));
+		shm_unlink(m->name);
+		return 0;
+	}
+	shmar_wire(s);
+	s->hdr->size = s->size;
+	s->hdr->chunk = s->chunk;
+	s->hdr->nranks = (uint32_t)s->n;
+	__atomic_store_n(&s->hdr->magic, SHMAR_MAGIC, __ATOMIC_RELEASE);
+	m->size = s->size;
+	return 1;
+}
+
+/* ranks > 0: map the segment rank 0 named */
+static int shmar_attach(struct ibc_shmar *s, const struct shmar_msg *m)
+{
+	int fd;
+
+	if (!m->ok || m->size != s->size)
+		return 0;
+	fd = shm_open(m->name, O_RDWR, 0600);
+	if (fd < 0) {
+		IBC_LOG_WARN(COLL, "shm all-reduce: shm_open(%s): %s; using the ring", m->name,
+			     strerror(errno));
+		return 0;
+	}
+	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (s->base == MAP_FAILED) {
+		s->base = NULL;
+		IBC_LOG_WARN(COLL, "shm all-reduce: mmap %zu bytes: %s; using the ring", s->size,
+			     strerror(errno));
+		return 0;
+	}
+	shmar_wire(s);
+	if (__atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) != SHMAR_MAGIC ||
+	    s->hdr->nranks != (uint32_t)s->n || s->hdr->chunk != s->chunk) {
+		IBC_LOG_WARN(COLL, "shm all-reduce: segment %s has another layout; using the ring",
+			     m->name);
+		return 0;
+	}
+	return 1;
+}
+
+/* every rank on this host (the same on all ranks: from the bootstrap's peer table) */
+static int shmar_one_host(struct ibc_comm *comm)
+{
+	int i;
+
+	for (i = 0; i < comm->nranks; i++)
+		if (i != comm->rank && !ibc_bootstrap_same_host(comm->bs, i))
+			return 0;
+	return 1;
+}
+
+/* this rank wants the segment: enabled, and every peer over shm */
+static int shmar_wanted(struct ibc_comm *comm)
+{
+	int i;
+
+	if (!ibc_param_shm_allreduce())
+		return 0;
+	for (i = 0; i < comm->nranks; i++)
+		if (i != comm->rank && comm->peers[i].ops != &ibc_shm_ops)
+			return 0;
+	return 1;
+}
+
+/**
+ * ibc_shmar_init() - Set up the shm all-reduce segment of a new
+ * communicator (file header), when all its ranks run on this host.
+ * Collective over those ranks; called by communicator creation after the
+ * transports are chosen.
+ * @comm: [in,out] the communicator; comm->shmar is set when the exchange
+ *        ran (its ->failed says whether the segment can be used).
+ *
+ * Blocking: bootstrap messages, bounded by IBC_BOOTSTRAP_TIMEOUT_MS.
+ * Return: IBC_OK (also when the segment could not be created: the
+ * communicator then uses the ring); IBC_ERR_NO_MEMORY; the bootstrap's
+ * IBC_ERR_REMOTE/IBC_ERR_TIMEOUT/IBC_ERR_SYSTEM. Errors are logged.
+ */
+ibc_status_t ibc_shmar_init(struct ibc_comm *comm)
+{
+	struct ibc_shmar *s;
+	struct shmar_msg m;
+	int32_t *oks;
+	ibc_status_t st = IBC_OK;
+	int want;
+	int ok;
+	int i;
+
+	if (comm->nranks < 2 || !shmar_one_host(comm))
+		return IBC_OK;
+	want = shmar_wanted(comm);
+	s = ibc_calloc(1, sizeof(*s), "shm all-reduce state");
+	oks = ibc_calloc((size_t)comm->nranks, sizeof(*oks), "shm all-reduce set-up");
+	if (!s || !oks) {
+		ibc_free(s);
+		ibc_free(oks);
+		IBC_LOG_ERROR(INIT, "cannot allocate the shm all-reduce state");
+		return IBC_ERR_NO_MEMORY;
+	}
+	s->n = comm->nranks;
+	s->chunk = IBC_ALIGN_UP((size_t)ibc_param_shm_allreduce_chunk_bytes(), 64);
+	s->small_max = IBC_MIN((size_t)ibc_param_shm_allreduce_small_bytes(), s->chunk);
+	s->size = shmar_layout(s->n, s->chunk);
+	memset(&m, 0, sizeof(m));
+	if (comm->rank == 0) {
+		m.ok = want && shmar_create(comm, s, &m);
+		for (i = 1; i < comm->nranks && st == IBC_OK; i++)
+			st = ibc_bootstrap_send(comm->bs, i, SHMAR_TAG, &m, sizeof(m));
+		ok = m.ok;
+	} else {
+		st = ibc_bootstrap_recv(comm->bs, 0, SHMAR_TAG, &m, sizeof(m));
+		ok = st == IBC_OK && want && shmar_attach(s, &m);
+	}
+	if (ok)
+		s->line[comm->rank].pid = (int32_t)getpid();
+	oks[comm->rank] = ok;
+	if (st == IBC_OK)
+		st = ibc_bootstrap_allgather(comm->bs, oks, sizeof(*oks));
+	if (comm->rank == 0 && m.ok)
+		shm_unlink(m.name);
+	for (i = 0; i < comm->nranks; i++)
+		if (!oks[i])
+			s->failed = 1;
+	ibc_free(oks);
+	if (st != IBC_OK) {
+		ibc_shmar_destroy(s);
+		IBC_LOG_ERROR(INIT, "shm all-reduce set-up: bootstrap exchange failed: %s",
+			      ibc_status_str(st));
+		return st;
+	}
+	if (s->failed && s->base) {
+		munmap(s->base, s->size);
+		s->base = NULL;
+	}
+	IBC_LOG_DEBUG(COLL, "shm all-reduce: %s, %d ranks, chunk %zu bytes, segment %zu bytes",
+		      s->failed ? "not used (declined or failed on some rank)" : "segment mapped",
+		      s->n, s->chunk, s->size);
+	comm->shmar = s;
+	return IBC_OK;
+}
+
+/* the call-level descriptor of @req (sequence, collective, count, dtype, op, root) */
+static void shmar_desc(const struct ibc_request *req, struct ibc_msg_desc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->seq = req->seq;
+	d->coll = (uint8_t)req->coll;
+	d->dtype = (uint8_t)req->dtype;
+	d->op = (uint8_t)req->op;
+	d->count = req->count;
+	d->root = req->root;
+}
+
+/**
+ * ibc_shmar_announce() - Publish the collective this rank is entering, so
+ * that a peer waiting in the shm all-reduce can tell mismatched calls from a
+ * slow rank (file header). Called by ibc_coll_run() for every collective
+ * (not send/recv) when the communicator has a segment.
+ * @comm: [in] communicator. @req: [in] the collective.
+ * Blocking: no. Threading: the thread running @comm's operations.
+ */
+void ibc_shmar_announce(struct ibc_comm *comm, const struct ibc_request *req)
+{
+	struct ibc_shmar *s = comm->shmar;
+	struct shmar_line *me;
+
+	if (!s || s->failed || req->coll == IBC_COLL_SEND || req->coll == IBC_COLL_RECV)
+		return;
+	me = &s->line[comm->rank];
+	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	shmar_desc(req, &me->cur);
+	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELEASE);
+}
+
+/* rank @q's announced collective, if read consistently; 1 if *@d is valid */
+static int shmar_peer_cur(const struct ibc_shmar *s, int q, struct ibc_msg_desc *d)
+{
+	const struct shmar_line *l = &s->line[q];
+	uint64_t g1 = __atomic_load_n(&l->cur_gen, __ATOMIC_ACQUIRE);
+	uint64_t g2;
+
+	if (g1 & 1)
+		return 0;
+	memcpy(d, (const void *)&l->cur, sizeof(*d));
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	g2 = __atomic_load_n(&l->cur_gen, __ATOMIC_RELAXED);
+	return g1 == g2 && g1 != 0;
+}
+
+static size_t desc_nbytes(const struct ibc_msg_desc *d)
+{
+	size_t esz = 0;
+
+	if (ibc_dtype_size((ibc_dtype_t)d->dtype, &esz) != IBC_OK)
+		return 0;
+	return (size_t)d->count * esz;
+}
+
+enum { F_ARRIVE, F_REDUCED, F_DONE };
+
+static uint64_t line_get(const struct shmar_line *l, int f)
+{
+	const uint64_t *p = f == F_ARRIVE ? &l->arrive : f == F_REDUCED ? &l->reduced : &l->done;
+
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void line_set(struct shmar_line *l, int f, uint64_t v)
+{
+	uint64_t *p = f == F_ARRIVE ? &l->arrive : f == F_REDUCED ? &l->reduced : &l->done;
+
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* the first rank whose counter @f is below @want, or -1 */
+static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
+{
+	int q;
+
+	for (q = 0; q < s->n; q++)
+		if (line_get(&s->line[q], f) < want)
+			return q;
+	return -1;
+}
+
+static const char *const phase_names[] = { "its input", "its reduced slice", "its copy-out" };
+
+/*
+ * Wait until every rank's counter @f reaches @want: spin while the machine
+ * has cores to spare (IBC_SPIN_US), yield (IBC_YIELD_US), then sleep 20 us to
+ * 1 ms; every millisecond check the communicator's health and the lagging
+ * rank's process, and give up after IBC_TIMEOUT_MS without progress.
+ */
+static ibc_status_t shmar_wait(struct ibc_comm *comm, struct ibc_shmar *s,
+			      const struct ibc_request *req, int f, uint64_t want)
+{
+	struct ibc_msg_desc mine;
+	struct ibc_msg_desc theirs;
+	uint64_t spin_ns = comm->spin_ns;
+	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
+	uint64_t start = 0;
+	uint64_t last = 0;
+	uint64_t check = 0;
+	long sleep_ns = 20000;
+	int q = first_behind(s, f, want);
+	int prev = q;
+
+	while (q >= 0) {
+		uint64_t now = ibc_time_ns();
+
+		if (!start) {
+			start = last = check = now;
+		} else if (q != prev) {
+			last = now;
+			prev = q;
+			sleep_ns = 20000;
+		}
+		if (now - check >= 1000000ull) {
+			ibc_status_t pst = ibc_comm_poison_status(comm);
+			pid_t pid = (pid_t)__atomic_load_n(&s->line[q].pid, __ATOMIC_RELAXED);
+
+			check = now;
+			if (pst != IBC_OK)
+				return pst;
+			if (__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE))
+				return IBC_ERR_REMOTE;
+			if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+				return ibc_comm_fail(comm, IBC_ERR_REMOTE, q,
+						     "shm all-reduce: process %d of rank %d is gone (exited or crashed) before it wrote %s",
+						     (int)pid, q, phase_names[f]);
+			/* the lagging rank is in another collective of this sequence */
+			shmar_desc(req, &mine);
+			if (shmar_peer_cur(s, q, &theirs) && theirs.seq == mine.seq &&
+			    (theirs.coll != mine.coll || theirs.count != mine.count ||
+			     theirs.dtype != mine.dtype || theirs.op != mine.op ||
+			     theirs.root != mine.root))
+				return ibc_msg_desc_check(comm, q, &mine, desc_nbytes(&mine), &theirs,
+							  desc_nbytes(&theirs));
+			/* keep the transports (and their failure reports) moving */
+			pst = ibc_net_progress(comm);
+			if (pst != IBC_OK)
+				return pst;
+			if (now - last > (uint64_t)comm->timeout_ms * 1000000ull)
+				return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, q,
+						     "shm all-reduce: no progress for %lld ms (IBC_TIMEOUT_MS) waiting for rank %d to write %s (chunk %llu)",
+						     (long long)comm->timeout_ms, q, phase_names[f],
+						     (unsigned long long)want);
+		}
+		if (now - last < spin_ns) {
+			ibc_cpu_relax();
+		} else if (now - last < yield_ns) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, sleep_ns };
+
+			nanosleep(&ts, NULL);
+			sleep_ns = IBC_MIN(sleep_ns * 2, 1000000L);
+		}
+		q = first_behind(s, f, want);
+	}
+	return IBC_OK;
+}
+
+/* after arrive: every rank must contribute to the same all-reduce */
+static ibc_status_t shmar_check_desc(struct ibc_comm *comm, struct ibc_shmar *s, int b)
+{
+	const struct ibc_msg_desc *mine = &s->line[comm->rank].desc[b];
+	int q;
+
+	for (q = 0; q < s->n; q++) {
+		const struct ibc_msg_desc *d = &s->line[q].desc[b];
+
+		if (q != comm->rank && memcmp(d, mine, sizeof(*d)) != 0)
+			return ibc_msg_desc_check(comm, q, mine, desc_nbytes(mine), d,
+						  desc_nbytes(d));
+	}
+	return IBC_OK;
+}
+
+/* dst[0..cnt) = src_0 op src_1 op ... op src_{n-1}, sources at base + q * stride */
+static ibc_status_t shmar_reduce(struct ibc_comm *comm, struct ibc_shmar *s,
+				 const struct ibc_request *req, char *dst, const char *base,
+				 size_t stride, size_t cnt, int accum)
+{
+	int q;
+
+	if (cnt == 0)
+		return IBC_OK;
+	if (accum) {
+		if (cnt > s->acc_n) {
+			ibc_free(s->acc);
+			s->acc = ibc_aligned_alloc(64, IBC_ALIGN_UP(cnt * sizeof(float), 64),
+						   "shm all-reduce fp32 accumulator");
+			s->acc_n = s->acc ? cnt : 0;
+			if (!s->acc)
+				return ibc_comm_fail(comm, IBC_ERR_NO_MEMORY, -1,
+						     "cannot allocate %zu floats", cnt);
+		}
+		ibc_cvt_to_f32(s->acc, base, cnt, req->dtype);
+		for (q = 1; q < s->n; q++)
+			ibc_reduce_f32_acc(s->acc, base + (size_t)q * stride, cnt, req->dtype, req->op);
+		if (req->op == IBC_AVG)
+			ibc_reduce_avg_finalize(s->acc, cnt, IBC_FLOAT32, s->n);
+		ibc_cvt_from_f32(dst, s->acc, cnt, req->dtype);
+		return IBC_OK;
+	}
+	ibc_reduce_local3(dst, base, base + stride, cnt, req->dtype, req->op);
+	for (q = 2; q < s->n; q++)
+		ibc_reduce_local(dst, base + (size_t)q * stride, cnt, req->dtype, req->op);
+	if (req->op == IBC_AVG)
+		ibc_reduce_avg_finalize(dst, cnt, req->dtype, s->n);
+	return IBC_OK;
+}
+
+/* publish this rank's input chunk: wait for the buffer, copy, describe, arrive */
+static ibc_status_t shmar_put(struct ibc_comm *comm, struct ibc_shmar *s,
+			      const struct ibc_request *req, uint64_t seq, const char *src,
+			      size_t nbytes)
+{
+	struct shmar_line *me = &s->line[comm->rank];
+	int b = (int)(seq & 1);
+
+	if (seq > 2)
+		IBC_CHECK(shmar_wait(comm, s, req, F_DONE, seq - 2));
+	memcpy(s->slab + ((size_t)comm->rank * 2 + (size_t)b) * s->chunk, src, nbytes);
+	__atomic_fetch_add(&comm->cur_bytes_done, nbytes, __ATOMIC_RELAXED);
+	shmar_desc(req, &me->desc[b]);
+	line_set(me, F_ARRIVE, seq);
+	IBC_CHECK(shmar_wait(comm, s, req, F_ARRIVE, seq));
+	return shmar_check_desc(comm, s, b);
+}
+
+/**
+ * ibc_shm_allreduce() - All-reduce through the communicator's shared segment
+ * (file header). Runs in the calling thread (the progress thread or the
+ * caller), host buffers only; every rank of @comm must be on this host.
+ * @comm: [in] communicator.
+ * @req:  [in] the all-reduce (count elements of dtype; in place when
+ *             sendbuf == recvbuf).
+ *
+ * Falls back to the ring (ibc_ring_allreduce()) on every rank when the
+ * communicator has no usable segment (ibc_shmar_init()).
+ * Return: IBC_OK; IBC_ERR_TIMEOUT (a rank did not arrive within
+ * IBC_TIMEOUT_MS); IBC_ERR_REMOTE (a rank's process is gone, or the
+ * communicator is being aborted); IBC_ERR_INVALID_USAGE (ranks passed
+ * different counts, dtypes or ops); IBC_ERR_NO_MEMORY; bootstrap errors of
+ * the set-up. Errors are logged and poison @comm.
+ */
+ibc_status_t ibc_shm_allreduce(struct ibc_comm *comm, struct ibc_request *req)
+{
+	struct ibc_shmar *s = comm->shmar;
+	size_t esz;
+	size_t N;
+	size_t off;
+	int accum;
+	const char *in;
+	char *out;
+
+	/* no segment (not one host, IBC_SHM_ALLREDUCE=0 somewhere, set-up failed) */
+	if (!s || s->failed)
+		return ibc_ring_allreduce(comm, req);
+	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
+	N = req->count * esz;
+	in = req->sendbuf;
+	out = req->recvbuf;
+	accum = ibc_param_accum_fp32() && (req->dtype == IBC_FLOAT16 || req->dtype == IBC_BFLOAT16);
+	/* error texts report "bytes moved so far": copies in and out of the segment */
+	comm->cur_bytes_total += 2 * N;
+	if (N <= s->small_max) {
+		uint64_t seq = ++s->seq;
+		int b = (int)(seq & 1);
+
+		IBC_CHECK(shmar_put(comm, s, req, seq, in, N));
+		IBC_CHECK(shmar_reduce(comm, s, req, out, s->slab + (size_t)b * s->chunk,
+				       2 * s->chunk, req->count, accum));
+		__atomic_fetch_add(&comm->cur_bytes_done, N, __ATOMIC_RELAXED);
+		line_set(&s->line[comm->rank], F_REDUCED, seq);
+		line_set(&s->line[comm->rank], F_DONE, seq);
+		return IBC_OK;
+	}
+	/* chunks of whole elements */
+	for (off = 0; off < N;) {
+		size_t len = IBC_MIN(N - off, s->chunk / esz * esz);
+		size_t cnt = len / esz;
+		size_t so = ibc_block_offset(cnt, s->n, comm->rank) * esz;
+		size_t sc = ibc_block_count(cnt, s->n, comm->rank);
+		uint64_t seq = ++s->seq;
+		int b = (int)(seq & 1);
+		char *res = s->result + (size_t)b * s->chunk;
+
+		IBC_CHECK(shmar_put(comm, s, req, seq, in + off, len));
+		IBC_CHECK(shmar_reduce(comm, s, req, res + so, s->slab + (size_t)b * s->chunk + so,
+				       2 * s->chunk, sc, accum));
+		line_set(&s->line[comm->rank], F_REDUCED, seq);
+		IBC_CHECK(shmar_wait(comm, s, req, F_REDUCED, seq));
+		memcpy(out + off, res, len);
+		__atomic_fetch_add(&comm->cur_bytes_done, len, __ATOMIC_RELAXED);
+		line_set(&s->line[comm->rank], F_DONE, seq);
+		off += len;
+	}
+	return IBC_OK;
+}
