@@ -44,6 +44,7 @@ void ibc_tuner_destroy(struct ibc_tuner *t);
 struct ibc_shmar;
 ibc_status_t ibc_shmar_init(struct ibc_comm *comm);
 void ibc_shmar_announce(struct ibc_comm *comm, const struct ibc_request *req);
+int ibc_shmar_usable(const struct ibc_comm *comm);      /* 1 if the segment is mapped everywhere */
 ibc_status_t ibc_shm_allreduce(struct ibc_comm *comm, struct ibc_request *req);
 void ibc_shmar_destroy(struct ibc_shmar *s);
 

@@ -315,7 +315,17 @@ static const struct ibc_tune_coef *tune_coef(const struct ibc_tune_model *m, int
 {
 	const struct ibc_tune_coef *c = &m->coef[coll][algo][proto];
 
-	return c->alpha_us >= 0 ? c : &m->base[proto];
+	if (c->alpha_us >= 0)
+		return c;
+	/*
+	 * The shm all-reduce synchronises through counters in shared memory,
+	 * which costs what an LL line costs (a store and a poll), not a slot
+	 * message with its descriptor and credits: without fitted rows it is
+	 * priced with the LL base (the probe measures it on shm).
+	 */
+	if (algo == IBC_ALGO_SHM && m->has_ll)
+		return &m->base[IBC_PROTO_LL];
+	return &m->base[proto];
 }
 
 /**
@@ -1290,6 +1300,9 @@ static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struc
 			has_ll = 0;
 	}
 	ibc_tune_model_init(&m, comm->nranks, tp, has_ll);
+	/* the shm all-reduce needs the segment (the same verdict on every rank) */
+	if (!ibc_shmar_usable(comm))
+		m.shm_ok = 0;
 	if (comm->rank == 0) {
 		const char *path = ibc_param_tuning_file();
 		int nrows = 0;
@@ -1345,7 +1358,7 @@ static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 		struct ibc_algo_choice x;
 		double v;
 
-		if (!ibc_algo_applies(coll, a))
+		if (!tune_algo_ok(&t->m, coll, a))
 			continue;
 		v = tune_best_for_algo(&t->m, coll, a, nbytes, &x);
 		len += (size_t)snprintf(alt + len, sizeof(alt) - len, "%s%s %.1f", len ? ", " : "",

@@ -161,6 +161,21 @@ void ibc_shmar_destroy(struct ibc_shmar *s)
 	ibc_free(s);
 }
 
+/* map the segment open on @fd (closed here); 1 on success */
+static int shmar_map(struct ibc_shmar *s, int fd)
+{
+	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (s->base == MAP_FAILED) {
+		s->base = NULL;
+		IBC_LOG_WARN(COLL, "shm all-reduce: mmap %zu bytes: %s; using the ring", s->size,
+			     strerror(errno));
+		return 0;
+	}
+	shmar_wire(s);
+	return 1;
+}
+
 /* rank 0: create and map; returns 1 on success (name in @m) */
 static int shmar_create(struct ibc_comm *comm, struct ibc_shmar *s, struct shmar_msg *m)
 {
@@ -182,16 +197,10 @@ static int shmar_create(struct ibc_comm *comm, struct ibc_shmar *s, struct shmar
 		shm_unlink(m->name);
 		return 0;
 	}
-	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (s->base == MAP_FAILED) {
-		s->base = NULL;
-		IBC_LOG_WARN(COLL, "shm all-reduce: mmap %zu bytes: %s; using the ring", s->size,
-			     strerror(errno));
+	if (!shmar_map(s, fd)) {
 		shm_unlink(m->name);
 		return 0;
 	}
-	shmar_wire(s);
 	s->hdr->size = s->size;
 	s->hdr->chunk = s->chunk;
 	s->hdr->nranks = (uint32_t)s->n;
@@ -213,15 +222,8 @@ static int shmar_attach(struct ibc_shmar *s, const struct shmar_msg *m)
 			     strerror(errno));
 		return 0;
 	}
-	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (s->base == MAP_FAILED) {
-		s->base = NULL;
-		IBC_LOG_WARN(COLL, "shm all-reduce: mmap %zu bytes: %s; using the ring", s->size,
-			     strerror(errno));
+	if (!shmar_map(s, fd))
 		return 0;
-	}
-	shmar_wire(s);
 	if (__atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) != SHMAR_MAGIC ||
 	    s->hdr->nranks != (uint32_t)s->n || s->hdr->chunk != s->chunk) {
 		IBC_LOG_WARN(COLL, "shm all-reduce: segment %s has another layout; using the ring",
@@ -329,6 +331,15 @@ ibc_status_t ibc_shmar_init(struct ibc_comm *comm)
 		      s->n, s->chunk, s->size);
 	comm->shmar = s;
 	return IBC_OK;
+}
+
+/**
+ * ibc_shmar_usable() - Whether @comm has a segment mapped by every rank (the
+ * same answer on all ranks: ibc_shmar_init() agreed on it). Pure.
+ */
+int ibc_shmar_usable(const struct ibc_comm *comm)
+{
+	return comm->shmar && !comm->shmar->failed;
 }
 
 /* the call-level descriptor of @req (sequence, collective, count, dtype, op, root) */
