@@ -18,10 +18,12 @@
 #        and 4 ranks (mpirun); alpha, beta, gamma fitted at 2 ranks
 #        (fit_link.awk) -> local-params.txt; bus bandwidth at 2, 3, 4 ranks
 #        -> local-measured.tsv (3 and 4 ranks are predictions, 2 the fit);
-#      - trainer/ibc_gpt2 weak and strong scaling at 1, 2, 4 ranks on shm
-#        and tcp -> step times and the trainer's own all-reduce time per
-#        step in local-measured.tsv; the 1-rank step gives the compute per
-#        sample (the only trainer input of the model);
+#      - trainer/ibc_gpt2 at 1 rank, batch 1 and IBC_GPT2_BATCH, and as many
+#        independent 1-rank jobs at once as cores (calibration: compute per
+#        sample, fixed work per step, co-run factor, the model's only
+#        trainer inputs), then weak and strong scaling at 1, 2, 4 ranks on
+#        shm and tcp -> step times and the trainer's own all-reduce time per
+#        step in local-measured.tsv (all predicted, none used for fitting);
 #      - then ibc_scaling local -> results/local.md and the table between
 #        the "ibc_scaling local" markers of docs/scaling.md.
 #
@@ -41,6 +43,8 @@
 #                     batch of the weak-scaling runs (default 4)
 #   MPIRUN            default "mpirun --allow-run-as-root --oversubscribe"
 #   RUN_TIMEOUT       seconds per launched job (default 600)
+#   IBC_SCALING_REPEAT    rounds of the whole local experiment; parameters
+#                     and measured rows are medians over them (default 1)
 #   IBC_SCALING_RESULTS   output directory (default bench/scaling/results)
 #   IBC_SCALING_PARAMS    local parameters file (default bench/scaling/local-params.txt)
 #   IBC_SCALING_MEASURED  local measurements (default bench/scaling/local-measured.tsv)
@@ -61,6 +65,7 @@ gpt2_args=${IBC_GPT2_ARGS:-$gpt2_args_default}
 gpt2_batch=${IBC_GPT2_BATCH:-4}
 mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 tmo=${RUN_TIMEOUT:-600}
+reps=${IBC_SCALING_REPEAT:-1}
 out=${IBC_SCALING_RESULTS:-$here/results}
 docs=$top/docs/scaling.md
 model_only=0
@@ -117,7 +122,7 @@ for a in "$@"; do
 	--parse-allreduce) parse_ar=next ;;
 	--model-only) model_only=1 ;;
 	--no-docs) write_docs=0 ;;
-	-h|--help) sed -n '3,46p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,50p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -199,87 +204,164 @@ launch() {
 		-x IBC_ROOT="127.0.0.1:$port_base" -x OMP_NUM_THREADS=1 "$@" > "$log" 2>&1
 }
 
+# every measurement is repeated IBC_SCALING_REPEAT times, one full round
+# after the other (so slow minutes of a shared host spread over all rows);
+# each parameter and each measured row is the median over the rounds
 measured_links=0
-if [ ! -x "$bench" ]; then
-	echo "run.sh: SKIP collective sweep: $bench not built yet (benchmark issue)"
-elif [ "$have_mpi" = 0 ]; then
-	echo "run.sh: SKIP collective sweep: mpirun not found"
-else
-	for tr in shm tcp; do
-		ok=1
-		for n in 2 3 4; do
-			for coll in allreduce allgather; do
-				# shellcheck disable=SC2086
-				launch "$n" "$tr" "$raw/$coll-$tr-$n.txt" "$bench" "$coll" $bench_args ||
-					{ echo "run.sh: $coll $tr $n ranks failed, see $raw/$coll-$tr-$n.txt"; ok=0; }
-			done
-		done
-		[ "$ok" = 1 ] || continue
-		if awk -v n=2 -v tr="$tr" -f "$here/fit_link.awk" "$raw/allreduce-$tr-2.txt" \
-		       "$raw/allgather-$tr-2.txt" >> "$tmp_params"; then
-			measured_links=1
-		fi
-		for n in 2 3 4; do
-			# bus bandwidth of the largest and a 1 MiB message
-			awk -v n="$n" -v tr="$tr" '
-				/^#/ { for (i = 2; i <= NF; i++) { if ($i == "bytes") cb = i - 1; if ($i == "busbw") cw = i - 1 } next }
-				cb && cw && $cb ~ /^[0-9]+$/ { last = $cb; bw[$cb] = $cw }
-				END { if (last) printf "allreduce %s %d %s %s\n", tr, n, last, bw[last]
-				      if (1048576 in bw) printf "allreduce %s %d 1048576 %s\n", tr, n, bw[1048576] }' \
-				"$raw/allreduce-$tr-$n.txt" >> "$tmp_meas"
-		done
-	done
-fi
-
 measured_trainer=0
-if [ ! -x "$gpt2" ]; then
-	echo "run.sh: SKIP trainer scaling: $gpt2 not built yet (trainer issue)"
-elif [ "$have_mpi" = 0 ]; then
-	echo "run.sh: SKIP trainer scaling: mpirun not found"
-elif [ ! -f "$top/data/corpus/manifest.json" ] && [ "$gpt2_args" = "$gpt2_args_default" ]; then
-	echo "run.sh: SKIP trainer scaling: no data/corpus (run trainer/prepro/prepare.sh)"
-else
-	case $gpt2 in /*) ;; *) gpt2=$PWD/$gpt2 ;; esac
-	cd "$top" # the trainer's default data path is data/corpus
-	for tr in shm tcp; do
-		for mode in weak strong; do
-			for r in 1 2 4; do
-				if [ "$mode" = strong ]; then b=$((gpt2_batch / r)); else b=$gpt2_batch; fi
-				[ "$b" -ge 1 ] || continue
-				args=$(echo "$gpt2_args" | sed "s/@B@/$b/g")
-				log=$raw/gpt2-$tr-$mode-$r.txt
-				# shellcheck disable=SC2086
-				launch "$r" "$tr" "$log" "$gpt2" $args ||
-					{ echo "run.sh: trainer $tr $mode $r ranks failed, see $log"; continue; }
-				s=$(step_seconds "$log")
-				[ -n "$s" ] && echo "trainer $tr $mode $r $s" >> "$tmp_meas"
-				s=$(allreduce_seconds "$log")
-				[ -n "$s" ] && echo "trainer_allreduce $tr $mode $r $s" >> "$tmp_meas"
+rep=1
+while [ "$rep" -le "$reps" ]; do
+	sfx=
+	[ "$reps" -gt 1 ] && sfx=-r$rep
+	load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+	echo "run.sh: round $rep of $reps, load average $load"
+	echo "# round $rep $(date -u +%H:%M:%SZ) load average $load" >> "$tmp_meas"
+	if [ ! -x "$bench" ]; then
+		echo "run.sh: SKIP collective sweep: $bench not built yet (benchmark issue)"
+	elif [ "$have_mpi" = 0 ]; then
+		echo "run.sh: SKIP collective sweep: mpirun not found"
+	else
+		for tr in shm tcp; do
+			ok=1
+			for n in 2 3 4; do
+				for coll in allreduce allgather; do
+					# shellcheck disable=SC2086
+					launch "$n" "$tr" "$raw/$coll-$tr-$n$sfx.txt" "$bench" "$coll" $bench_args ||
+						{ echo "run.sh: $coll $tr $n ranks failed, see $raw/$coll-$tr-$n$sfx.txt"; ok=0; }
+				done
+			done
+			[ "$ok" = 1 ] || continue
+			if awk -v n=2 -v tr="$tr" -f "$here/fit_link.awk" "$raw/allreduce-$tr-2$sfx.txt" \
+			       "$raw/allgather-$tr-2$sfx.txt" >> "$tmp_params"; then
+				measured_links=1
+			fi
+			for n in 2 3 4; do
+				# bus bandwidth of the largest and a 1 MiB message
+				awk -v n="$n" -v tr="$tr" '
+					/^#/ { for (i = 2; i <= NF; i++) { if ($i == "bytes") cb = i - 1; if ($i == "busbw") cw = i - 1 } next }
+					cb && cw && $cb ~ /^[0-9]+$/ { last = $cb; bw[$cb] = $cw }
+					END { if (last) printf "allreduce %s %d %s %s\n", tr, n, last, bw[last]
+					      if (1048576 in bw) printf "allreduce %s %d 1048576 %s\n", tr, n, bw[1048576] }' \
+					"$raw/allreduce-$tr-$n$sfx.txt" >> "$tmp_meas"
 			done
 		done
-	done
-	# model inputs from the 1-rank run: compute per sample and gradient bytes
-	# (ibc_gpt2 all-reduces all P fp32 gradients, in buckets)
-	log1=$raw/gpt2-shm-weak-1.txt
-	s1=$(step_seconds "$log1" 2>/dev/null || true)
-	np=$(num_params "$log1" 2>/dev/null || true)
-	if [ -n "$s1" ] && [ -n "$np" ]; then
-		case " $gpt2_args " in
-		*" --overlap 0 "*) ;;
-		*) echo "run.sh: note: the trainer may overlap the all-reduce; the model assumes it does not" ;;
-		esac
-		{
-			echo "trainer.grad_bytes $((np * 4))"
-			awk -v s="$s1" -v b="$gpt2_batch" 'BEGIN { printf "trainer.sample_compute_s %.6g\n", s / b }'
-			echo "trainer.batch $gpt2_batch"
-			echo "trainer.threads_per_rank 1"
-			echo "trainer.overlap 0"
-		} >> "$tmp_params"
-		measured_trainer=1
-	else
-		echo "run.sh: $log1 lacks the 'ibc_gpt2: GPT-2 L .. C ..' model line or 'step N/M | ... | X ms' lines; no trainer parameters written"
 	fi
-fi
+
+	if [ ! -x "$gpt2" ]; then
+		echo "run.sh: SKIP trainer scaling: $gpt2 not built yet (trainer issue)"
+	elif [ "$have_mpi" = 0 ]; then
+		echo "run.sh: SKIP trainer scaling: mpirun not found"
+	elif [ ! -f "$top/data/corpus/manifest.json" ] && [ "$gpt2_args" = "$gpt2_args_default" ]; then
+		echo "run.sh: SKIP trainer scaling: no data/corpus (run trainer/prepro/prepare.sh)"
+	else
+		case $gpt2 in /*) ;; *) gpt2=$PWD/$gpt2 ;; esac
+		cd "$top" # the trainer's default data path is data/corpus
+		# calibration: 1 rank on shm at batch 1 and at IBC_GPT2_BATCH; separate
+		# jobs from the 1-rank rows below, which the model predicts
+		for b in 1 "$gpt2_batch"; do
+			args=$(echo "$gpt2_args" | sed "s/@B@/$b/g")
+			# shellcheck disable=SC2086
+			launch 1 shm "$raw/gpt2-calib-b$b$sfx.txt" "$gpt2" $args ||
+				echo "run.sh: trainer calibration at batch $b failed, see $raw/gpt2-calib-b$b$sfx.txt"
+		done
+		# co-run: as many independent 1-rank jobs (batch IBC_GPT2_BATCH) as
+		# cores at once; no communication between them. --bind-to none:
+		# Open MPI binds a 1- or 2-process job to cores from core 0, so two
+		# separate 1-process jobs would share core 0
+		args=$(echo "$gpt2_args" | sed "s/@B@/$gpt2_batch/g")
+		pids=
+		k=1
+		mpirun_plain=$mpirun
+		mpirun="$mpirun --bind-to none"
+		while [ "$k" -le "$cores" ]; do
+			port_base=$((port_base + 10))
+			# shellcheck disable=SC2086
+			launch 1 shm "$raw/gpt2-corun-$k$sfx.txt" "$gpt2" $args &
+			pids="$pids $!"
+			k=$((k + 1))
+		done
+		mpirun=$mpirun_plain
+		for p in $pids; do
+			wait "$p" || echo "run.sh: a co-run calibration job failed, see $raw/gpt2-corun-*$sfx.txt"
+		done
+		for tr in shm tcp; do
+			for mode in weak strong; do
+				for r in 1 2 4; do
+					if [ "$mode" = strong ]; then b=$((gpt2_batch / r)); else b=$gpt2_batch; fi
+					[ "$b" -ge 1 ] || continue
+					args=$(echo "$gpt2_args" | sed "s/@B@/$b/g")
+					log=$raw/gpt2-$tr-$mode-$r$sfx.txt
+					# shellcheck disable=SC2086
+					launch "$r" "$tr" "$log" "$gpt2" $args ||
+						{ echo "run.sh: trainer $tr $mode $r ranks failed, see $log"; continue; }
+					s=$(step_seconds "$log")
+					[ -n "$s" ] && echo "trainer $tr $mode $r $s" >> "$tmp_meas"
+					s=$(allreduce_seconds "$log")
+					[ -n "$s" ] && echo "trainer_allreduce $tr $mode $r $s" >> "$tmp_meas"
+				done
+			done
+		done
+		# model inputs from the two 1-rank calibration runs: step(b) = fixed +
+		# compute x b (slope and intercept), and the gradient bytes (ibc_gpt2
+		# all-reduces all P fp32 gradients, in buckets)
+		log1=$raw/gpt2-calib-b1$sfx.txt
+		logb=$raw/gpt2-calib-b$gpt2_batch$sfx.txt
+		s1=$(step_seconds "$log1" 2>/dev/null || true)
+		sb=$(step_seconds "$logb" 2>/dev/null || true)
+		np=$(num_params "$log1" 2>/dev/null || true)
+		fixed=
+		if [ -n "$s1" ] && [ -n "$sb" ] && [ "$gpt2_batch" -gt 1 ]; then
+			fixed=$(awk -v s1="$s1" -v sb="$sb" -v b="$gpt2_batch" \
+				'BEGIN { c = (sb - s1) / (b - 1); f = s1 - c; if (c > 0 && f >= 0) printf "%.6g %.6g\n", c, f }')
+		fi
+		# co-run factor: mean step of the co-running jobs over the lone job's
+		corun=
+		if [ -n "$sb" ]; then
+			k=1
+			sum=0
+			while [ "$k" -le "$cores" ]; do
+				t=$(step_seconds "$raw/gpt2-corun-$k$sfx.txt" 2>/dev/null || true)
+				[ -n "$t" ] || { sum=; break; }
+				sum=$(awk -v a="$sum" -v b="$t" 'BEGIN { printf "%.9g", a + b }')
+				k=$((k + 1))
+			done
+			[ -n "$sum" ] && corun=$(awk -v a="$sum" -v n="$cores" -v b="$sb" 'BEGIN { printf "%.4f", a / n / b }')
+		fi
+		if [ -n "$fixed" ] && [ -n "$np" ] && [ -n "$corun" ]; then
+			case " $gpt2_args " in
+			*" --overlap 0 "*) ;;
+			*) echo "run.sh: note: the trainer may overlap the all-reduce; the model assumes it does not" ;;
+			esac
+			{
+				echo "trainer.grad_bytes $((np * 4))"
+				echo "$fixed" | awk '{ printf "trainer.sample_compute_s %s\ntrainer.step_fixed_s %s\n", $1, $2 }'
+				echo "trainer.corun_factor $corun"
+				echo "trainer.batch $gpt2_batch"
+				echo "trainer.threads_per_rank 1"
+				echo "trainer.overlap 0"
+			} >> "$tmp_params"
+			measured_trainer=1
+		else
+			echo "run.sh: the calibration logs $log1 and $logb lack the model line or step lines, or give no positive compute and fixed time (batch ${gpt2_batch} must exceed 1); no trainer parameters written"
+		fi
+	fi
+
+	rep=$((rep + 1))
+done
+# median over the rounds of every parameter (key value) and every measured
+# row (all fields but the last name it); comments are kept
+median_rows() {
+	awk '/^#/ { print; next }
+	     NF >= 2 { k = $1; for (i = 2; i < NF; i++) k = k " " $i
+		       if (!(k in n)) order[++nk] = k
+		       v[k, ++n[k]] = $NF }
+	     END { for (j = 1; j <= nk; j++) { k = order[j]; m = n[k]
+			for (a = 1; a <= m; a++) x[a] = v[k, a]
+			for (a = 2; a <= m; a++) { t = x[a]; for (b = a - 1; b >= 1 && x[b] + 0 > t + 0; b--) x[b + 1] = x[b]; x[b + 1] = t }
+			print k, (m % 2 ? x[(m + 1) / 2] : sprintf("%.6g", (x[m / 2] + x[m / 2 + 1]) / 2)) } }' "$1"
+}
+median_rows "$tmp_params" > "$tmp_params.med" && mv "$tmp_params.med" "$tmp_params"
+median_rows "$tmp_meas" > "$tmp_meas.med" && mv "$tmp_meas.med" "$tmp_meas"
 
 if [ "$measured_links" = 0 ] && [ "$measured_trainer" = 0 ]; then
 	echo "run.sh: nothing measured; $params left unchanged"
