@@ -3,9 +3,12 @@
 # run.sh - run the scaling experiments of issue 11 and regenerate the
 # tables and plots of docs/scaling.md.
 #
-# usage: bench/scaling/run.sh [--model-only] [--no-docs]
+# usage: bench/scaling/run.sh [--model-only] [--no-docs] [--reuse-raw]
+#        (--reuse-raw: analyse results/raw/ of an earlier run again with the
+#        same IBC_SCALING_REPEAT, launching nothing)
 #        bench/scaling/run.sh --parse-steps|--parse-allreduce|--parse-params LOG
 #        (median step s, median all-reduce s, parameter count of an ibc_gpt2 log)
+#        bench/scaling/run.sh --parse-rounds FILE (median over rounds, tests)
 #
 #   1. model vs published MLPerf (always): bench/scaling/ibc_scaling mlperf
 #      and ibc_scaling robust
@@ -45,6 +48,9 @@
 #   RUN_TIMEOUT       seconds per launched job (default 600)
 #   IBC_SCALING_REPEAT    rounds of the whole local experiment; parameters
 #                     and measured rows are medians over them (default 1)
+#   IBC_SCALING_STAT      median (default) or min: which step of a trainer
+#                     log (steps 3..) stands for the run; min is the step
+#                     least disturbed by other users of the host
 #   IBC_SCALING_RESULTS   output directory (default bench/scaling/results)
 #   IBC_SCALING_PARAMS    local parameters file (default bench/scaling/local-params.txt)
 #   IBC_SCALING_MEASURED  local measurements (default bench/scaling/local-measured.tsv)
@@ -66,12 +72,22 @@ gpt2_batch=${IBC_GPT2_BATCH:-4}
 mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 tmo=${RUN_TIMEOUT:-600}
 reps=${IBC_SCALING_REPEAT:-1}
+stat=${IBC_SCALING_STAT:-median}
+reuse=0
 out=${IBC_SCALING_RESULTS:-$here/results}
 docs=$top/docs/scaling.md
 model_only=0
 write_docs=1
 
-# median step time of a trainer/ibc_gpt2 log (rank 0's stdout), skipping the
+# of sorted numbers (ms), one a line: the median, or with IBC_SCALING_STAT=min
+# the smallest, in seconds
+pick_stat() {
+	awk -v stat="$stat" '{ v[NR] = $1 } END { if (!NR) exit
+		if (stat == "min") printf "%.6f\n", v[1] / 1000
+		else printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+}
+
+# median (IBC_SCALING_STAT=min: minimum) step time of a trainer/ibc_gpt2 log (rank 0's stdout), skipping the
 # first two steps (warm-up); prints seconds, nothing when no step line was
 # found. A step line is
 #   "step     3/12 | loss 10.77 | lr 3.00e-04 | norm 2.655 | 487.3 ms | ..."
@@ -79,17 +95,15 @@ write_docs=1
 # line goes on with "| allreduce 95.0 ms, 0% hidden", which is not the step.
 step_seconds() {
 	awk -F' [|] ' '$1 ~ /^step +[0-9]+\/[0-9]+$/ && $5 ~ /^[0-9.]+ ms$/ { sub(/ ms$/, "", $5); print $5 }' "$1" |
-		tail -n +3 | sort -n |
-		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+		tail -n +3 | sort -n | pick_stat
 }
 
-# median all-reduce time per step (s) of a multi-rank trainer/ibc_gpt2 log,
+# median (or minimum, as above) all-reduce time per step (s) of a multi-rank trainer/ibc_gpt2 log,
 # steps 3.. ("| allreduce 95.0 ms, 0% hidden" on the step line); nothing for
 # a 1-rank log
 allreduce_seconds() {
 	awk -F' [|] ' '$1 ~ /^step +[0-9]+\/[0-9]+$/ && $8 ~ /^allreduce [0-9.]+ ms/ { split($8, w, " "); print w[2] }' "$1" |
-		tail -n +3 | sort -n |
-		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+		tail -n +3 | sort -n | pick_stat
 }
 
 # number of parameters of a trainer/ibc_gpt2 log, exact, from its model line
@@ -109,20 +123,36 @@ num_params() {
 	}' "$1"
 }
 
+# median over the rounds of every parameter (key value) and every measured
+# row (all fields but the last name it); comments are kept
+median_rows() {
+	awk '/^#/ { print; next }
+	     NF >= 2 { k = $1; for (i = 2; i < NF; i++) k = k " " $i
+		       if (!(k in n)) order[++nk] = k
+		       v[k, ++n[k]] = $NF }
+	     END { for (j = 1; j <= nk; j++) { k = order[j]; m = n[k]
+			for (a = 1; a <= m; a++) x[a] = v[k, a]
+			for (a = 2; a <= m; a++) { t = x[a]; for (b = a - 1; b >= 1 && x[b] + 0 > t + 0; b--) x[b + 1] = x[b]; x[b + 1] = t }
+			print k, (m % 2 ? x[(m + 1) / 2] : sprintf("%.6g", (x[m / 2] + x[m / 2 + 1]) / 2)) } }' "$1"
+}
 parse_steps=
+parse_rounds=
 parse_params=
 parse_ar=
 for a in "$@"; do
 	if [ "$parse_steps" = next ]; then parse_steps=$a; continue; fi
 	if [ "$parse_params" = next ]; then parse_params=$a; continue; fi
+	if [ "$parse_rounds" = next ]; then parse_rounds=$a; continue; fi
 	if [ "$parse_ar" = next ]; then parse_ar=$a; continue; fi
 	case $a in
 	--parse-steps) parse_steps=next ;;
 	--parse-params) parse_params=next ;;
+	--parse-rounds) parse_rounds=next ;;
 	--parse-allreduce) parse_ar=next ;;
 	--model-only) model_only=1 ;;
 	--no-docs) write_docs=0 ;;
-	-h|--help) sed -n '3,50p' "$0"; exit 0 ;;
+	--reuse-raw) reuse=1 ;;
+	-h|--help) sed -n '3,56p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -136,6 +166,10 @@ if [ -n "$parse_steps" ]; then
 fi
 if [ -n "$parse_ar" ]; then
 	allreduce_seconds "$parse_ar"
+	exit 0
+fi
+if [ -n "$parse_rounds" ]; then
+	median_rows "$parse_rounds"
 	exit 0
 fi
 if [ -n "$parse_params" ]; then
@@ -181,7 +215,7 @@ case $measured in /*) ;; *) measured=$PWD/$measured ;; esac
 raw=$out/raw
 mkdir -p "$raw"
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
-port_base=$((20000 + $$ % 20000))
+port_base=$((20000 + $$ % 10000)) # below the ephemeral range (32768-)
 have_mpi=0
 command -v mpirun >/dev/null 2>&1 && have_mpi=1
 tmp_params=$(mktemp)
@@ -198,6 +232,12 @@ echo "# measured by bench/scaling/run.sh on $(uname -n)" > "$tmp_meas"
 # launch <ranks> <transport> <log> <command...>: one job under mpirun
 launch() {
 	n=$1; tr=$2; log=$3; shift 3
+	# --reuse-raw: analyse the logs of an earlier run again, launch nothing
+	# (a log that mpirun ended with a failure report counts as failed)
+	if [ "$reuse" = 1 ]; then
+		[ -s "$log" ] && ! grep -q '^mpirun \(detected\|noticed\)' "$log"
+		return
+	fi
 	port_base=$((port_base + 1))
 	# shellcheck disable=SC2086 # $mpirun is a command line on purpose
 	timeout -k 10 "$tmo" $mpirun -np "$n" -x IBC_TRANSPORT="$tr" \
@@ -214,6 +254,7 @@ while [ "$rep" -le "$reps" ]; do
 	sfx=
 	[ "$reps" -gt 1 ] && sfx=-r$rep
 	load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+	[ "$reuse" = 1 ] && load="(now; logs re-analysed, see the first run's output)"
 	echo "run.sh: round $rep of $reps, load average $load"
 	echo "# round $rep $(date -u +%H:%M:%SZ) load average $load" >> "$tmp_meas"
 	if [ ! -x "$bench" ]; then
@@ -348,18 +389,6 @@ while [ "$rep" -le "$reps" ]; do
 
 	rep=$((rep + 1))
 done
-# median over the rounds of every parameter (key value) and every measured
-# row (all fields but the last name it); comments are kept
-median_rows() {
-	awk '/^#/ { print; next }
-	     NF >= 2 { k = $1; for (i = 2; i < NF; i++) k = k " " $i
-		       if (!(k in n)) order[++nk] = k
-		       v[k, ++n[k]] = $NF }
-	     END { for (j = 1; j <= nk; j++) { k = order[j]; m = n[k]
-			for (a = 1; a <= m; a++) x[a] = v[k, a]
-			for (a = 2; a <= m; a++) { t = x[a]; for (b = a - 1; b >= 1 && x[b] + 0 > t + 0; b--) x[b + 1] = x[b]; x[b + 1] = t }
-			print k, (m % 2 ? x[(m + 1) / 2] : sprintf("%.6g", (x[m / 2] + x[m / 2 + 1]) / 2)) } }' "$1"
-}
 median_rows "$tmp_params" > "$tmp_params.med" && mv "$tmp_params.med" "$tmp_params"
 median_rows "$tmp_meas" > "$tmp_meas.med" && mv "$tmp_meas.med" "$tmp_meas"
 

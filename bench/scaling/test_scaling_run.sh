@@ -20,13 +20,15 @@
 #   16   the median "allreduce X ms" of the real 2-rank trainer log;
 #   17   ibc_scaling local's trainer rows, computed by hand from the ring
 #        formula: (fixed + compute x batch per rank) x co-run factor x
-#        max(1, ranks/cores) + ceil(ranks/cores) x all-reduce of 4P bytes.
+#        max(1, ranks/cores) + ceil(ranks/cores) x all-reduce of 4P bytes;
+#   18   IBC_SCALING_STAT=min: the smallest step of steps 3..12;
+#   19   the median over rounds of run.sh (odd and even counts, order kept).
 : "${top_srcdir:?set by make check}" "${top_builddir:?set by make check}"
 src=$top_srcdir/bench/scaling
 bin=$top_builddir/bench/scaling/ibc_scaling
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/scaling-run.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..17"
+echo "1..19"
 t=0
 ok() { t=$((t + 1)); if [ "$1" = 0 ]; then echo "ok $t - $2"; else echo "not ok $t - $2"; fail=1; fi; }
 fail=0
@@ -108,5 +110,12 @@ printf '%s\n' "trainer shm weak 2 0.6" "trainer shm weak 4 1.2" "trainer shm str
 	[ "$(awk '/^trainer/ { printf "%s %s %s,", $1, $3, $6 }' "$tmp/tl.txt")" = \
 	  "trainer-weak 2 0.7287,trainer-weak 4 1.4662,trainer-strong 4 0.5662,trainer-ar-weak 2 0.0087,trainer-ar-weak 4 0.0262," ]
 ok $? "ibc_scaling local trainer rows: 1.2 x 0.6 + 0.0087, 2.4 x 0.6 + 0.0262, 2.4 x 0.225 + 0.0262, all-reduce 0.0087, 0.0262 s"
+[ "$(IBC_SCALING_STAT=min sh "$src/run.sh" --parse-steps "$data/ibc_gpt2-shm-1.txt")" = "1.575400" ]
+ok $? "1-rank ibc_gpt2 log, IBC_SCALING_STAT=min: smallest of steps 3..12 is 1.575400 s"
+printf '%s\n' "# round 1" "cores 2" "trainer shm weak 2 0.5" "x.y 3" "# round 2" "cores 2" \
+	"trainer shm weak 2 0.9" "x.y 1" "# round 3" "cores 2" "trainer shm weak 2 0.7" > "$tmp/rounds.txt"
+[ "$(sh "$src/run.sh" --parse-rounds "$tmp/rounds.txt" | grep -v '^#' | tr '\n' ,)" = \
+  "cores 2,trainer shm weak 2 0.7,x.y 2," ]
+ok $? "median over rounds: 0.5 0.9 0.7 -> 0.7, 3 1 -> 2, keys in first-seen order"
 sed 's/^/# /' "$tmp/run.log"
 exit $fail
