@@ -743,16 +743,18 @@ double ibc_scaling_local_lockstep(const struct ibc_scaling_local *lp, int ranks)
  * The faster of ring and tree with the alpha, beta, gamma fitted at
  * @lp->fit_ranks ranks (at most the cores, so unstretched), times
  * ibc_scaling_local_lockstep().
- * Return: seconds (0 for one rank); negative when the transport was not
- * measured.
+ * Return: seconds (0 for one rank, measured link or not); negative when
+ * the transport was not measured.
  */
 double ibc_scaling_local_allreduce_s(const struct ibc_scaling_local *lp, int transport, int ranks,
 				     double nbytes)
 {
-	if (transport < 0 || transport > 1 || !lp->have_link[transport] || ranks < 1)
+	if (transport < 0 || transport > 1 || ranks < 1)
 		return -1.0;
 	if (ranks == 1)
 		return 0.0;
+	if (!lp->have_link[transport])
+		return -1.0;
 	return ibc_scaling_local_lockstep(lp, ranks) *
 	       ibc_scaling_allreduce_s(&lp->link[transport], ranks, nbytes, NULL);
 }
@@ -767,9 +769,9 @@ double ibc_scaling_local_allreduce_s(const struct ibc_scaling_local *lp, int tra
  * step = share x (step_fixed_s + sample_compute_s x samples per rank)
  *        + (1 - overlap) x lockstep x all-reduce(grad_bytes)
  * with share (co-run slowdown x time sharing) and lockstep from
- * ibc_scaling_local_share() and ibc_scaling_local_lockstep(). step_fixed_s does not shrink with the
- * per-rank batch (every rank zeroes, norms and updates all parameters), so
- * it bounds strong scaling.
+ * ibc_scaling_local_share() and ibc_scaling_local_lockstep(). step_fixed_s
+ * does not shrink with the per-rank batch (every rank zeroes, norms and
+ * updates all parameters), so it bounds strong scaling.
  * Return: seconds; a negative value when the needed terms were not measured.
  */
 double ibc_scaling_local_step_s(const struct ibc_scaling_local *lp, int transport, int ranks,

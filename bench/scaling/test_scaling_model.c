@@ -326,6 +326,8 @@ static void test_local(void)
 		 "strong 2 ranks: half the batch each");
 	tap_ok(ibc_scaling_local_step_s(&lp, 1, 2, IBC_SCALING_WEAK) < 0.0,
 	       "unmeasured transport: no prediction");
+	IS_CLOSE(ibc_scaling_local_step_s(&lp, 1, 1, IBC_SCALING_WEAK), 0.10, 1e-12,
+		 "1 rank needs no link: predicted on an unmeasured transport");
 	lp.corun_factor = 1.25;
 	IS_CLOSE(ibc_scaling_local_share(&lp, 1), 1.0, 1e-12, "co-run factor: 1 rank runs alone");
 	IS_CLOSE(ibc_scaling_local_share(&lp, 2), 1.25, 1e-12,
