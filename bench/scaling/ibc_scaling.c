@@ -476,6 +476,22 @@ static int cli_local(int argc, char **argv)
 		       1.0 / lp.link[t].beta_s_per_B / 1e9, lp.link[t].gamma_s_per_B * 1e9);
 	}
 	printf("\n");
+	if (lp.have_trainer) {
+		if (fmt == CLI_MD)
+			printf("| trainer term | value | from |\n|---|---:|---|\n"
+			       "| cores | %d | this host (getconf) |\n"
+			       "| compute per sample | %.4f s | two 1-rank calibration runs (slope) |\n"
+			       "| fixed work per step | %.4f s | two 1-rank calibration runs (intercept) |\n"
+			       "| co-run factor (all cores busy) | %.3f | 1-rank job beside cores - 1 others, over alone |\n"
+			       "| gradient bytes all-reduced | %.0f | 4 x parameters (model line) |\n\n",
+			       lp.cores, lp.sample_compute_s, lp.step_fixed_s, lp.corun_factor,
+			       lp.grad_bytes);
+		else
+			printf("# trainer: cores %d, compute %.4f s per sample, fixed %.4f s per step, "
+			       "co-run factor %.3f, %.0f gradient bytes\n\n",
+			       lp.cores, lp.sample_compute_s, lp.step_fixed_s, lp.corun_factor,
+			       lp.grad_bytes);
+	}
 	if (!measured)
 		return 0;
 	f = fopen(measured, "r");
@@ -509,7 +525,7 @@ static int cli_local(int argc, char **argv)
 			t = ibc_scaling_transport_index(tname);
 			if (!lp.have_trainer || t < 0 || !lp.have_link[t] || a < 2)
 				continue;
-			pred = ibc_scaling_allreduce_s(&lp.link[t], (int)a, lp.grad_bytes, NULL);
+			pred = ibc_scaling_local_allreduce_s(&lp, t, (int)a, lp.grad_bytes);
 			printf(fmt == CLI_MD ? "| trainer all-reduce, %s scaling | %s | %.0f | %.4f s | %.4f s | %+.1f%% |\n" :
 					       "trainer-ar-%-11s %-4s %5.0f %10.4f s %10.4f s %+6.1f\n",
 			       mode, tname, a, b, pred, cli_err_pct(pred, b));

@@ -3,9 +3,12 @@
 # run.sh - run the scaling experiments of issue 11 and regenerate the
 # tables and plots of docs/scaling.md.
 #
-# usage: bench/scaling/run.sh [--model-only] [--no-docs]
+# usage: bench/scaling/run.sh [--model-only] [--no-docs] [--reuse-raw]
+#        (--reuse-raw: analyse results/raw/ of an earlier run again with the
+#        same IBC_SCALING_REPEAT, launching nothing)
 #        bench/scaling/run.sh --parse-steps|--parse-allreduce|--parse-params LOG
 #        (median step s, median all-reduce s, parameter count of an ibc_gpt2 log)
+#        bench/scaling/run.sh --parse-rounds FILE (median over rounds, tests)
 #
 #   1. model vs published MLPerf (always): bench/scaling/ibc_scaling mlperf
 #      and ibc_scaling robust
@@ -18,10 +21,12 @@
 #        and 4 ranks (mpirun); alpha, beta, gamma fitted at 2 ranks
 #        (fit_link.awk) -> local-params.txt; bus bandwidth at 2, 3, 4 ranks
 #        -> local-measured.tsv (3 and 4 ranks are predictions, 2 the fit);
-#      - trainer/ibc_gpt2 weak and strong scaling at 1, 2, 4 ranks on shm
-#        and tcp -> step times and the trainer's own all-reduce time per
-#        step in local-measured.tsv; the 1-rank step gives the compute per
-#        sample (the only trainer input of the model);
+#      - trainer/ibc_gpt2 at 1 rank, batch 1 and IBC_GPT2_BATCH, and as many
+#        independent 1-rank jobs at once as cores (calibration: compute per
+#        sample, fixed work per step, co-run factor, the model's only
+#        trainer inputs), then weak and strong scaling at 1, 2, 4 ranks on
+#        shm and tcp -> step times and the trainer's own all-reduce time per
+#        step in local-measured.tsv (all predicted, none used for fitting);
 #      - then ibc_scaling local -> results/local.md and the table between
 #        the "ibc_scaling local" markers of docs/scaling.md.
 #
@@ -41,6 +46,11 @@
 #                     batch of the weak-scaling runs (default 4)
 #   MPIRUN            default "mpirun --allow-run-as-root --oversubscribe"
 #   RUN_TIMEOUT       seconds per launched job (default 600)
+#   IBC_SCALING_REPEAT    rounds of the whole local experiment; parameters
+#                     and measured rows are medians over them (default 1)
+#   IBC_SCALING_STAT      median (default) or min: which step of a trainer
+#                     log (steps 3..) stands for the run; min is the step
+#                     least disturbed by other users of the host
 #   IBC_SCALING_RESULTS   output directory (default bench/scaling/results)
 #   IBC_SCALING_PARAMS    local parameters file (default bench/scaling/local-params.txt)
 #   IBC_SCALING_MEASURED  local measurements (default bench/scaling/local-measured.tsv)
@@ -61,12 +71,23 @@ gpt2_args=${IBC_GPT2_ARGS:-$gpt2_args_default}
 gpt2_batch=${IBC_GPT2_BATCH:-4}
 mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 tmo=${RUN_TIMEOUT:-600}
+reps=${IBC_SCALING_REPEAT:-1}
+stat=${IBC_SCALING_STAT:-median}
+reuse=0
 out=${IBC_SCALING_RESULTS:-$here/results}
 docs=$top/docs/scaling.md
 model_only=0
 write_docs=1
 
-# median step time of a trainer/ibc_gpt2 log (rank 0's stdout), skipping the
+# of sorted numbers (ms), one a line: the median, or with IBC_SCALING_STAT=min
+# the smallest, in seconds
+pick_stat() {
+	awk -v stat="$stat" '{ v[NR] = $1 } END { if (!NR) exit
+		if (stat == "min") printf "%.6f\n", v[1] / 1000
+		else printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+}
+
+# median (IBC_SCALING_STAT=min: minimum) step time of a trainer/ibc_gpt2 log (rank 0's stdout), skipping the
 # first two steps (warm-up); prints seconds, nothing when no step line was
 # found. A step line is
 #   "step     3/12 | loss 10.77 | lr 3.00e-04 | norm 2.655 | 487.3 ms | ..."
@@ -74,17 +95,15 @@ write_docs=1
 # line goes on with "| allreduce 95.0 ms, 0% hidden", which is not the step.
 step_seconds() {
 	awk -F' [|] ' '$1 ~ /^step +[0-9]+\/[0-9]+$/ && $5 ~ /^[0-9.]+ ms$/ { sub(/ ms$/, "", $5); print $5 }' "$1" |
-		tail -n +3 | sort -n |
-		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+		tail -n +3 | sort -n | pick_stat
 }
 
-# median all-reduce time per step (s) of a multi-rank trainer/ibc_gpt2 log,
+# median (or minimum, as above) all-reduce time per step (s) of a multi-rank trainer/ibc_gpt2 log,
 # steps 3.. ("| allreduce 95.0 ms, 0% hidden" on the step line); nothing for
 # a 1-rank log
 allreduce_seconds() {
 	awk -F' [|] ' '$1 ~ /^step +[0-9]+\/[0-9]+$/ && $8 ~ /^allreduce [0-9.]+ ms/ { split($8, w, " "); print w[2] }' "$1" |
-		tail -n +3 | sort -n |
-		awk '{ v[NR] = $1 } END { if (NR) printf "%.6f\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1000 }'
+		tail -n +3 | sort -n | pick_stat
 }
 
 # number of parameters of a trainer/ibc_gpt2 log, exact, from its model line
@@ -104,20 +123,36 @@ num_params() {
 	}' "$1"
 }
 
+# median over the rounds of every parameter (key value) and every measured
+# row (all fields but the last name it); comments are kept
+median_rows() {
+	awk '/^#/ { print; next }
+	     NF >= 2 { k = $1; for (i = 2; i < NF; i++) k = k " " $i
+		       if (!(k in n)) order[++nk] = k
+		       v[k, ++n[k]] = $NF }
+	     END { for (j = 1; j <= nk; j++) { k = order[j]; m = n[k]
+			for (a = 1; a <= m; a++) x[a] = v[k, a]
+			for (a = 2; a <= m; a++) { t = x[a]; for (b = a - 1; b >= 1 && x[b] + 0 > t + 0; b--) x[b + 1] = x[b]; x[b + 1] = t }
+			print k, (m % 2 ? x[(m + 1) / 2] : sprintf("%.6g", (x[m / 2] + x[m / 2 + 1]) / 2)) } }' "$1"
+}
 parse_steps=
+parse_rounds=
 parse_params=
 parse_ar=
 for a in "$@"; do
 	if [ "$parse_steps" = next ]; then parse_steps=$a; continue; fi
 	if [ "$parse_params" = next ]; then parse_params=$a; continue; fi
+	if [ "$parse_rounds" = next ]; then parse_rounds=$a; continue; fi
 	if [ "$parse_ar" = next ]; then parse_ar=$a; continue; fi
 	case $a in
 	--parse-steps) parse_steps=next ;;
 	--parse-params) parse_params=next ;;
+	--parse-rounds) parse_rounds=next ;;
 	--parse-allreduce) parse_ar=next ;;
 	--model-only) model_only=1 ;;
 	--no-docs) write_docs=0 ;;
-	-h|--help) sed -n '3,46p' "$0"; exit 0 ;;
+	--reuse-raw) reuse=1 ;;
+	-h|--help) sed -n '3,56p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -131,6 +166,10 @@ if [ -n "$parse_steps" ]; then
 fi
 if [ -n "$parse_ar" ]; then
 	allreduce_seconds "$parse_ar"
+	exit 0
+fi
+if [ -n "$parse_rounds" ]; then
+	median_rows "$parse_rounds"
 	exit 0
 fi
 if [ -n "$parse_params" ]; then
@@ -176,7 +215,7 @@ case $measured in /*) ;; *) measured=$PWD/$measured ;; esac
 raw=$out/raw
 mkdir -p "$raw"
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
-port_base=$((20000 + $$ % 20000))
+port_base=$((20000 + $$ % 10000)) # below the ephemeral range (32768-)
 have_mpi=0
 command -v mpirun >/dev/null 2>&1 && have_mpi=1
 tmp_params=$(mktemp)
@@ -193,93 +232,165 @@ echo "# measured by bench/scaling/run.sh on $(uname -n)" > "$tmp_meas"
 # launch <ranks> <transport> <log> <command...>: one job under mpirun
 launch() {
 	n=$1; tr=$2; log=$3; shift 3
+	# --reuse-raw: analyse the logs of an earlier run again, launch nothing
+	# (a log that mpirun ended with a failure report counts as failed)
+	if [ "$reuse" = 1 ]; then
+		[ -s "$log" ] && ! grep -q '^mpirun \(detected\|noticed\)' "$log"
+		return
+	fi
 	port_base=$((port_base + 1))
 	# shellcheck disable=SC2086 # $mpirun is a command line on purpose
 	timeout -k 10 "$tmo" $mpirun -np "$n" -x IBC_TRANSPORT="$tr" \
 		-x IBC_ROOT="127.0.0.1:$port_base" -x OMP_NUM_THREADS=1 "$@" > "$log" 2>&1
 }
 
+# every measurement is repeated IBC_SCALING_REPEAT times, one full round
+# after the other (so slow minutes of a shared host spread over all rows);
+# each parameter and each measured row is the median over the rounds
 measured_links=0
-if [ ! -x "$bench" ]; then
-	echo "run.sh: SKIP collective sweep: $bench not built yet (benchmark issue)"
-elif [ "$have_mpi" = 0 ]; then
-	echo "run.sh: SKIP collective sweep: mpirun not found"
-else
-	for tr in shm tcp; do
-		ok=1
-		for n in 2 3 4; do
-			for coll in allreduce allgather; do
-				# shellcheck disable=SC2086
-				launch "$n" "$tr" "$raw/$coll-$tr-$n.txt" "$bench" "$coll" $bench_args ||
-					{ echo "run.sh: $coll $tr $n ranks failed, see $raw/$coll-$tr-$n.txt"; ok=0; }
-			done
-		done
-		[ "$ok" = 1 ] || continue
-		if awk -v n=2 -v tr="$tr" -f "$here/fit_link.awk" "$raw/allreduce-$tr-2.txt" \
-		       "$raw/allgather-$tr-2.txt" >> "$tmp_params"; then
-			measured_links=1
-		fi
-		for n in 2 3 4; do
-			# bus bandwidth of the largest and a 1 MiB message
-			awk -v n="$n" -v tr="$tr" '
-				/^#/ { for (i = 2; i <= NF; i++) { if ($i == "bytes") cb = i - 1; if ($i == "busbw") cw = i - 1 } next }
-				cb && cw && $cb ~ /^[0-9]+$/ { last = $cb; bw[$cb] = $cw }
-				END { if (last) printf "allreduce %s %d %s %s\n", tr, n, last, bw[last]
-				      if (1048576 in bw) printf "allreduce %s %d 1048576 %s\n", tr, n, bw[1048576] }' \
-				"$raw/allreduce-$tr-$n.txt" >> "$tmp_meas"
-		done
-	done
-fi
-
 measured_trainer=0
-if [ ! -x "$gpt2" ]; then
-	echo "run.sh: SKIP trainer scaling: $gpt2 not built yet (trainer issue)"
-elif [ "$have_mpi" = 0 ]; then
-	echo "run.sh: SKIP trainer scaling: mpirun not found"
-elif [ ! -f "$top/data/corpus/manifest.json" ] && [ "$gpt2_args" = "$gpt2_args_default" ]; then
-	echo "run.sh: SKIP trainer scaling: no data/corpus (run trainer/prepro/prepare.sh)"
-else
-	case $gpt2 in /*) ;; *) gpt2=$PWD/$gpt2 ;; esac
-	cd "$top" # the trainer's default data path is data/corpus
-	for tr in shm tcp; do
-		for mode in weak strong; do
-			for r in 1 2 4; do
-				if [ "$mode" = strong ]; then b=$((gpt2_batch / r)); else b=$gpt2_batch; fi
-				[ "$b" -ge 1 ] || continue
-				args=$(echo "$gpt2_args" | sed "s/@B@/$b/g")
-				log=$raw/gpt2-$tr-$mode-$r.txt
-				# shellcheck disable=SC2086
-				launch "$r" "$tr" "$log" "$gpt2" $args ||
-					{ echo "run.sh: trainer $tr $mode $r ranks failed, see $log"; continue; }
-				s=$(step_seconds "$log")
-				[ -n "$s" ] && echo "trainer $tr $mode $r $s" >> "$tmp_meas"
-				s=$(allreduce_seconds "$log")
-				[ -n "$s" ] && echo "trainer_allreduce $tr $mode $r $s" >> "$tmp_meas"
+rep=1
+while [ "$rep" -le "$reps" ]; do
+	sfx=
+	[ "$reps" -gt 1 ] && sfx=-r$rep
+	load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+	[ "$reuse" = 1 ] && load="(now; logs re-analysed, see the first run's output)"
+	echo "run.sh: round $rep of $reps, load average $load"
+	echo "# round $rep $(date -u +%H:%M:%SZ) load average $load" >> "$tmp_meas"
+	if [ ! -x "$bench" ]; then
+		echo "run.sh: SKIP collective sweep: $bench not built yet (benchmark issue)"
+	elif [ "$have_mpi" = 0 ]; then
+		echo "run.sh: SKIP collective sweep: mpirun not found"
+	else
+		for tr in shm tcp; do
+			ok=1
+			for n in 2 3 4; do
+				for coll in allreduce allgather; do
+					# shellcheck disable=SC2086
+					launch "$n" "$tr" "$raw/$coll-$tr-$n$sfx.txt" "$bench" "$coll" $bench_args ||
+						{ echo "run.sh: $coll $tr $n ranks failed, see $raw/$coll-$tr-$n$sfx.txt"; ok=0; }
+				done
+			done
+			[ "$ok" = 1 ] || continue
+			if awk -v n=2 -v tr="$tr" -f "$here/fit_link.awk" "$raw/allreduce-$tr-2$sfx.txt" \
+			       "$raw/allgather-$tr-2$sfx.txt" >> "$tmp_params"; then
+				measured_links=1
+			fi
+			for n in 2 3 4; do
+				# bus bandwidth of the largest and a 1 MiB message
+				awk -v n="$n" -v tr="$tr" '
+					/^#/ { for (i = 2; i <= NF; i++) { if ($i == "bytes") cb = i - 1; if ($i == "busbw") cw = i - 1 } next }
+					cb && cw && $cb ~ /^[0-9]+$/ { last = $cb; bw[$cb] = $cw }
+					END { if (last) printf "allreduce %s %d %s %s\n", tr, n, last, bw[last]
+					      if (1048576 in bw) printf "allreduce %s %d 1048576 %s\n", tr, n, bw[1048576] }' \
+					"$raw/allreduce-$tr-$n$sfx.txt" >> "$tmp_meas"
 			done
 		done
-	done
-	# model inputs from the 1-rank run: compute per sample and gradient bytes
-	# (ibc_gpt2 all-reduces all P fp32 gradients, in buckets)
-	log1=$raw/gpt2-shm-weak-1.txt
-	s1=$(step_seconds "$log1" 2>/dev/null || true)
-	np=$(num_params "$log1" 2>/dev/null || true)
-	if [ -n "$s1" ] && [ -n "$np" ]; then
-		case " $gpt2_args " in
-		*" --overlap 0 "*) ;;
-		*) echo "run.sh: note: the trainer may overlap the all-reduce; the model assumes it does not" ;;
-		esac
-		{
-			echo "trainer.grad_bytes $((np * 4))"
-			awk -v s="$s1" -v b="$gpt2_batch" 'BEGIN { printf "trainer.sample_compute_s %.6g\n", s / b }'
-			echo "trainer.batch $gpt2_batch"
-			echo "trainer.threads_per_rank 1"
-			echo "trainer.overlap 0"
-		} >> "$tmp_params"
-		measured_trainer=1
-	else
-		echo "run.sh: $log1 lacks the 'ibc_gpt2: GPT-2 L .. C ..' model line or 'step N/M | ... | X ms' lines; no trainer parameters written"
 	fi
-fi
+
+	if [ ! -x "$gpt2" ]; then
+		echo "run.sh: SKIP trainer scaling: $gpt2 not built yet (trainer issue)"
+	elif [ "$have_mpi" = 0 ]; then
+		echo "run.sh: SKIP trainer scaling: mpirun not found"
+	elif [ ! -f "$top/data/corpus/manifest.json" ] && [ "$gpt2_args" = "$gpt2_args_default" ]; then
+		echo "run.sh: SKIP trainer scaling: no data/corpus (run trainer/prepro/prepare.sh)"
+	else
+		case $gpt2 in /*) ;; *) gpt2=$PWD/$gpt2 ;; esac
+		cd "$top" # the trainer's default data path is data/corpus
+		# calibration: 1 rank on shm at batch 1 and at IBC_GPT2_BATCH; separate
+		# jobs from the 1-rank rows below, which the model predicts
+		for b in 1 "$gpt2_batch"; do
+			args=$(echo "$gpt2_args" | sed "s/@B@/$b/g")
+			# shellcheck disable=SC2086
+			launch 1 shm "$raw/gpt2-calib-b$b$sfx.txt" "$gpt2" $args ||
+				echo "run.sh: trainer calibration at batch $b failed, see $raw/gpt2-calib-b$b$sfx.txt"
+		done
+		# co-run: as many independent 1-rank jobs (batch IBC_GPT2_BATCH) as
+		# cores at once; no communication between them. --bind-to none:
+		# Open MPI binds a 1- or 2-process job to cores from core 0, so two
+		# separate 1-process jobs would share core 0
+		args=$(echo "$gpt2_args" | sed "s/@B@/$gpt2_batch/g")
+		pids=
+		k=1
+		mpirun_plain=$mpirun
+		mpirun="$mpirun --bind-to none"
+		while [ "$k" -le "$cores" ]; do
+			port_base=$((port_base + 10))
+			# shellcheck disable=SC2086
+			launch 1 shm "$raw/gpt2-corun-$k$sfx.txt" "$gpt2" $args &
+			pids="$pids $!"
+			k=$((k + 1))
+		done
+		mpirun=$mpirun_plain
+		for p in $pids; do
+			wait "$p" || echo "run.sh: a co-run calibration job failed, see $raw/gpt2-corun-*$sfx.txt"
+		done
+		for tr in shm tcp; do
+			for mode in weak strong; do
+				for r in 1 2 4; do
+					if [ "$mode" = strong ]; then b=$((gpt2_batch / r)); else b=$gpt2_batch; fi
+					[ "$b" -ge 1 ] || continue
+					args=$(echo "$gpt2_args" | sed "s/@B@/$b/g")
+					log=$raw/gpt2-$tr-$mode-$r$sfx.txt
+					# shellcheck disable=SC2086
+					launch "$r" "$tr" "$log" "$gpt2" $args ||
+						{ echo "run.sh: trainer $tr $mode $r ranks failed, see $log"; continue; }
+					s=$(step_seconds "$log")
+					[ -n "$s" ] && echo "trainer $tr $mode $r $s" >> "$tmp_meas"
+					s=$(allreduce_seconds "$log")
+					[ -n "$s" ] && echo "trainer_allreduce $tr $mode $r $s" >> "$tmp_meas"
+				done
+			done
+		done
+		# model inputs from the two 1-rank calibration runs: step(b) = fixed +
+		# compute x b (slope and intercept), and the gradient bytes (ibc_gpt2
+		# all-reduces all P fp32 gradients, in buckets)
+		log1=$raw/gpt2-calib-b1$sfx.txt
+		logb=$raw/gpt2-calib-b$gpt2_batch$sfx.txt
+		s1=$(step_seconds "$log1" 2>/dev/null || true)
+		sb=$(step_seconds "$logb" 2>/dev/null || true)
+		np=$(num_params "$log1" 2>/dev/null || true)
+		fixed=
+		if [ -n "$s1" ] && [ -n "$sb" ] && [ "$gpt2_batch" -gt 1 ]; then
+			fixed=$(awk -v s1="$s1" -v sb="$sb" -v b="$gpt2_batch" \
+				'BEGIN { c = (sb - s1) / (b - 1); f = s1 - c; if (c > 0 && f >= 0) printf "%.6g %.6g\n", c, f }')
+		fi
+		# co-run factor: mean step of the co-running jobs over the lone job's
+		corun=
+		if [ -n "$sb" ]; then
+			k=1
+			sum=0
+			while [ "$k" -le "$cores" ]; do
+				t=$(step_seconds "$raw/gpt2-corun-$k$sfx.txt" 2>/dev/null || true)
+				[ -n "$t" ] || { sum=; break; }
+				sum=$(awk -v a="$sum" -v b="$t" 'BEGIN { printf "%.9g", a + b }')
+				k=$((k + 1))
+			done
+			[ -n "$sum" ] && corun=$(awk -v a="$sum" -v n="$cores" -v b="$sb" 'BEGIN { printf "%.4f", a / n / b }')
+		fi
+		if [ -n "$fixed" ] && [ -n "$np" ] && [ -n "$corun" ]; then
+			case " $gpt2_args " in
+			*" --overlap 0 "*) ;;
+			*) echo "run.sh: note: the trainer may overlap the all-reduce; the model assumes it does not" ;;
+			esac
+			{
+				echo "trainer.grad_bytes $((np * 4))"
+				echo "$fixed" | awk '{ printf "trainer.sample_compute_s %s\ntrainer.step_fixed_s %s\n", $1, $2 }'
+				echo "trainer.corun_factor $corun"
+				echo "trainer.batch $gpt2_batch"
+				echo "trainer.threads_per_rank 1"
+				echo "trainer.overlap 0"
+			} >> "$tmp_params"
+			measured_trainer=1
+		else
+			echo "run.sh: the calibration logs $log1 and $logb lack the model line or step lines, or give no positive compute and fixed time (batch ${gpt2_batch} must exceed 1); no trainer parameters written"
+		fi
+	fi
+
+	rep=$((rep + 1))
+done
+median_rows "$tmp_params" > "$tmp_params.med" && mv "$tmp_params.med" "$tmp_params"
+median_rows "$tmp_meas" > "$tmp_meas.med" && mv "$tmp_meas.med" "$tmp_meas"
 
 if [ "$measured_links" = 0 ] && [ "$measured_trainer" = 0 ]; then
 	echo "run.sh: nothing measured; $params left unchanged"

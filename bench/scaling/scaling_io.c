@@ -535,8 +535,9 @@ int ibc_scaling_transport_index(const char *name)
  *
  * Keys: cores; <shm|tcp>.alpha_us, .beta_ns_per_B, .gamma_ns_per_B (all three
  * or none per transport); fit_ranks; trainer.grad_bytes,
- * trainer.sample_compute_s, trainer.batch, trainer.threads_per_rank,
- * trainer.overlap (the trainer terms all or none).
+ * trainer.sample_compute_s, trainer.step_fixed_s, trainer.corun_factor,
+ * trainer.batch, trainer.threads_per_rank, trainer.overlap (the trainer
+ * terms all seven or none).
  * Return: IBC_OK; IBC_ERR_SYSTEM when the file cannot be opened;
  *         IBC_ERR_INVALID_ARG for malformed or partial content.
  */
@@ -544,12 +545,13 @@ ibc_status_t ibc_scaling_load_local(struct ibc_scaling_local *lp, const char *pa
 {
 	static const char *const tname[2] = { "shm", "tcp" };
 	static const char *const lkey[3] = { "alpha_us", "beta_ns_per_B", "gamma_ns_per_B" };
-	static const char *const tkey[5] = { "grad_bytes", "sample_compute_s", "batch",
-					     "threads_per_rank", "overlap" };
+	static const char *const tkey[7] = { "grad_bytes",   "sample_compute_s", "step_fixed_s",
+					     "corun_factor", "batch",		 "threads_per_rank",
+					     "overlap" };
 	struct io_kv *kv;
 	char key[KV_KEY];
 	const char *s;
-	double v[5];
+	double v[7];
 	int t, k, have;
 	ibc_status_t st = IBC_OK;
 
@@ -596,7 +598,7 @@ ibc_status_t ibc_scaling_load_local(struct ibc_scaling_local *lp, const char *pa
 		lp->have_link[t] = 1;
 	}
 	have = 0;
-	for (k = 0; k < 5; k++) {
+	for (k = 0; k < 7; k++) {
 		snprintf(key, sizeof(key), "trainer.%s", tkey[k]);
 		s = io_kv_get(kv, key);
 		if (!s)
@@ -604,15 +606,19 @@ ibc_status_t ibc_scaling_load_local(struct ibc_scaling_local *lp, const char *pa
 		IBC_CHECK_GOTO(io_parse_double(key, s, &v[k]), st, out);
 		have++;
 	}
-	if (have == 5) {
+	if (have == 7 && v[1] > 0.0 && v[2] >= 0.0 && v[3] > 0.0) {
 		lp->grad_bytes = v[0];
 		lp->sample_compute_s = v[1];
-		lp->batch = v[2];
-		lp->threads_per_rank = (int)v[3];
-		lp->overlap = v[4];
+		lp->step_fixed_s = v[2];
+		lp->corun_factor = v[3];
+		lp->batch = v[4];
+		lp->threads_per_rank = (int)v[5];
+		lp->overlap = v[6];
 		lp->have_trainer = 1;
 	} else if (have != 0) {
-		IBC_LOG_WARN(BENCH, "%s: the trainer.* keys come all five or none", path);
+		IBC_LOG_WARN(BENCH,
+			     "%s: the trainer.* keys come all seven or none, with sample_compute_s > 0, step_fixed_s >= 0, corun_factor > 0",
+			     path);
 		st = IBC_ERR_INVALID_ARG;
 	}
 out:

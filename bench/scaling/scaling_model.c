@@ -687,40 +687,113 @@ ibc_status_t ibc_scaling_predict_row(const struct ibc_scaling_db *db, int i,
 }
 
 /**
+ * ibc_scaling_local_share() - Stretch of a rank's compute on this host.
+ * @lp:    [in] local parameters (cores, threads per rank, co-run factor).
+ * @ranks: processes on this host.
+ *
+ * Two effects, both measured or counted, none fitted to a predicted row:
+ * (1) busy neighbours: with k = min(ranks x threads, cores) cores busy, a
+ * rank runs slower by 1 + (corun_factor - 1)(k - 1)/(cores - 1), linear
+ * between 1 (alone) and the measured co-run factor (all cores busy);
+ * (2) time sharing: beyond the cores, the scheduler shares them fairly, so
+ * compute takes max(1, ranks x threads / cores) times longer (fluid fair
+ * share; the kernel's load balancer migrates ranks during a long
+ * computation).
+ * Return: the product of (1) and (2), >= 1 when corun_factor >= 1.
+ */
+double ibc_scaling_local_share(const struct ibc_scaling_local *lp, int ranks)
+{
+	int cores = lp->cores > 0 ? lp->cores : 1;
+	double busy = (double)ranks * (lp->threads_per_rank > 0 ? lp->threads_per_rank : 1);
+	double corun = lp->corun_factor > 0.0 ? lp->corun_factor : 1.0;
+	double k = busy < cores ? busy : cores;
+	double occ = cores > 1 ? 1.0 + (corun - 1.0) * (k - 1.0) / (cores - 1) : 1.0;
+
+	return occ * (busy > cores ? busy / cores : 1.0);
+}
+
+/**
+ * ibc_scaling_local_lockstep() - Stretch of a collective on a time-shared host.
+ * @lp:    [in] local parameters (cores, threads per rank).
+ * @ranks: processes on this host.
+ *
+ * A ring step needs every rank's piece before the next step starts, so the
+ * collective advances at the pace of the busiest core, which runs
+ * ceil(ranks x threads / cores) of the ranks one after another: 3 ranks on
+ * 2 cores take 2x, not 1.5x, per step (the collective waits for the
+ * slowest rank). The co-run factor is not applied: the link parameters are
+ * fitted at fit_ranks <= cores ranks, with those cores already busy.
+ * Return: max(1, ceil(ranks x threads / cores)).
+ */
+double ibc_scaling_local_lockstep(const struct ibc_scaling_local *lp, int ranks)
+{
+	double busy = (double)ranks * (lp->threads_per_rank > 0 ? lp->threads_per_rank : 1);
+	double s = busy / (lp->cores > 0 ? lp->cores : 1);
+
+	return s < 1.0 ? 1.0 : model_ceil(s);
+}
+
+/**
+ * ibc_scaling_local_allreduce_s() - Predicted all-reduce time on this host.
+ * @lp:        [in] measured local parameters.
+ * @transport: 0 shm, 1 tcp.
+ * @ranks:     processes.
+ * @nbytes:    message size, bytes.
+ *
+ * The faster of ring and tree with the alpha, beta, gamma fitted at
+ * @lp->fit_ranks ranks (at most the cores, so unstretched), times
+ * ibc_scaling_local_lockstep().
+ * Return: seconds (0 for one rank, measured link or not); negative when
+ * the transport was not measured.
+ */
+double ibc_scaling_local_allreduce_s(const struct ibc_scaling_local *lp, int transport, int ranks,
+				     double nbytes)
+{
+	if (transport < 0 || transport > 1 || ranks < 1)
+		return -1.0;
+	if (ranks == 1)
+		return 0.0;
+	if (!lp->have_link[transport])
+		return -1.0;
+	return ibc_scaling_local_lockstep(lp, ranks) *
+	       ibc_scaling_allreduce_s(&lp->link[transport], ranks, nbytes, NULL);
+}
+
+/**
  * ibc_scaling_local_step_s() - Predicted trainer step on this machine.
  * @lp:        [in] measured local parameters.
  * @transport: 0 shm, 1 tcp.
  * @ranks:     processes.
  * @mode:      weak (batch per rank fixed) or strong (global batch fixed).
  *
- * compute = sample_compute_s x samples per rank x max(1, ranks threads /
- * cores) (ranks beyond the cores time-share them), plus the exposed part of
- * the gradient all-reduce (faster of ring and tree with the measured
- * alpha, beta, gamma of the transport).
+ * step = share x (step_fixed_s + sample_compute_s x samples per rank)
+ *        + (1 - overlap) x lockstep x all-reduce(grad_bytes)
+ * with share (co-run slowdown x time sharing) and lockstep from
+ * ibc_scaling_local_share() and ibc_scaling_local_lockstep(). step_fixed_s
+ * does not shrink with the per-rank batch (every rank zeroes, norms and
+ * updates all parameters), so it bounds strong scaling.
  * Return: seconds; a negative value when the needed terms were not measured.
  */
 double ibc_scaling_local_step_s(const struct ibc_scaling_local *lp, int transport, int ranks,
 				enum ibc_scaling_mode mode)
 {
 	double per_rank;
-	double contention;
 	double comm;
 
-	if (!lp->have_trainer || transport < 0 || transport > 1 || ranks < 1 ||
-	    (ranks > 1 && !lp->have_link[transport]))
+	if (!lp->have_trainer || transport < 0 || transport > 1 || ranks < 1)
+		return -1.0;
+	comm = ibc_scaling_local_allreduce_s(lp, transport, ranks, lp->grad_bytes);
+	if (comm < 0.0)
 		return -1.0;
 	per_rank = mode == IBC_SCALING_WEAK ? lp->batch : lp->batch / ranks;
-	contention = (double)ranks * (lp->threads_per_rank > 0 ? lp->threads_per_rank : 1) /
-		     (lp->cores > 0 ? lp->cores : 1);
-	if (contention < 1.0)
-		contention = 1.0;
-	comm = ibc_scaling_allreduce_s(&lp->link[transport], ranks, lp->grad_bytes, NULL);
-	return lp->sample_compute_s * per_rank * contention + (1.0 - lp->overlap) * comm;
+	return ibc_scaling_local_share(lp, ranks) *
+		       (lp->step_fixed_s + lp->sample_compute_s * per_rank) +
+	       (1.0 - lp->overlap) * comm;
 }
 
 /**
  * ibc_scaling_local_busbw_Bps() - Predicted all-reduce bus bandwidth on this
- * machine, nbytes / t x 2(n-1)/n.
+ * machine, nbytes / t x 2(n-1)/n, t from ibc_scaling_local_allreduce_s().
  * @lp:        [in] measured local parameters.
  * @transport: 0 shm, 1 tcp.
  * @ranks:     processes.
@@ -732,8 +805,10 @@ double ibc_scaling_local_busbw_Bps(const struct ibc_scaling_local *lp, int trans
 {
 	double t;
 
-	if (transport < 0 || transport > 1 || !lp->have_link[transport] || ranks < 2)
+	if (ranks < 2)
 		return -1.0;
-	t = ibc_scaling_allreduce_s(&lp->link[transport], ranks, nbytes, NULL);
+	t = ibc_scaling_local_allreduce_s(lp, transport, ranks, nbytes);
+	if (!(t > 0.0))
+		return -1.0;
 	return nbytes / t * ibc_scaling_busbw_factor(ranks);
 }

@@ -266,7 +266,17 @@ ibc_status_t ibc_scaling_predict_row(const struct ibc_scaling_db *db, int i,
  *                     from ibc_bench at @fit_ranks ranks; @have_link[t] says
  *                     whether it was measured.
  * @grad_bytes:        bytes all-reduced per trainer step (fp32 gradients).
- * @sample_compute_s:  single-rank, single-thread compute per sample, s.
+ * @sample_compute_s:  single-rank, single-thread compute per sample, s
+ *                     (forward and backward of one sequence).
+ * @step_fixed_s:      single-rank, single-thread work per step that does not
+ *                     depend on the batch, s (gradient zeroing, the
+ *                     gradient norm, the AdamW update of all parameters:
+ *                     every rank does it in full).
+ * @corun_factor:      step time of one 1-rank job while as many independent
+ *                     jobs as cores run beside it, over its time alone
+ *                     (shared memory bandwidth and caches, the hypervisor's
+ *                     placement of the vCPUs, other users' load); <= 0 is
+ *                     taken as 1.
  * @batch:             samples per step: per rank (weak) or global (strong).
  * @threads_per_rank:  compute threads per rank.
  * @overlap:           fraction of the gradient all-reduce hidden by the
@@ -280,6 +290,8 @@ struct ibc_scaling_local {
 	int fit_ranks;
 	double grad_bytes;
 	double sample_compute_s;
+	double step_fixed_s;
+	double corun_factor;
 	double batch;
 	int threads_per_rank;
 	double overlap;
@@ -292,6 +304,10 @@ double ibc_scaling_local_step_s(const struct ibc_scaling_local *lp, int transpor
 				enum ibc_scaling_mode mode);
 double ibc_scaling_local_busbw_Bps(const struct ibc_scaling_local *lp, int transport, int ranks,
 				   double nbytes);
+double ibc_scaling_local_share(const struct ibc_scaling_local *lp, int ranks);
+double ibc_scaling_local_lockstep(const struct ibc_scaling_local *lp, int ranks);
+double ibc_scaling_local_allreduce_s(const struct ibc_scaling_local *lp, int transport, int ranks,
+				     double nbytes);
 
 /* ---- files (scaling_io.c) ---- */
 ibc_status_t ibc_scaling_load(struct ibc_scaling_db *db, const char *dir);

@@ -305,21 +305,46 @@ static void test_local(void)
 	lp.have_link[0] = 1;
 	lp.grad_bytes = 4e8;
 	lp.sample_compute_s = 0.01;
+	lp.step_fixed_s = 0.02;
 	lp.batch = 8;
 	lp.have_trainer = 1;
-	IS_CLOSE(ibc_scaling_local_step_s(&lp, 0, 1, IBC_SCALING_WEAK), 0.08, 1e-12,
-		 "1 rank: compute only");
+	IS_CLOSE(ibc_scaling_local_step_s(&lp, 0, 1, IBC_SCALING_WEAK), 0.10, 1e-12,
+		 "1 rank: fixed work + 8 samples, no communication");
+	IS_CLOSE(ibc_scaling_local_share(&lp, 3), 1.5, 1e-12, "3 ranks on 2 cores: compute x 1.5");
+	IS_CLOSE(ibc_scaling_local_lockstep(&lp, 3), 2.0, 1e-12,
+		 "3 ranks on 2 cores: a ring step waits for the core running two ranks (x 2)");
+	IS_CLOSE(ibc_scaling_local_lockstep(&lp, 2), 1.0, 1e-12, "2 ranks on 2 cores: no stretch");
 	comm = ibc_scaling_ring_allreduce_s(&lp.link[0], 4, 4e8);
-	/* weak, 4 ranks on 2 cores: each rank's 8 samples take twice as long */
-	IS_CLOSE(ibc_scaling_local_step_s(&lp, 0, 4, IBC_SCALING_WEAK), 0.08 * 2 + comm, 1e-12,
-		 "weak 4 ranks on 2 cores: 2x time sharing + all-reduce");
+	/* weak, 4 ranks on 2 cores: each rank's work and the ring take twice as long */
+	IS_CLOSE(ibc_scaling_local_step_s(&lp, 0, 4, IBC_SCALING_WEAK), 0.10 * 2 + 2 * comm, 1e-12,
+		 "weak 4 ranks on 2 cores: 2x time sharing of compute and all-reduce");
+	IS_CLOSE(ibc_scaling_local_step_s(&lp, 0, 4, IBC_SCALING_STRONG),
+		 (0.02 + 0.01 * 2) * 2 + 2 * comm, 1e-12,
+		 "strong 4 ranks: the fixed work does not shrink with the batch");
 	IS_CLOSE(ibc_scaling_local_step_s(&lp, 0, 2, IBC_SCALING_STRONG),
-		 0.01 * 4 + ibc_scaling_ring_allreduce_s(&lp.link[0], 2, 4e8), 1e-12,
+		 0.02 + 0.01 * 4 + ibc_scaling_ring_allreduce_s(&lp.link[0], 2, 4e8), 1e-12,
 		 "strong 2 ranks: half the batch each");
 	tap_ok(ibc_scaling_local_step_s(&lp, 1, 2, IBC_SCALING_WEAK) < 0.0,
 	       "unmeasured transport: no prediction");
-	IS_CLOSE(ibc_scaling_local_busbw_Bps(&lp, 0, 4, 4e8), 4e8 / comm * 1.5, 1e-12,
-		 "predicted bus bandwidth");
+	IS_CLOSE(ibc_scaling_local_step_s(&lp, 1, 1, IBC_SCALING_WEAK), 0.10, 1e-12,
+		 "1 rank needs no link: predicted on an unmeasured transport");
+	lp.corun_factor = 1.25;
+	IS_CLOSE(ibc_scaling_local_share(&lp, 1), 1.0, 1e-12, "co-run factor: 1 rank runs alone");
+	IS_CLOSE(ibc_scaling_local_share(&lp, 2), 1.25, 1e-12,
+		 "co-run factor: 2 ranks on 2 cores, both busy");
+	IS_CLOSE(ibc_scaling_local_step_s(&lp, 0, 4, IBC_SCALING_STRONG),
+		 (0.02 + 0.01 * 2) * 2 * 1.25 + 2 * comm, 1e-12,
+		 "strong 4 ranks, co-run factor 1.25: compute x 2.5, all-reduce x 2");
+	lp.cores = 4;
+	IS_CLOSE(ibc_scaling_local_share(&lp, 2), 1.0 + 0.25 / 3, 1e-12,
+		 "co-run factor on 4 cores, 2 busy: a third of the way to 1.25");
+	lp.cores = 2;
+	lp.corun_factor = 0.0;
+	IS_CLOSE(ibc_scaling_local_busbw_Bps(&lp, 0, 4, 4e8), 4e8 / (2 * comm) * 1.5, 1e-12,
+		 "predicted bus bandwidth, 4 ranks on 2 cores");
+	IS_CLOSE(ibc_scaling_local_busbw_Bps(&lp, 0, 3, 4e8),
+		 4e8 / (2 * ibc_scaling_ring_allreduce_s(&lp.link[0], 3, 4e8)) * 4.0 / 3.0, 1e-12,
+		 "predicted bus bandwidth, 3 ranks on 2 cores (x 2 lockstep)");
 	lp.have_trainer = 0;
 	tap_ok(ibc_scaling_local_step_s(&lp, 0, 2, IBC_SCALING_WEAK) < 0.0,
 	       "unmeasured trainer: no prediction");
