@@ -187,7 +187,7 @@ static int load_output(const char *path)
 	if (got != 3)
 		return -1;
 	ibc_tune_model_init(&sh->res.model, o.n, ibc_tune_tp_parse(o.tp),
-			    !strcmp(o.tp, "shm"));
+			    strcmp(o.tp, "tcp") != 0); /* shm and ib have an LL path */
 	sh->res.model.base[IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ a, b, g };
 	sh->res.model.base[IBC_PROTO_LL] = (struct ibc_tune_coef){ all, b, g };
 	sh->res.model.source = IBC_TUNE_SRC_PROBE;
