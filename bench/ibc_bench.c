@@ -2,10 +2,13 @@
 /*
  * ibc_bench - bus bandwidth of ibcoll's collectives against message size,
  * in the manner of nccl-tests, optionally side by side with Open MPI in the
- * same processes (--vs-mpi). A client of the public API only (<ibcoll.h>);
- * pure helpers live in bench_common.c and bench_data.c, the MPI side in
- * bench_mpi.c (or its stub). Run `ibc_bench -h` for the options; bench/
- * RESULTS.md has measured tables and the exact commands.
+ * same processes (--vs-mpi). This file uses the public API only
+ * (<ibcoll.h>); pure helpers live in bench_common.c and bench_data.c, the MPI
+ * side in bench_mpi.c (or its stub), and --tune FILE (time every algorithm
+ * and protocol, fit the tuner's coefficients, append them to an
+ * IBC_TUNING_FILE) in bench_tune.c, the one part that uses the library's
+ * internal tuner API. Run `ibc_bench -h` for the options; bench/RESULTS.md
+ * has measured tables and the exact commands.
  *
  * Launch like any ibcoll job: IBC_RANK/IBC_NRANKS/IBC_ROOT per process, or
  * mpirun -x IBC_ROOT=host:port (with --vs-mpi, IBC_ROOT may be omitted: rank
@@ -37,6 +40,7 @@
 #include "bench_common.h"
 #include "bench_launch.h"
 #include "bench_mpi.h"
+#include "bench_tune.h"
 
 #define BENCH_HOST_BYTES 64
 
@@ -73,6 +77,9 @@ struct bench_opts {
 	const char *json;
 	int vs_mpi;
 	int local;              /* --local N given */
+	const char *tune;       /* --tune FILE */
+	int sizes_set;          /* -b, -e, -f or -i given */
+	int rounds_set;         /* -R given */
 };
 
 /* struct bench_row - one line of output, already summarised over ranks */
@@ -139,6 +146,10 @@ static void usage(FILE *f)
 "  --csv FILE, --json FILE   machine-readable results (rank 0 writes)\n"
 "  --vs-mpi   time the matching MPI collective on the same buffers (launch with mpirun)%s\n"
 "  --local N  start N ranks on this host by itself (no mpirun; IBC_ROOT on a free port)\n"
+"  --tune FILE  time every algorithm and protocol of allreduce, broadcast, reduce\n"
+"             (float sum; sizes -b..-e, default 8 B to 64 MiB x 8; -R repetitions, median,\n"
+"             default 5), fit the tuner's coefficients and append them to FILE, the\n"
+"             format IBC_TUNING_FILE loads (docs/algorithms.md); no result check\n"
 "  -h         this help\n"
 "Sizes follow nccl-tests: allgather's size is its output, reduce_scatter's its input,\n"
 "alltoall's the whole buffer; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather,\n"
@@ -211,15 +222,53 @@ static int add_coll(struct bench_opts *o, const char *name)
 	return 0;
 }
 
+/* --tune: check and complete the options (float sum, tunable collectives) */
+static int tune_opts(struct bench_opts *o)
+{
+	uint64_t b;
+	int n = 0;
+	int k;
+
+	for (k = 0; k < o->ncolls; k++)
+		if (o->colls[k] != BENCH_ALLREDUCE && o->colls[k] != BENCH_BROADCAST &&
+		    o->colls[k] != BENCH_REDUCE)
+			return usage_error("--tune: the tuner decides for allreduce, broadcast and "
+					   "reduce only, not %s",
+					   bench_coll_name(o->colls[k]));
+	if (o->algo || o->vs_mpi || o->csv || o->json)
+		return usage_error("--tune times every algorithm itself: no -a, --vs-mpi, --csv or "
+				   "--json");
+	if (!o->sizes_set) {
+		o->min_bytes = 8;
+		o->max_bytes = 64ULL << 20;
+		o->factor = 8;
+	}
+	if (o->min_bytes < 4 || o->min_bytes > o->max_bytes)
+		return usage_error("--tune: sizes from -b >= 4 to -e >= -b");
+	for (b = o->min_bytes; b; b = bench_next_size(b, o->max_bytes, o->factor, o->step))
+		n++;
+	if (n > BENCH_TUNE_MAX_SIZES)
+		return usage_error("--tune: %d sizes, at most %d", n, BENCH_TUNE_MAX_SIZES);
+	if (!o->rounds_set)
+		o->rounds = 5;
+	if (o->rounds > BENCH_TUNE_MAX_REPS)
+		return usage_error("--tune: -R at most %d", BENCH_TUNE_MAX_REPS);
+	o->dtype = IBC_FLOAT32;
+	o->op = IBC_SUM;
+	o->root = 0;
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
-	enum { OPT_CSV = 256, OPT_JSON, OPT_VS_MPI, OPT_COLL, OPT_LOCAL };
+	enum { OPT_CSV = 256, OPT_JSON, OPT_VS_MPI, OPT_COLL, OPT_LOCAL, OPT_TUNE };
 	static const struct option longopts[] = {
 		{ "csv", required_argument, NULL, OPT_CSV },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "vs-mpi", no_argument, NULL, OPT_VS_MPI },
 		{ "coll", required_argument, NULL, OPT_COLL },
 		{ "local", required_argument, NULL, OPT_LOCAL },
+		{ "tune", required_argument, NULL, OPT_TUNE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -242,18 +291,22 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case 'b':
 			if (bench_parse_bytes(optarg, &o->min_bytes))
 				return usage_error("bad size '%s' for -b", optarg);
+			o->sizes_set = 1;
 			break;
 		case 'e':
 			if (bench_parse_bytes(optarg, &o->max_bytes))
 				return usage_error("bad size '%s' for -e", optarg);
+			o->sizes_set = 1;
 			break;
 		case 'f':
 			if (parse_u64(optarg, &o->factor) || o->factor == 0)
 				return usage_error("bad factor '%s' for -f", optarg);
+			o->sizes_set = 1;
 			break;
 		case 'i':
 			if (bench_parse_bytes(optarg, &o->step))
 				return usage_error("bad step '%s' for -i", optarg);
+			o->sizes_set = 1;
 			break;
 		case 'n':
 			if (parse_u64(optarg, &o->iters) || o->iters == 0)
@@ -266,6 +319,7 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case 'R':
 			if (parse_u64(optarg, &o->rounds) || o->rounds == 0)
 				return usage_error("bad round count '%s' for -R", optarg);
+			o->rounds_set = 1;
 			break;
 		case 'c':
 			if (parse_u64(optarg, &v) || v > 1)
@@ -321,6 +375,9 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case OPT_LOCAL:
 			o->local = 1;  /* handled in main(), before anything else */
 			break;
+		case OPT_TUNE:
+			o->tune = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -335,6 +392,8 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			return -1;
 	if (!o->ncolls)
 		o->colls[o->ncolls++] = BENCH_ALLREDUCE;
+	if (o->tune)
+		return tune_opts(o);
 	if (o->min_bytes > o->max_bytes)
 		return usage_error("-b is larger than -e");
 	return 0;
@@ -1038,10 +1097,59 @@ static void run_coll(struct bench_ctx *ctx, int coll)
 	}
 }
 
+/*
+ * --tune: every tunable collective of the command line timed with every
+ * algorithm and protocol (bench_tune.c), rank 0 prints the measurements and
+ * appends the fitted coefficients to the file. Returns the exit status.
+ */
+static int run_tune(struct bench_ctx *ctx)
+{
+	static const int tune_coll[BENCH_COLL_COUNT] = {
+		[BENCH_ALLREDUCE] = IBC_TUNE_ALLREDUCE,
+		[BENCH_BROADCAST] = IBC_TUNE_BCAST,
+		[BENCH_REDUCE] = IBC_TUNE_REDUCE,
+	};
+	struct bench_tune_result *res = calloc(1, sizeof(*res));
+	const struct bench_opts *o = &ctx->o;
+	ibc_status_t st;
+	uint64_t b;
+	int k;
+
+	if (!res)
+		bench_die("allocation", IBC_ERR_NO_MEMORY);
+	for (b = o->min_bytes; b; b = bench_next_size(b, o->max_bytes, o->factor, o->step))
+		res->sizes[res->nsizes++] = (size_t)(b / 4 * 4);
+	for (k = 0; k < o->ncolls; k++) {
+		int coll = tune_coll[o->colls[k]];
+
+		st = bench_tune_measure(ctx->comm, coll, ctx->sendbuf, ctx->recvbuf,
+					(int)o->rounds, 1, res);
+		if (st != IBC_OK)
+			bench_die("the tuning sweep", st);
+		if (ctx->rank != 0)
+			continue;
+		printf("# --tune: %s, %d ranks over %s, float32 sum, median of %" PRIu64
+		       " repetitions (+1 warm-up)\n",
+		       ibc_tune_coll_name(coll), ctx->nranks, ctx->transport, o->rounds);
+		bench_tune_print(res, stdout);
+		st = bench_tune_fit_append(res, ctx->transport, "ibc_bench", o->tune);
+		if (st != IBC_OK) {
+			fprintf(stderr, "ibc_bench: cannot fit or append to %s: %s\n", o->tune,
+				ibc_status_str(st));
+			free(res);
+			return 1;
+		}
+		printf("# fitted coefficients appended to %s\n", o->tune);
+	}
+	free(res);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_ctx ctx;
 	ibc_status_t st;
+	int tune_rc = 0;
 	int k;
 
 	memset(&ctx, 0, sizeof(ctx));
@@ -1092,9 +1200,14 @@ int main(int argc, char **argv)
 		csv_open(&ctx);
 		json_open(&ctx);
 	}
-	for (k = 0; k < ctx.o.ncolls; k++)
-		run_coll(&ctx, ctx.o.colls[k]);
-	if (ctx.rank == 0) {
+	if (ctx.o.tune) {
+		/* a failure to write is rank 0's alone: the others still meet below */
+		tune_rc = run_tune(&ctx);
+	} else {
+		for (k = 0; k < ctx.o.ncolls; k++)
+			run_coll(&ctx, ctx.o.colls[k]);
+	}
+	if (ctx.rank == 0 && !ctx.o.tune) {
 		printf("#\n# Wrong elements: %" PRIu64 " %s\n", ctx.wrong_total,
 		       !ctx.o.check ? "(not checked)" : ctx.wrong_total ? "FAILED" : "OK");
 		if (ctx.csv)
@@ -1120,5 +1233,5 @@ int main(int argc, char **argv)
 	free(ctx.hosts);
 	free(ctx.gather);
 	free(ctx.tvals);
-	return ctx.wrong_total ? 1 : 0;
+	return ctx.wrong_total || tune_rc ? 1 : 0;
 }

@@ -224,7 +224,7 @@ static int print_tuning(void)
 			int n = want_n > 0 ? want_n : sizes[i];
 			int nrows = 0;
 
-			ibc_tune_model_init(&m, n, tp, tp == IBC_TUNE_TP_SHM);
+			ibc_tune_model_init(&m, n, tp, tp != IBC_TUNE_TP_TCP); /* shm and ib have LL */
 			if (file && *file && ibc_tune_file_load(&m, file, &nrows) != IBC_OK) {
 				fprintf(stderr, "ibc_info: cannot read IBC_TUNING_FILE %s\n", file);
 				return 1;

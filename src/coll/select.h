@@ -5,7 +5,8 @@
  * algorithm, protocol and chunk per message size, and the per-communicator
  * state (model agreed by all ranks at the first tuned collective).
  * Implemented in select.c; used by coll.c (dispatch), tools/ibc_info.c
- * (--tuning) and the timing driver (bench/algo_timing.c, --tune).
+ * (--tuning) and the tuning sweep of ibc_bench --tune and bench/algo_timing
+ * (bench/bench_tune.c).
  *
  * Predicted time of one operation of N bytes on n ranks:
  *   T = alpha * S + (beta * B + gamma * G) / 1000        [us]

@@ -435,6 +435,149 @@ static void link_down(const char *netdev, const char *d0, int p0, const char *d1
 	ibt_pair_close(&p);
 }
 
+/* ---- LL path (ib.h): lines written into the peer's ring, polled --------- */
+
+#define LL_MAX 256              /* a ring of 8 * 6 = 48 lines */
+#define LL_N 600                /* messages of the wrap-around stream */
+
+static struct ibc_msg_desc ll_desc(uint32_t seq, uint64_t count)
+{
+	struct ibc_msg_desc d = desc_of(seq, count);
+
+	d.flags = IBC_DESC_F_LL;
+	return d;
+}
+
+static ibc_status_t ll_open(struct ibt_pair *p, const char *d0, int p0, const char *d1, int p1)
+{
+	struct ibc_ib_params prm;
+
+	ibt_default_params(&prm);
+	prm.depth = 4;
+	prm.ll_max_bytes = LL_MAX;
+	return ibt_pair_open(p, d0, p0, d1, p1, &prm);
+}
+
+/* every size up to the limit (and one over it) both ways, then a long stream */
+static void ll_exact(struct ibt_pair *p)
+{
+	static const size_t llsz[] = { 0, 1, 8, 16, 17, 72, 73, 200, 255, 256, 257 };
+	enum { NS = sizeof(llsz) / sizeof(llsz[0]) };
+	static struct ibc_treq sq[LL_N];
+	static struct ibc_treq rq[LL_N];
+	static struct ibc_treq *all[2 * LL_N];
+	static uint8_t *sb[LL_N];
+	static uint8_t *rb[LL_N];
+	int bad = 0;
+	int i;
+
+	for (i = 0; i < LL_N; i++) {
+		/* sizes cycle, every 7th message 1000 bytes by the rendezvous path */
+		size_t n = i < 2 * NS ? llsz[i % NS] : i % 7 == 0 ? 1000 : llsz[i % NS];
+		struct ibc_msg_desc d = ll_desc(5000 + (uint32_t)i, n);
+
+		sb[i] = malloc(n + GUARD);
+		rb[i] = malloc(n + GUARD);
+		fill(sb[i], n, 5, i);
+		memset(rb[i], 0xee, n + GUARD);
+		sq[i].nbytes = rq[i].nbytes = n;
+		/* first pass: receive first; then send first; the stream posts everything at once */
+		if (i < NS)
+			ibc_ib_conn_irecv(p->cb, rb[i], n, &d, &rq[i]);
+		ibc_ib_conn_isend(p->ca, sb[i], n, &d, &sq[i]);
+		if (i >= NS)
+			ibc_ib_conn_irecv(p->cb, rb[i], n, &d, &rq[i]);
+		all[2 * i] = &sq[i];
+		all[2 * i + 1] = &rq[i];
+		if (i == 2 * NS - 1) {
+			tap_is_int(ibt_wait(p, all, 4 * NS, 30000), 0,
+				   "LL: sizes 0 .. %d B (and 257 B, over the limit) complete, receive or send first",
+				   LL_MAX);
+		}
+	}
+	tap_is_int(ibt_wait(p, all, 2 * LL_N, 120000), 0,
+		   "LL: a stream of %d messages posted at once (ring of %d lines wraps many times, rendezvous messages mixed in) completes",
+		   LL_N - 2 * NS, 8 * 6);
+	for (i = 0; i < LL_N; i++) {
+		size_t n = sq[i].nbytes;
+
+		if (sq[i].status != IBC_OK || rq[i].status != IBC_OK || !check(rb[i], n, 5, i)) {
+			if (!bad)
+				tap_diag("message %d (%zu bytes): send %s, receive %s, data %s", i, n,
+					 ibc_status_str(sq[i].status), ibc_status_str(rq[i].status),
+					 check(rb[i], n, 5, i) ? "ok" : "wrong");
+			bad++;
+		}
+		free(sb[i]);
+		free(rb[i]);
+	}
+	tap_is_int(bad, 0, "LL: every message exact, guard bytes untouched");
+	tap_is_int(p->ra.nfail + p->rb.nfail, 0, "LL: no failure reported");
+}
+
+/*
+ * A mismatch on a fresh pair: @sn bytes sent with @sflags, @rn received with
+ * @rflags; the receive must fail with IBC_ERR_INVALID_USAGE; @want (if not
+ * NULL) must appear in what the receiver's side reported.
+ */
+static void ll_mismatch(const char *what, const char *d0, int p0, const char *d1, int p1,
+			size_t sn, int sflags, size_t rn, int rflags, const char *want)
+{
+	struct ibc_msg_desc ds = desc_of(9, 64);
+	struct ibc_msg_desc dr = desc_of(9, 64);
+	struct ibc_treq sq;
+	struct ibc_treq rq;
+	struct ibc_treq *all[2] = { &sq, &rq };
+	uint8_t s[512];
+	uint8_t r[512];
+	struct ibt_pair p;
+	const char *seen;
+
+	if (ll_open(&p, d0, p0, d1, p1) != IBC_OK) {
+		tap_ok(0, "LL %s: pair opens", what);
+		return;
+	}
+	memset(s, 3, sizeof(s));
+	ds.flags = (uint8_t)sflags;
+	dr.flags = (uint8_t)rflags;
+	ibc_ib_conn_irecv(p.cb, r, rn, &dr, &rq);
+	ibc_ib_conn_isend(p.ca, s, sn, &ds, &sq);
+	/* both ends then keep progressing: the sender may learn of it too */
+	tap_is_int(ibt_wait(&p, &all[1], 1, 30000), 0, "LL %s: the receive finishes", what);
+	ibt_spin(&p, 200);
+	seen = p.rb.ndesc_mismatch ? p.rb.last_desc : p.rb.last_why;
+	tap_ok(rq.status == IBC_ERR_INVALID_USAGE && (!want || strstr(seen, want)),
+	       "LL %s: receiver fails with %s: '%s'", what, ibc_status_str(rq.status), seen);
+	tap_diag("sender: request %s, %d failure reports%s%s", ibc_treq_is_done(&sq) ?
+		 ibc_status_str(sq.status) : "pending", p.ra.nfail, p.ra.nfail ? ": " : "",
+		 p.ra.nfail ? p.ra.last_why : "");
+	ibt_pair_close(&p);
+}
+
+static void ll_tests(const char *d0, int p0, const char *d1, int p1)
+{
+	struct ibt_pair p;
+	ibc_status_t st = ll_open(&p, d0, p0, d1, p1);
+
+	tap_is_int(st, IBC_OK, "LL pair (IBC_LL_MAX_BYTES %d) connects", LL_MAX);
+	if (st != IBC_OK)
+		return;
+	tap_ok(ibc_ib_conn_ll_max(p.ca) == LL_MAX && ibc_ib_conn_ll_max(p.cb) == LL_MAX,
+	       "both ends agree on the LL limit (%zu, %zu)", ibc_ib_conn_ll_max(p.ca),
+	       ibc_ib_conn_ll_max(p.cb));
+	ll_exact(&p);
+	ibt_pair_close(&p);
+	/* both LL, sizes differ: the descriptor check names both sizes */
+	ll_mismatch("size mismatch (8 vs 16 B)", d0, p0, d1, p1, 8, IBC_DESC_F_LL, 16,
+		    IBC_DESC_F_LL, "nbytes");
+	/* sizes on either side of the limit: LL line meets a rendezvous receive */
+	ll_mismatch("size across the limit (100 vs 300 B)", d0, p0, d1, p1, 100, IBC_DESC_F_LL,
+		    300, IBC_DESC_F_LL, "nbytes");
+	/* same size, only the protocol differs */
+	ll_mismatch("protocol mismatch (LL sent, rendezvous expected)", d0, p0, d1, p1, 64,
+		    IBC_DESC_F_LL, 64, 0, "mismatched protocols");
+}
+
 int main(void)
 {
 	struct ibc_ib_params prm;
@@ -504,6 +647,7 @@ int main(void)
 	tap_is_int(p.ra.nfail + p.rb.nfail, 0, "no failure reported on the healthy pair");
 	ibt_pair_close(&p);
 
+	ll_tests(d0, p0, d1, p1);
 	dead_peer(d0, p0, d1, p1);
 	departed_peer(d0, p0, d1, p1);
 	if (netdev)

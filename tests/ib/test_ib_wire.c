@@ -80,10 +80,18 @@ int main(void)
 		a.gids.index[i] = i % 2 ? -1 : i * 3;
 		memset(a.gids.gid[i], 0xa0 + i, 16);
 	}
+	a.ll_addr = 0x7f00aabbcc00ull;
+	a.ll_rkey = 0x12345678;
+	a.ll_lines = 8 * 19;
+	a.ll_max = 1024;
 	ibc_ib_conn_info_pack(&a, buf);
 	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_OK, "connection info round trip");
 	tap_ok(!memcmp(&a, &b, sizeof(a)), "every field survives");
-	tap_is_int(IBC_IB_CONN_INFO_WIRE_BYTES, 360, "wire size is 360 bytes");
+	tap_is_int(IBC_IB_CONN_INFO_WIRE_BYTES, 384, "wire size is 384 bytes (v2: LL ring fields)");
+	tap_is_int(buf[360], 0x00, "LL ring address little-endian after the GIDs");
+	tap_is_int(buf[361], 0xcc, "LL ring address byte 1");
+	tap_is_int(buf[376], 0x00, "LL limit little-endian (1024 = 0x400)");
+	tap_is_int(buf[377], 0x04, "LL limit byte 1");
 	tap_is_int(buf[0], IBC_IB_CONN_INFO_VERSION, "little-endian version first");
 	tap_is_int(buf[28], 0xef, "rkey little-endian");
 
@@ -102,6 +110,14 @@ int main(void)
 	a.active_mtu = 7;
 	ibc_ib_conn_info_pack(&a, buf);
 	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_ERR_INVALID_USAGE, "bad mtu refused");
+	a.active_mtu = IBV_MTU_1024;
+	a.ll_lines = 8;         /* a 1024-byte message takes 19 lines */
+	ibc_ib_conn_info_pack(&a, buf);
+	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_ERR_INVALID_USAGE,
+		   "LL ring smaller than one message refused");
+	a.ll_lines = 0;
+	ibc_ib_conn_info_pack(&a, buf);
+	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_OK, "no LL ring (IBC_LL_MAX_BYTES=0) accepted");
 
 	imm = ibc_ib_imm_make(IBC_IB_IMM_DATA, 16, 255, 0x12345678u);
 	tap_is_int(ibc_ib_imm_type(imm), IBC_IB_IMM_DATA, "imm type data");

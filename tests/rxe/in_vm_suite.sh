@@ -11,8 +11,8 @@
 #   3. bench/ibc_p2p with every byte checked, and killed mid-transfer;
 #   4. communicators over IBC_TRANSPORT=ib (ranks split over rxe0 and rxe1):
 #      the core's collective matrix (tests/coll/coll_check) on 2, 3 and 4
-#      ranks, a rank killed during all-reduces, a rank under a small memlock
-#      limit (tests/ib/test_ib_comm).
+#      ranks, the LL protocol (in_vm_ll.sh), a rank killed during
+#      all-reduces, a rank under a small memlock limit (tests/ib/test_ib_comm).
 # Exit status: 0 when every test passed, 1 otherwise.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -217,6 +217,11 @@ matrix 2 quick IBC_IB_QPS_PER_CONN=2
 matrix 3 reduced IBC_RING_CHUNK_BYTES=16384 IBC_ALGO=ring
 matrix 4 reduced IBC_IB_DEPTH=4 IBC_ALGO=tree
 matrix 3 reduced IBC_ALGO=rabenseifner
+
+# the LL protocol over verbs: all-reduce with IBC_PROTO=ll, ring wrap-around,
+# every algorithm x protocol and the protocol mismatch (tests/rxe/in_vm_ll.sh)
+# shellcheck source=tests/rxe/in_vm_ll.sh
+. "$src/tests/rxe/in_vm_ll.sh"
 
 # fault injection at the verbs and registration sites (issue 7's loop, here
 # over ib): IBC_FAULT_INJECT=<site>:<n> in one rank for n = 1, 2, ... over

@@ -3,7 +3,7 @@
  * fork_ranks.h - run N ranks of a communicator as child processes of one
  * program on this host (IBC_RANK/IBC_NRANKS/IBC_ROOT on loopback), for the
  * multi-rank tests of tests/tree/ and the timing driver bench/algo_timing.c.
- * Stands in for scripts/ibcrun until that launcher lands on main.
+ * (scripts/ibcrun starts separate programs; this keeps a test one binary.)
  */
 #ifndef IBC_TESTS_FORK_RANKS_H
 #define IBC_TESTS_FORK_RANKS_H

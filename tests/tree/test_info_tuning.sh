@@ -6,7 +6,7 @@
 info="$top_builddir/tools/ibc_info"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..7"
+echo "1..8"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
 
@@ -15,6 +15,8 @@ ok $? "ibc_info --tuning runs"
 c=$(grep -c '^# tuning model: .* ranks over shm' "$tmp/all")
 [ "$c" = 4 ]; ok $? "shm model for 2, 4, 8 and 16 ranks (got $c)"
 grep -q '^# tuning model: 8 ranks over tcp .*no LL path' "$tmp/all"; ok $? "tcp model says it has no LL path"
+grep -q '^# tuning model: 8 ranks over ib ' "$tmp/all" && ! grep -q '^# tuning model: .* over ib .*no LL path' "$tmp/all"
+ok $? "ib model has the LL path (IBC_TCAP_LL)"
 
 IBC_TRANSPORT=shm IBC_NRANKS=8 "$info" --tuning > "$tmp/one" 2>&1
 c=$(grep -c '^# tuning model:' "$tmp/one")

@@ -23,6 +23,19 @@
  *             the registration cache.
  *   Every remote notification is a WRITE WITH IMM, so a sleeping rank is
  *   woken by the CQ completion channel (ibc_ib_ctx_wait()).
+ *
+ * LL path (NCCL's LL over verbs; docs/algorithms.md "LL over verbs"): a
+ * message whose descriptor has IBC_DESC_F_LL and whose size is at most the
+ * connection's LL limit (the smaller IBC_LL_MAX_BYTES of the two ends) is
+ * not receiver-driven: the sender writes it at once, as 64-byte lines
+ * (56 data bytes + an 8-byte flag = absolute line number + 1), with one
+ * plain RDMA WRITE (inline when it fits) into the receiver's registered LL
+ * ring, whose address and rkey came with the connection info. The receiver
+ * polls the flags in memory (no completion) and returns credits (lines
+ * consumed) with a small RDMA WRITE into a word next to the sender's own
+ * ring, which the sender reads only when its view of the peer's ring is
+ * full. LL messages share the per-direction sequence numbers with the
+ * others, so ranks that disagree on the protocol get an error.
  */
 #ifndef IBC_IB_H
 #define IBC_IB_H
@@ -202,6 +215,7 @@ struct ibc_ib_params {
 	int probe_ms;           /* IBC_IB_PROBE_MS, 0: no keep-alive probes */
 	int sl;                 /* IBC_IB_SL */
 	int tc;                 /* IBC_IB_TC */
+	size_t ll_max_bytes;    /* IBC_LL_MAX_BYTES, 0: no LL path */
 };
 
 void ibc_ib_params_from_env(struct ibc_ib_params *p);
@@ -257,6 +271,7 @@ struct ibc_ib_ctx {
 	int have_last;
 	struct ibv_wc wc_stash[32];     /* completions polled by wait(), handled by progress() */
 	int nstash;
+	int ll_busy;            /* a connection polls LL memory: wait() must not sleep long */
 };
 
 ibc_status_t ibc_ib_ctx_create(const char *dev_name, int port, const struct ibc_ib_params *prm,
@@ -341,10 +356,10 @@ static inline uint64_t ibc_ib_wr_id(const void *p, enum ibc_ib_wr_kind kind)
 /* Connections and data path (ib_conn.c)                                  */
 /* ---------------------------------------------------------------------- */
 
-#define IBC_IB_CONN_INFO_VERSION 1
+#define IBC_IB_CONN_INFO_VERSION 2     /* 2: LL ring fields */
 /* packed size of struct ibc_ib_conn_info on the wire */
 #define IBC_IB_CONN_INFO_WIRE_BYTES \
-	(48 + IBC_IB_NAME_LEN + 8 * IBC_IB_MAX_QPS + 20 * IBC_IB_GID_CLASS_COUNT)
+	(48 + IBC_IB_NAME_LEN + 8 * IBC_IB_MAX_QPS + 20 * IBC_IB_GID_CLASS_COUNT + 24)
 
 /* struct ibc_ib_conn_info - what one end tells the other to connect (bootstrap payload) */
 struct ibc_ib_conn_info {
@@ -362,6 +377,11 @@ struct ibc_ib_conn_info {
 	uint32_t qpn[IBC_IB_MAX_QPS];
 	uint32_t psn[IBC_IB_MAX_QPS];
 	struct ibc_ib_gid_cands gids;
+	uint64_t ll_addr;       /* LL ring (ll_lines lines + 1 credit line) the peer writes */
+	uint32_t ll_rkey;
+	uint32_t ll_lines;      /* data lines of the ring; 0: no LL path */
+	uint32_t ll_max;        /* largest LL message, bytes (IBC_LL_MAX_BYTES) */
+	uint32_t ll_pad;
 };
 
 void ibc_ib_conn_info_pack(const struct ibc_ib_conn_info *info,
@@ -389,6 +409,8 @@ uint32_t ibc_ib_conn_qpn(const struct ibc_ib_conn *conn, int idx);
 enum ibv_mtu ibc_ib_conn_mtu(const struct ibc_ib_conn *conn);
 int ibc_ib_conn_gid_index(const struct ibc_ib_conn *conn);
 int ibc_ib_conn_nqps(const struct ibc_ib_conn *conn);
+/* the connection's LL limit, bytes (0: no LL path; valid once established) */
+size_t ibc_ib_conn_ll_max(const struct ibc_ib_conn *conn);
 
 /* called by the context (ib_cq.c) */
 void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc);
@@ -396,7 +418,7 @@ struct ibc_ib_conn *ibc_ib_conn_next(const struct ibc_ib_conn *conn);
 void ibc_ib_conn_set_failed(struct ibc_ib_conn *conn, ibc_status_t st);
 void ibc_ib_conn_free_zombies(struct ibc_ib_ctx *ctx);
 void ibc_ib_op_pool_fini(struct ibc_ib_ctx *ctx);
-void ibc_ib_conn_kick(struct ibc_ib_conn *conn);
+int ibc_ib_conn_kick(struct ibc_ib_conn *conn);
 void ibc_ib_conn_fail(struct ibc_ib_conn *conn, ibc_status_t st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void ibc_ib_conn_qp_event(struct ibc_ib_qp *qp, enum ibv_event_type ev);

@@ -13,6 +13,10 @@
  * receiver issues the clear-to-send of receive k only when slot k % D is
  * free (receive k - D completed), so at most D messages are in flight per
  * direction and no slot is overwritten while the sender may still read it.
+ * LL messages (ib.h) take their sequence numbers from the same counters but
+ * no credit slot: the sender writes the k-th message's lines into the
+ * peer's LL ring at once, the receiver's k-th receive finds them by the
+ * message number in the first line.
  */
 #include "config.h"
 
@@ -29,6 +33,22 @@
 #define IB_PAGE           4096
 #define IB_DRAIN_MS       2000  /* bound on the teardown drain of one connection */
 #define IB_RQ_REPOST      8     /* receives reposted in batches of this many */
+#define IB_LL_LINE_DATA   56    /* payload bytes of an LL line */
+#define IB_LL_FIRST_DATA  16    /* payload bytes in a message's first line */
+#define IB_LL_RING_MSGS   8     /* LL ring capacity, in messages of the largest size */
+#define IB_LL_CREDIT_DIV  4     /* credits go back once a quarter of the ring is consumed */
+
+/*
+ * struct ib_ll_line - one line of an LL ring, as shm's: the first line of a
+ * message holds its descriptor (32 bytes), size (4), sequence number (4)
+ * and 16 payload bytes, later lines 56 payload bytes; the flag, the line's
+ * absolute number + 1 (little-endian), is the last 8 bytes, so a line of
+ * an earlier lap never looks new and nothing is cleared.
+ */
+struct ib_ll_line {
+	uint8_t data[IB_LL_LINE_DATA];
+	uint64_t flag;
+};
 
 /* struct ib_cts - a clear-to-send entry (little-endian), written by the peer's receiver */
 struct ib_cts {
@@ -58,6 +78,7 @@ struct ib_fifo_slot {
 _Static_assert(sizeof(struct ib_cts) == 64, "CTS entry is 64 bytes on the wire");
 _Static_assert(sizeof(struct ib_nack) == 64, "NACK entry is 64 bytes on the wire");
 _Static_assert(sizeof(struct ib_fifo_slot) == 128, "FIFO slot is 128 bytes");
+_Static_assert(sizeof(struct ib_ll_line) == 64, "LL line is 64 bytes");
 
 /* struct ibc_ib_op - one posted isend or irecv */
 struct ibc_ib_op {
@@ -74,6 +95,9 @@ struct ibc_ib_op {
 	int parts_left;                 /* send: signaled WRs pending; recv: imm parts pending */
 	int bounce;                     /* recv: payload lands in the bounce slot */
 	struct ibc_ib_mr *mr;           /* zero-copy registration of buf */
+	int ll;                         /* by the LL path */
+	int started;                    /* LL recv: first line consumed */
+	size_t off;                     /* LL recv: bytes copied out */
 };
 
 struct ibc_ib_conn {
@@ -120,6 +144,27 @@ struct ibc_ib_conn {
 	int nlive;                      /* ops posted and not freed */
 	uint64_t last_activity_ns;      /* last completion of this connection */
 	int probe_outstanding;          /* a keep-alive probe is in flight */
+
+	/* LL path (ib.h) */
+	size_t ll_max_local;            /* IBC_LL_MAX_BYTES here; 0: no ring */
+	size_t ll_max;                  /* negotiated limit, bytes; 0: no LL path */
+	uint32_t ll_lines;              /* data lines of ll_in */
+	struct ib_ll_line *ll_in;       /* [ll_lines + 1]: the peer's lines, then its credit word */
+	struct ibc_ib_mr *ll_in_mr;
+	uint32_t ll_rlines;             /* data lines of the peer's ring */
+	uint64_t ll_raddr;
+	uint32_t ll_rrkey;
+	struct ib_ll_line *ll_stage;    /* [ll_rlines + 1]: mirror of the peer's ring, my credit word */
+	struct ibc_ib_mr *ll_stage_mr;
+	uint64_t ll_head;               /* lines written to the peer's ring */
+	uint64_t ll_tail_seen;          /* lines the peer reported consumed */
+	uint64_t ll_rtail;              /* lines consumed from ll_in */
+	uint64_t ll_credit_sent;        /* ll_rtail as last written back */
+	struct ibc_ib_op *ll_sq_head;   /* LL sends waiting for ring or send-queue room */
+	struct ibc_ib_op *ll_sq_tail;
+	struct ibc_ib_op *ll_rq_head;   /* LL receives, in sequence order */
+	struct ibc_ib_op *ll_rq_tail;
+	uint32_t ll_sent_tag[IBC_IB_MAX_DEPTH]; /* seq + 1 of the LL send of slot seq % D */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -214,6 +259,19 @@ int ibc_ib_conn_gid_index(const struct ibc_ib_conn *conn)
 int ibc_ib_conn_nqps(const struct ibc_ib_conn *conn)
 {
 	return conn->nqps_used;
+}
+
+size_t ibc_ib_conn_ll_max(const struct ibc_ib_conn *conn)
+{
+	return conn->ll_max;
+}
+
+/* lines an LL message of @nbytes takes */
+static uint32_t ll_nlines(size_t nbytes)
+{
+	size_t rest = nbytes > IB_LL_FIRST_DATA ? nbytes - IB_LL_FIRST_DATA : 0;
+
+	return 1 + (uint32_t)IBC_DIV_UP(rest, (size_t)IB_LL_LINE_DATA);
 }
 
 static struct ibc_ib_op *op_alloc(struct ibc_ib_conn *conn)
@@ -318,6 +376,8 @@ void ibc_ib_conn_set_failed(struct ibc_ib_conn *conn, ibc_status_t st)
 	}
 	conn->sq_head = conn->sq_tail = NULL;
 	conn->rq_head = conn->rq_tail = NULL;
+	conn->ll_sq_head = conn->ll_sq_tail = NULL;
+	conn->ll_rq_head = conn->ll_rq_tail = NULL;
 	memset(conn->rslot, 0, sizeof(conn->rslot));
 	memset(conn->cts_ready, 0, sizeof(conn->cts_ready));
 }
@@ -413,8 +473,13 @@ static void conn_release_resources(struct ibc_ib_conn *conn)
 	conn_region_free(conn, conn->out, fifo_bytes, conn->out_mr);
 	conn_region_free(conn, conn->sbounce, conn->bb * (size_t)conn->depth, conn->sbounce_mr);
 	conn_region_free(conn, conn->rbounce, conn->bb * (size_t)conn->depth, conn->rbounce_mr);
+	conn_region_free(conn, conn->ll_in, ((size_t)conn->ll_lines + 1) * sizeof(struct ib_ll_line),
+			 conn->ll_in_mr);
+	conn_region_free(conn, conn->ll_stage,
+			 ((size_t)conn->ll_rlines + 1) * sizeof(struct ib_ll_line), conn->ll_stage_mr);
 	conn->fifo = conn->out = NULL;
 	conn->sbounce = conn->rbounce = NULL;
+	conn->ll_in = conn->ll_stage = NULL;
 }
 
 /* free the operations and the struct (no completion may refer to them any more) */
@@ -428,7 +493,9 @@ static void conn_free(struct ibc_ib_conn *conn)
 /**
  * ibc_ib_conn_create() - Create the local half of a connection to @peer:
  * IBC_IB_QPS_PER_CONN RC QPs (in INIT), the FIFO the peer writes
- * clear-to-send and NACK entries into, and the bounce slots.
+ * clear-to-send and NACK entries into, the bounce slots, and (with
+ * IBC_LL_MAX_BYTES > 0) the LL receive ring of IB_LL_RING_MSGS messages of
+ * that size plus the word the peer writes LL credits into.
  * @ctx:       [in]  the context (port) to use.
  * @peer:      [in]  peer rank (for messages and the fail callback).
  * @peer_host: [in]  peer host name for messages, or NULL.
@@ -478,6 +545,13 @@ ibc_status_t ibc_ib_conn_create(struct ibc_ib_ctx *ctx, int peer, const char *pe
 					   (void **)&conn->rbounce, &conn->rbounce_mr,
 					   "receive bounce buffer"), st, err);
 	}
+	conn->ll_max_local = ctx->prm.ll_max_bytes;
+	if (conn->ll_max_local) {
+		conn->ll_lines = IB_LL_RING_MSGS * ll_nlines(conn->ll_max_local);
+		IBC_CHECK_GOTO(conn_region(conn, ((size_t)conn->ll_lines + 1) * sizeof(struct ib_ll_line),
+					   (void **)&conn->ll_in, &conn->ll_in_mr, "LL receive ring"),
+			       st, err);
+	}
 	/* per QP: up to D CTS, D NACK and D data writes (plus parts) in each direction */
 	sq_depth = 3 * conn->depth + 8;
 	rq_depth = 3 * conn->depth + 2 * IB_RQ_REPOST;
@@ -525,6 +599,12 @@ void ibc_ib_conn_local_info(const struct ibc_ib_conn *conn, struct ibc_ib_conn_i
 		info->psn[i] = conn->qps[i].psn;
 	}
 	info->gids = ctx->gids;
+	if (conn->ll_in) {
+		info->ll_addr = (uint64_t)(uintptr_t)conn->ll_in;
+		info->ll_rkey = conn->ll_in_mr->rkey;
+		info->ll_lines = conn->ll_lines;
+		info->ll_max = (uint32_t)conn->ll_max_local;
+	}
 }
 
 /**
@@ -562,6 +642,11 @@ void ibc_ib_conn_info_pack(const struct ibc_ib_conn_info *info,
 		memcpy(p + 4, info->gids.gid[i], 16);
 		p += 20;
 	}
+	put64(p, info->ll_addr);
+	put32(p + 8, info->ll_rkey);
+	put32(p + 12, info->ll_lines);
+	put32(p + 16, info->ll_max);
+	put32(p + 20, info->ll_pad);
 }
 
 /**
@@ -602,6 +687,11 @@ ibc_status_t ibc_ib_conn_info_unpack(const uint8_t in[IBC_IB_CONN_INFO_WIRE_BYTE
 		memcpy(info->gids.gid[i], p + 4, 16);
 		p += 20;
 	}
+	info->ll_addr = get64(p);
+	info->ll_rkey = get32(p + 8);
+	info->ll_lines = get32(p + 12);
+	info->ll_max = get32(p + 16);
+	info->ll_pad = get32(p + 20);
 	if (info->version != IBC_IB_CONN_INFO_VERSION) {
 		IBC_LOG_WARN(IB, "peer sent ib connection info version %u, this ibcoll speaks %u: mixed ibcoll versions",
 			     info->version, IBC_IB_CONN_INFO_VERSION);
@@ -612,6 +702,12 @@ ibc_status_t ibc_ib_conn_info_unpack(const uint8_t in[IBC_IB_CONN_INFO_WIRE_BYTE
 	    info->active_mtu > IBV_MTU_4096) {
 		IBC_LOG_WARN(IB, "peer sent malformed ib connection info (%u qps, depth %u, mtu enum %u)",
 			     info->nqps, info->depth, info->active_mtu);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	if (info->ll_lines && (info->ll_max == 0 || info->ll_lines < ll_nlines(info->ll_max) ||
+			       info->ll_lines > (1u << 24))) {
+		IBC_LOG_WARN(IB, "peer sent malformed ib connection info (LL ring of %u lines for %u-byte messages)",
+			     info->ll_lines, info->ll_max);
 		return IBC_ERR_INVALID_USAGE;
 	}
 	return IBC_OK;
@@ -659,6 +755,15 @@ ibc_status_t ibc_ib_conn_establish(struct ibc_ib_conn *conn, const struct ibc_ib
 	conn->mtu = ibc_ib_mtu_negotiate(ctx->port_attr.active_mtu, (enum ibv_mtu)remote->active_mtu);
 	conn->rfifo_addr = remote->fifo_addr;
 	conn->rfifo_rkey = remote->fifo_rkey;
+	if (conn->ll_in && remote->ll_lines) {
+		/* the smaller limit: it fits both rings, and both ends agree on it */
+		conn->ll_rlines = remote->ll_lines;
+		conn->ll_raddr = remote->ll_addr;
+		conn->ll_rrkey = remote->ll_rkey;
+		IBC_CHECK(conn_region(conn, ((size_t)conn->ll_rlines + 1) * sizeof(struct ib_ll_line),
+				      (void **)&conn->ll_stage, &conn->ll_stage_mr, "LL send staging"));
+		conn->ll_max = IBC_MIN(conn->ll_max_local, (size_t)remote->ll_max);
+	}
 	memset(&dest, 0, sizeof(dest));
 	dest.mtu = conn->mtu;
 	dest.lid = (uint16_t)remote->lid;
@@ -683,10 +788,11 @@ ibc_status_t ibc_ib_conn_establish(struct ibc_ib_conn *conn, const struct ibc_ib
 			     dest.sgid_index, ibc_ib_gid_class_name(lcls), gs, why,
 			     ctx->prm.gid_index >= 0 ? " (IBC_IB_GID_INDEX)" : "");
 	}
-	IBC_LOG_INFO(IB, "peer rank %d (%s:%d) from %s:%d: path mtu %s (local %s, peer %s), %d qps, %d credits",
+	IBC_LOG_INFO(IB, "peer rank %d (%s:%d) from %s:%d: path mtu %s (local %s, peer %s), %d qps, %d credits, LL up to %zu bytes",
 		     conn->peer, remote->dev_name, remote->port, ctx->dev_name, ctx->port,
 		     ibc_ib_mtu_str(conn->mtu), ibc_ib_mtu_str(ctx->port_attr.active_mtu),
-		     ibc_ib_mtu_str((enum ibv_mtu)remote->active_mtu), conn->nqps_used, conn->D);
+		     ibc_ib_mtu_str((enum ibv_mtu)remote->active_mtu), conn->nqps_used, conn->D,
+		     conn->ll_max);
 	for (i = conn->nqps_used; i < conn->nqps; i++)
 		ibc_ib_qp_destroy(&conn->qps[i]);
 	conn->nqps = conn->nqps_used;
@@ -818,6 +924,17 @@ static void recv_imm(struct ibc_ib_conn *conn, struct ibc_ib_qp *qp, const struc
 		return;
 	}
 	if (type == IBC_IB_IMM_CTS) {
+		const uint8_t *e = (const uint8_t *)&conn->fifo[slot].cts;
+		uint32_t cts_seq = get32(e + offsetof(struct ib_cts, seq));
+
+		if (conn->ll_max && conn->ll_sent_tag[slot] == cts_seq + 1) {
+			/* the receiver expects the rendezvous path for a message sent by LL */
+			ibc_ib_conn_fail(conn, IBC_ERR_INVALID_USAGE,
+					 "mismatched protocols: message #%u was sent by the LL path, the peer posted its %llu-byte receive for the rendezvous path (ranks chose different protocols: IBC_PROTO, or sizes on either side of IBC_LL_MAX_BYTES %zu)",
+					 cts_seq, (unsigned long long)get64(e + offsetof(struct ib_cts, nbytes)),
+					 conn->ll_max);
+			return;
+		}
 		conn->cts_ready[slot] = 1;
 		return; /* sends start in ibc_ib_conn_kick() */
 	}
@@ -1069,16 +1186,293 @@ static void conn_maybe_probe(struct ibc_ib_conn *conn)
 	conn->last_activity_ns = now;
 }
 
-/* ibc_ib_conn_kick() - post what waits for credits or send-queue room; probe an idle peer */
-void ibc_ib_conn_kick(struct ibc_ib_conn *conn)
+/* ---------------------------------------------------------------------- */
+/* LL path (ib.h): lines with flags written into the peer's ring          */
+/* ---------------------------------------------------------------------- */
+
+static int ll_eligible(const struct ibc_ib_conn *conn, const struct ibc_msg_desc *desc,
+		       size_t nbytes)
+{
+	return conn->ll_max && (desc->flags & IBC_DESC_F_LL) && nbytes <= conn->ll_max;
+}
+
+/* the peer's count of lines it consumed from our writes (its credit write) */
+static uint64_t ll_credit_read(const struct ibc_ib_conn *conn)
+{
+	const uint64_t *w = (const uint64_t *)(const void *)conn->ll_in[conn->ll_lines].data;
+
+	return le64toh(__atomic_load_n(w, __ATOMIC_ACQUIRE));
+}
+
+/*
+ * Write LL send @op into the peer's ring: build its lines in the staging
+ * mirror (the same index as in the peer's ring, so a line is rebuilt only
+ * after the peer consumed it, that is after the write that read it landed)
+ * and post one RDMA WRITE per contiguous run (two when the message wraps),
+ * inline when it fits. Returns 0 when written (the caller's buffer is free
+ * again), 1 when the ring or the send queue lacks room, -1 when the
+ * connection failed.
+ */
+static int ll_send(struct ibc_ib_conn *conn, struct ibc_ib_op *op)
+{
+	struct ibc_ib_ctx *ctx = conn->ctx;
+	struct ibc_ib_qp *qp = &conn->qps[0];
+	const uint8_t *buf = op->buf;
+	uint32_t nl = ll_nlines(op->nbytes);
+	uint64_t first = conn->ll_head;
+	uint32_t start = (uint32_t)(first % conn->ll_rlines);
+	uint32_t run = IBC_MIN(nl, conn->ll_rlines - start);
+	uint32_t done;
+	size_t off = 0;
+	uint32_t i;
+
+	if (first + nl - conn->ll_tail_seen > conn->ll_rlines) {
+		conn->ll_tail_seen = ll_credit_read(conn);
+		if (first + nl - conn->ll_tail_seen > conn->ll_rlines)
+			return 1;
+	}
+	if (ibc_ib_qp_sq_room(qp) < (run < nl ? 2 : 1))
+		return 1;
+	for (i = 0; i < nl; i++) {
+		struct ib_ll_line *l = &conn->ll_stage[(first + i) % conn->ll_rlines];
+		size_t len;
+
+		if (i == 0) {
+			desc_pack(&op->desc, l->data);
+			put32(l->data + 32, (uint32_t)op->nbytes);
+			put32(l->data + 36, op->seq);
+			len = IBC_MIN(op->nbytes, (size_t)IB_LL_FIRST_DATA);
+			if (len)
+				memcpy(l->data + 40, buf, len);
+		} else {
+			len = IBC_MIN(op->nbytes - off, (size_t)IB_LL_LINE_DATA);
+			memcpy(l->data, buf + off, len);
+		}
+		off += len;
+		l->flag = htole64(first + i + 1);
+	}
+	for (done = 0; done < nl; done += run, run = nl - done) {
+		uint32_t idx = (uint32_t)((first + done) % conn->ll_rlines);
+		size_t bytes = (size_t)run * sizeof(struct ib_ll_line);
+		int inl = bytes <= (size_t)qp->max_inline && bytes <= (size_t)ctx->prm.inline_bytes;
+		int ret;
+
+		ret = ibc_ib_qp_post_write(qp, ibc_ib_wr_id(qp, IBC_IB_WR_QP), 0, inl,
+					   &conn->ll_stage[idx], conn->ll_stage_mr->lkey, bytes,
+					   conn->ll_raddr + (uint64_t)idx * sizeof(struct ib_ll_line),
+					   conn->ll_rrkey, 0, 0);
+		if (ret) {
+			ibc_ib_conn_fail(conn, IBC_ERR_VERBS,
+					 "ibv_post_send of LL message #%u (%zu bytes) on qp 0x%x (%s:%d) failed: %s",
+					 op->seq, op->nbytes, qp->qp->qp_num, ctx->dev_name, ctx->port,
+					 strerror(ret));
+			return -1;
+		}
+	}
+	conn->ll_head = first + nl;
+	conn->ll_sent_tag[op->seq % (unsigned)conn->D] = op->seq + 1;
+	return 0;
+}
+
+/* post the LL sends queued behind a full ring, in order */
+static void ll_try_sends(struct ibc_ib_conn *conn)
+{
+	struct ibc_ib_op *op;
+
+	while ((op = conn->ll_sq_head) && conn->failed == IBC_OK) {
+		if (ll_send(conn, op) != 0)
+			return;
+		conn->ll_sq_head = op->next;
+		if (!conn->ll_sq_head)
+			conn->ll_sq_tail = NULL;
+		op_complete(op, IBC_OK);
+		op_free(op);
+	}
+}
+
+/* write our consumed count to the peer when a quarter of the ring (or @force) */
+static void ll_return_credits(struct ibc_ib_conn *conn, int force)
+{
+	struct ibc_ib_qp *qp = &conn->qps[0];
+	uint64_t *w = (uint64_t *)(void *)conn->ll_stage[conn->ll_rlines].data;
+	uint64_t pending = conn->ll_rtail - conn->ll_credit_sent;
+	int ret;
+
+	if (!pending || (!force && pending < IBC_MAX(conn->ll_lines / IB_LL_CREDIT_DIV, 1u)) ||
+	    ibc_ib_qp_sq_room(qp) < 1)
+		return;
+	/* a non-inline write may read a later (larger) count: still a true one */
+	__atomic_store_n(w, htole64(conn->ll_rtail), __ATOMIC_RELAXED);
+	ret = ibc_ib_qp_post_write(qp, ibc_ib_wr_id(qp, IBC_IB_WR_QP), 0, qp->max_inline >= 8, w,
+				   conn->ll_stage_mr->lkey, 8,
+				   conn->ll_raddr + (uint64_t)conn->ll_rlines * sizeof(struct ib_ll_line),
+				   conn->ll_rrkey, 0, 0);
+	if (ret) {
+		ibc_ib_conn_fail(conn, IBC_ERR_VERBS,
+				 "ibv_post_send of LL credits on qp 0x%x (%s:%d) failed: %s",
+				 qp->qp->qp_num, conn->ctx->dev_name, conn->ctx->port, strerror(ret));
+		return;
+	}
+	conn->ll_credit_sent = conn->ll_rtail;
+}
+
+/* LL line number @idx of our ring, or NULL if not written yet */
+static const struct ib_ll_line *ll_ready(const struct ibc_ib_conn *conn, uint64_t idx)
+{
+	const struct ib_ll_line *l = &conn->ll_in[idx % conn->ll_lines];
+
+	return le64toh(__atomic_load_n(&l->flag, __ATOMIC_ACQUIRE)) == idx + 1 ? l : NULL;
+}
+
+/*
+ * The message numbered @seq came by one path and this rank posted its
+ * receive for the other (ranks chose different protocols, or sizes on
+ * either side of the LL limit). With the sender's descriptor (@theirs,
+ * @their_nbytes; NULL when unknown) and our receive (@mine, may be NULL),
+ * a differing call is reported as such by the descriptor check; otherwise
+ * as mismatched protocols. Fails the connection with IBC_ERR_INVALID_USAGE.
+ */
+static void ll_path_mismatch(struct ibc_ib_conn *conn, uint32_t seq, int their_ll,
+			     const struct ibc_ib_op *mine, const struct ibc_msg_desc *theirs,
+			     size_t their_nbytes)
+{
+	struct ibc_ib_ctx *ctx = conn->ctx;
+	ibc_status_t st = IBC_OK;
+
+	if (mine && theirs) {
+		struct ibc_msg_desc t = *theirs;
+
+		/* the protocol flag differs by construction: compare the rest */
+		t.flags = (uint8_t)((t.flags & ~IBC_DESC_F_LL) | (mine->desc.flags & IBC_DESC_F_LL));
+		st = ctx->cb.desc_check(ctx->cb.arg, conn->peer, &mine->desc, mine->nbytes, &t,
+					their_nbytes);
+	}
+	if (st != IBC_OK) {
+		ibc_ib_conn_set_failed(conn, st);
+		return;
+	}
+	ibc_ib_conn_fail(conn, IBC_ERR_INVALID_USAGE,
+			 "mismatched protocols: message #%u came by the %s path, this rank expects the %s path (ranks chose different protocols: IBC_PROTO, or sizes on either side of IBC_LL_MAX_BYTES %zu)",
+			 seq, their_ll ? "LL" : "rendezvous", their_ll ? "rendezvous" : "LL",
+			 conn->ll_max);
+}
+
+/* the posted receive numbered @seq that is not an LL one, or NULL */
+static struct ibc_ib_op *find_recv(struct ibc_ib_conn *conn, uint32_t seq)
+{
+	struct ibc_ib_op *op;
+
+	for (op = conn->live; op; op = op->live_next)
+		if (!op->is_send && !op->ll && op->seq == seq && op->req)
+			return op;
+	return NULL;
+}
+
+/* an LL message whose receive was posted for the rendezvous path? */
+static void ll_check_unexpected(struct ibc_ib_conn *conn)
+{
+	const struct ib_ll_line *l = ll_ready(conn, conn->ll_rtail);
+	struct ibc_msg_desc theirs;
+	uint32_t msgno;
+
+	if (!l)
+		return;
+	msgno = get32(l->data + 36);
+	if ((int32_t)(msgno - conn->recv_seq) >= 0)
+		return; /* the receive is not posted yet: legal, the sender is ahead */
+	desc_unpack(l->data, &theirs);
+	ll_path_mismatch(conn, msgno, 1, find_recv(conn, msgno), &theirs, get32(l->data + 32));
+}
+
+/* copy out the LL messages that arrived for the posted LL receives, in order */
+static void ll_progress_recvs(struct ibc_ib_conn *conn)
+{
+	struct ibc_ib_ctx *ctx = conn->ctx;
+	const struct ib_ll_line *l;
+	struct ibc_ib_op *op;
+
+	if (!conn->ll_rq_head) {
+		if (conn->ll_max)
+			ll_check_unexpected(conn);
+		return;
+	}
+	while ((op = conn->ll_rq_head) && conn->failed == IBC_OK) {
+		size_t len;
+
+		if (!op->started) {
+			struct ibc_msg_desc theirs;
+			uint32_t n32;
+			uint32_t msgno;
+			ibc_status_t st;
+
+			l = ll_ready(conn, conn->ll_rtail);
+			if (!l)
+				return;
+			n32 = get32(l->data + 32);
+			msgno = get32(l->data + 36);
+			desc_unpack(l->data, &theirs);
+			if (msgno != op->seq) {
+				/* later: ours went by the other path; earlier: theirs did */
+				if ((int32_t)(msgno - op->seq) > 0)
+					ll_path_mismatch(conn, op->seq, 0, NULL, NULL, 0);
+				else
+					ll_path_mismatch(conn, msgno, 1, find_recv(conn, msgno),
+							 &theirs, n32);
+				return;
+			}
+			st = ctx->cb.desc_check(ctx->cb.arg, conn->peer, &op->desc, op->nbytes,
+						&theirs, n32);
+			if (st != IBC_OK) {
+				ibc_ib_conn_set_failed(conn, st);
+				return;
+			}
+			len = IBC_MIN(op->nbytes, (size_t)IB_LL_FIRST_DATA);
+			if (len)
+				memcpy(op->buf, l->data + 40, len);
+			op->off = len;
+			op->started = 1;
+			conn->ll_rtail++;
+		}
+		while (op->off < op->nbytes && (l = ll_ready(conn, conn->ll_rtail))) {
+			len = IBC_MIN(op->nbytes - op->off, (size_t)IB_LL_LINE_DATA);
+			memcpy((uint8_t *)op->buf + op->off, l->data, len);
+			op->off += len;
+			conn->ll_rtail++;
+		}
+		if (op->off < op->nbytes)
+			return;
+		conn->ll_rq_head = op->next;
+		if (!conn->ll_rq_head)
+			conn->ll_rq_tail = NULL;
+		conn->last_activity_ns = ibc_time_ns();
+		op_complete(op, IBC_OK);
+		op_free(op);
+		ll_return_credits(conn, 0);
+	}
+}
+
+/*
+ * ibc_ib_conn_kick() - post what waits for credits or send-queue room, copy
+ * out arrived LL messages and return LL credits, probe an idle peer.
+ * Return: 1 while LL receives or sends wait (their progress needs polling
+ * memory, not a completion), else 0.
+ */
+int ibc_ib_conn_kick(struct ibc_ib_conn *conn)
 {
 	if (!conn->established || conn->failed != IBC_OK || conn->dead)
-		return;
+		return 0;
+	if (conn->ll_max) {
+		ll_progress_recvs(conn);
+		if (conn->ll_sq_head)
+			ll_try_sends(conn);
+		ll_return_credits(conn, 0);
+	}
 	if (conn->rq_head)
 		conn_try_issue_cts(conn);
 	if (conn->sq_head)
 		conn_try_start_sends(conn);
 	conn_maybe_probe(conn);
+	return conn->failed == IBC_OK && (conn->ll_rq_head || conn->ll_sq_head);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1134,7 +1528,34 @@ static ibc_status_t conn_post(struct ibc_ib_conn *conn, void *buf, size_t nbytes
 	op->nbytes = nbytes;
 	op->desc = *desc;
 	op->is_send = is_send;
-	if (is_send) {
+	op->ll = ll_eligible(conn, desc, nbytes);
+	if (is_send && op->ll) {
+		op->seq = conn->send_seq++;
+		/* nothing queued ahead: write it now, the request completes at once */
+		if (!conn->ll_sq_head) {
+			int r = ll_send(conn, op);
+
+			if (r == 0) {
+				op_complete(op, IBC_OK);
+				op_free(op);
+			}
+			if (r <= 0)
+				return IBC_OK; /* on failure the request completed with the error */
+		}
+		if (conn->ll_sq_tail)
+			conn->ll_sq_tail->next = op;
+		else
+			conn->ll_sq_head = op;
+		conn->ll_sq_tail = op;
+	} else if (op->ll) {
+		op->seq = conn->recv_seq++;
+		if (conn->ll_rq_tail)
+			conn->ll_rq_tail->next = op;
+		else
+			conn->ll_rq_head = op;
+		conn->ll_rq_tail = op;
+		ll_progress_recvs(conn);
+	} else if (is_send) {
 		op->seq = conn->send_seq++;
 		if (conn->sq_tail)
 			conn->sq_tail->next = op;

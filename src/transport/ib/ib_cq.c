@@ -21,6 +21,7 @@
 #define IB_CQ_INITIAL_CQES  1024
 #define IB_POLL_BATCH       32
 #define IB_ASYNC_CHECK_NS   (10ull * 1000 * 1000)
+#define IB_LL_WAIT_US       20  /* longest sleep while LL memory is polled */
 
 /**
  * ibc_ib_params_from_env() - Read the ib section of params.def.
@@ -40,6 +41,7 @@ void ibc_ib_params_from_env(struct ibc_ib_params *p)
 	p->probe_ms = (int)ibc_param_ib_probe_ms();
 	p->sl = (int)ibc_param_ib_sl();
 	p->tc = (int)ibc_param_ib_tc();
+	p->ll_max_bytes = (size_t)ibc_param_ll_max_bytes();
 }
 
 static int set_nonblock(int fd)
@@ -396,10 +398,12 @@ ibc_status_t ibc_ib_ctx_progress(struct ibc_ib_ctx *ctx)
 	struct ibc_ib_conn *c;
 	ibc_status_t st;
 	uint64_t now;
+	int ll_busy = 0;
 
 	ibc_ib_ctx_poll(ctx);
 	for (c = ctx->conns; c; c = ibc_ib_conn_next(c))
-		ibc_ib_conn_kick(c);
+		ll_busy |= ibc_ib_conn_kick(c);
+	ctx->ll_busy = ll_busy;
 	now = ibc_time_ns();
 	if (now >= ctx->next_async_check_ns) {
 		ibc_ib_ctx_handle_async(ctx);
@@ -415,7 +419,9 @@ ibc_status_t ibc_ib_ctx_progress(struct ibc_ib_ctx *ctx)
  * most @timeout_us: arms the CQ, re-polls it once (a completion may have
  * come before arming; it is kept for the next progress call) and sleeps in
  * ppoll() on the completion channel and the async event fd, so an idle rank
- * uses no CPU (2-8 ranks share 2 cores in the test VM).
+ * uses no CPU (2-8 ranks share 2 cores in the test VM). While a connection
+ * waits for LL lines or LL credits, which arrive without a completion, the
+ * sleep is at most IB_LL_WAIT_US.
  * @ctx:        [in,out] the context.
  * @timeout_us: [in] upper bound of the sleep, microseconds; 0 only polls.
  * Threading: the context's thread only.
@@ -438,6 +444,9 @@ void ibc_ib_ctx_wait(struct ibc_ib_ctx *ctx, int timeout_us)
 		ctx->nstash = n > 0 ? n : 0;
 		return;
 	}
+	/* LL messages and credits land without a completion: poll memory again soon */
+	if (ctx->ll_busy)
+		timeout_us = IBC_MIN(timeout_us, IB_LL_WAIT_US);
 	if (timeout_us <= 0)
 		return;
 	pfd[0].fd = ctx->channel->fd;

@@ -309,7 +309,7 @@ static void ib_ops_wait(void *ctx, int timeout_us)
 
 const struct ibc_transport_ops ibc_ib_ops = {
 	.name = "ib",
-	.caps = IBC_TCAP_HOST,
+	.caps = IBC_TCAP_HOST | IBC_TCAP_LL,
 	.init = ib_ops_init,
 	.fini = ib_ops_fini,
 	.connect = ib_ops_connect,
