@@ -100,6 +100,9 @@ static void set_configs(ibc_comm_h comm, const struct ibc_tune_model *m, int col
 		loc[k].proto = k % IBC_PROTO_COUNT;
 		if (!ibc_algo_applies(coll, loc[k].algo))
 			continue;
+		/* the shm all-reduce: only where its segment is mapped, one protocol */
+		if (loc[k].algo == IBC_ALGO_SHM && (!m->shm_ok || loc[k].proto != IBC_PROTO_SIMPLE))
+			continue;
 		loc[k].chunk = model_chunk(m, coll, loc[k].algo, loc[k].proto, nb);
 		/* LL where no message fits the LL path would time the simple path again */
 		if (loc[k].proto == IBC_PROTO_LL &&
