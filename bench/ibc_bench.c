@@ -141,7 +141,7 @@ static void usage(FILE *f)
 "  -d TYPE    int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double [float]\n"
 "  -r ROOT    root of broadcast and reduce                       [0]\n"
 "  -z 0|1     1: blocking calls; 0: nonblocking calls, waited in batches of %d [1]\n"
-"  -a ALGO    auto ring tree rd rabenseifner (sets IBC_ALGO)      [auto: the tuner]\n"
+"  -a ALGO    auto ring tree rd rabenseifner shm (sets IBC_ALGO)  [auto: the tuner]\n"
 "  -t TRANS   transport: auto shm tcp ib (sets IBC_TRANSPORT)     [auto]\n"
 "  --csv FILE, --json FILE   machine-readable results (rank 0 writes)\n"
 "  --vs-mpi   time the matching MPI collective on the same buffers (launch with mpirun)%s\n"
@@ -347,9 +347,10 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case 'a':
 			/* the library would WARN and use the tuner: refuse instead */
 			if (strcmp(optarg, "auto") && strcmp(optarg, "ring") && strcmp(optarg, "tree") &&
-			    strcmp(optarg, "rd") && strcmp(optarg, "rabenseifner"))
-				return usage_error("unknown algorithm '%s' (auto, ring, tree, rd or "
-						   "rabenseifner)",
+			    strcmp(optarg, "rd") && strcmp(optarg, "rabenseifner") &&
+			    strcmp(optarg, "shm"))
+				return usage_error("unknown algorithm '%s' (auto, ring, tree, rd, "
+						   "rabenseifner or shm)",
 						   optarg);
 			o->algo = optarg;
 			break;
