@@ -44,8 +44,9 @@
  * rank after the arrive wait), and, on entry to every collective whatever
  * its algorithm, the descriptor of that collective (ibc_shmar_announce()).
  * A rank left waiting for a peer that announced another collective of the
- * same sequence number (a broadcast where this rank runs an all-reduce)
- * reports mismatched calls instead of timing out. Either gives
+ * same sequence number (a broadcast where this rank runs an all-reduce, or
+ * another dtype, op or root; not another count, see shmar_wait()) reports
+ * mismatched calls instead of timing out. Either gives
  * IBC_ERR_INVALID_USAGE. Waits spin, yield, then sleep, and are bounded by
  * IBC_TIMEOUT_MS; a peer whose process is gone gives IBC_ERR_REMOTE.
  *
@@ -472,12 +473,19 @@ static ibc_status_t shmar_wait(struct ibc_comm *comm, struct ibc_shmar *s,
 				return ibc_comm_fail(comm, IBC_ERR_REMOTE, q,
 						     "shm all-reduce: process %d of rank %d is gone (exited or crashed) before it wrote %s",
 						     (int)pid, q, phase_names[f]);
-			/* the lagging rank is in another collective of this sequence */
+			/*
+			 * The lagging rank is in another collective of this
+			 * sequence number. Not the count: an operation staged
+			 * from device buffers (src/cuda/cuda_stage.c) runs
+			 * segments of different counts under one sequence
+			 * number, and a peer still finishing the previous
+			 * segment is slow, not mismatched; differing counts are
+			 * caught by the per-chunk descriptors once both arrive.
+			 */
 			shmar_desc(req, &mine);
 			if (shmar_peer_cur(s, q, &theirs) && theirs.seq == mine.seq &&
-			    (theirs.coll != mine.coll || theirs.count != mine.count ||
-			     theirs.dtype != mine.dtype || theirs.op != mine.op ||
-			     theirs.root != mine.root))
+			    (theirs.coll != mine.coll || theirs.dtype != mine.dtype ||
+			     theirs.op != mine.op || theirs.root != mine.root))
 				return ibc_msg_desc_check(comm, q, &mine, desc_nbytes(&mine), &theirs,
 							  desc_nbytes(&theirs));
 			/* keep the transports (and their failure reports) moving */
