@@ -29,7 +29,7 @@ trainer/prepro/prepare.sh data/corpus >/dev/null
 
 run() { # R overlap zero
 	R=$1
-	port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+	port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000)) # 20000-31999: below the ephemeral ports (32768-), which outgoing connections take
 	pids=
 	r=1
 	while [ "$r" -lt "$R" ]; do

@@ -59,7 +59,7 @@ rm -f "$OUT"/rank*.log
 if [ -z "${PORT:-}" ]; then
 	# a random unprivileged port that nothing listens on
 	while :; do
-		PORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000 ))
+		PORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000 )) # 20000-31999: below the ephemeral ports (32768-)
 		command -v ss >/dev/null 2>&1 || break
 		ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q . || break
 	done

@@ -44,7 +44,7 @@ ok() {
 
 free_port() {
 	while :; do
-		p=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+		p=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000)) # 20000-31999: below the ephemeral ports (32768-), which outgoing connections take
 		command -v ss >/dev/null 2>&1 || break
 		ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || break
 	done

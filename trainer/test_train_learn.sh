@@ -29,7 +29,7 @@ if [ ! -f "$data/manifest.json" ]; then
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibc_test_learn.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
-p=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+p=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000)) # 20000-31999: below the ephemeral ports (32768-), which outgoing connections take
 echo "1..2"
 args="-d 2 -T 32 -b 4 -n $STEPS -u 5 -l 6e-3 -v $STEPS -m 4 --gen 0 --quiet --peak-gflops 1
 	-i $data/corpus_train_*.bin -j $data/corpus_val_*.bin"

@@ -79,7 +79,7 @@ ok $? "--local 3: header shows 3 ranks, 0 wrong elements"
 
 "$bench" allreduce -a foo -b 4K -e 4K >"$tmp/bad_a" 2>&1
 rc=$?
-[ $rc -eq 2 ] && grep -q "^ibc_bench: unknown algorithm 'foo' (auto, ring, tree, rd or rabenseifner)" "$tmp/bad_a"
+[ $rc -eq 2 ] && grep -q "^ibc_bench: unknown algorithm 'foo' (auto, ring, tree, rd, rabenseifner or shm)" "$tmp/bad_a"
 ok $? "-a foo: exit 2 (got $rc) and names the valid algorithms"
 IBC_TIMEOUT_MS=60000 timeout -k 5 120 "$bench" --local 3 allreduce -a rabenseifner -b 4K -e 64K -f 16 \
 	-n 2 -w 1 >"$tmp/algo" 2>&1 &&

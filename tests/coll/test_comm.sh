@@ -27,7 +27,7 @@ result() { # want_pass_lines description rc
 # manual launch with a given pair of rank/size variables: NR RANKVAR SIZEVAR
 launch_vars() {
 	nr=$1 rv=$2 sv=$3
-	port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+	port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000)) # 20000-31999: below the ephemeral ports (32768-), which outgoing connections take
 	secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 	rm -f "$log".*
 	: >"$log"
@@ -75,7 +75,7 @@ else
 fi
 
 # a rank that never arrives: ranks 0 and 1 of 3 start, rank 2 does not
-port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000)) # 20000-31999: below the ephemeral ports (32768-), which outgoing connections take
 secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 start=$(date +%s)
 for r in 1 0; do

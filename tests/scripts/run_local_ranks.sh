@@ -34,7 +34,7 @@ usage() {
 free_port() {
 	local _ p hex
 	for _ in $(seq 64); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000)) # 20000-31999: below the ephemeral ports (32768-), which outgoing connections take
 		hex=$(printf ':%04X ' "$p")
 		if ! cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '{print $2, $3}' |
 			grep -q -- "$hex"; then
