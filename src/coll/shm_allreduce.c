@@ -436,8 +436,8 @@ static const char *const phase_names[] = { "its input", "its reduced slice", "it
  * 1 ms; every millisecond check the communicator's health and the lagging
  * rank's process, and give up after IBC_TIMEOUT_MS without progress.
  */
-static ibc_status_t shmar_wait(struct ibc_comm *comm, struct ibc_shmar *s,
-			      const struct ibc_request *req, int f, uint64_t want)
+static ibc_status_t shmar_wait_body(struct ibc_comm *comm, struct ibc_shmar *s,
+				   const struct ibc_request *req, int f, uint64_t want)
 {
 	struct ibc_msg_desc mine;
 	struct ibc_msg_desc theirs;
@@ -455,9 +455,11 @@ static ibc_status_t shmar_wait(struct ibc_comm *comm, struct ibc_shmar *s,
 
 		if (!start) {
 			start = last = check = now;
+			ibc_comm_wait_publish(comm, q, now / 1000000);
 		} else if (q != prev) {
 			last = now;
 			prev = q;
+			ibc_comm_wait_publish(comm, q, now / 1000000);
 			sleep_ns = 20000;
 		}
 		if (now - check >= 1000000ull) {
@@ -511,6 +513,16 @@ static ibc_status_t shmar_wait(struct ibc_comm *comm, struct ibc_shmar *s,
 		q = first_behind(s, f, want);
 	}
 	return IBC_OK;
+}
+
+/* shmar_wait_body(), the lagging rank published for peers' wait-for queries */
+static ibc_status_t shmar_wait(struct ibc_comm *comm, struct ibc_shmar *s,
+			      const struct ibc_request *req, int f, uint64_t want)
+{
+	ibc_status_t st = shmar_wait_body(comm, s, req, f, want);
+
+	ibc_comm_wait_clear(comm);
+	return st;
 }
 
 /* after arrive: every rank must contribute to the same all-reduce */

@@ -53,6 +53,7 @@ size_t ibc_boot_max_len(int type, int nranks)
 	case IBC_BOOT_MSG:       return 4 + IBC_BOOT_MAX_MSG_BYTES;
 	case IBC_BOOT_PING:      return 0;
 	case IBC_BOOT_NOTICE:    return IBC_BOOT_NOTICE_HDR_BYTES + IBC_BOOT_NOTICE_TEXT_MAX - 1;
+	case IBC_BOOT_WAITSTATE: return IBC_BOOT_WAITSTATE_BYTES;
 	default:                 return 0;
 	}
 }
@@ -156,7 +157,7 @@ int ibc_boot_parse_hello(const uint8_t *in, size_t len, struct ibc_boot_hello *h
 	memcpy(h->comm_id, in + 24, 16);
 	memcpy(h->nonce_c, in + 40, 16);
 	memcpy(h->mac, in + IBC_BOOT_HELLO_FIELDS_BYTES, IBC_BOOT_MAC_BYTES);
-	if (h->kind < IBC_BOOT_KIND_JOIN || h->kind > IBC_BOOT_KIND_HUB)
+	if (h->kind < IBC_BOOT_KIND_JOIN || h->kind > IBC_BOOT_KIND_WAITQ)
 		return -1;
 	if (h->nranks < 1 || h->nranks > IBC_BOOT_MAX_RANKS || h->src < 0 || h->src >= h->nranks ||
 	    h->dst < -1 || h->dst >= h->nranks)
@@ -251,6 +252,29 @@ int ibc_boot_parse_notice(const uint8_t *in, size_t len, struct ibc_boot_notice_
 		return -1;
 	ibc_boot_parse_text(in + IBC_BOOT_NOTICE_HDR_BYTES, len - IBC_BOOT_NOTICE_HDR_BYTES, n->text,
 			    sizeof(n->text));
+	return 0;
+}
+
+void ibc_boot_pack_waitstate(const struct ibc_boot_waitstate *ws,
+			     uint8_t out[IBC_BOOT_WAITSTATE_BYTES])
+{
+	put32(out, ws->state);
+	put32(out + 4, (uint32_t)ws->peer);
+	put32(out + 8, ws->seq);
+	put32(out + 12, ws->idle_ms);
+}
+
+int ibc_boot_parse_waitstate(const uint8_t *in, size_t len, struct ibc_boot_waitstate *ws)
+{
+	if (len != IBC_BOOT_WAITSTATE_BYTES)
+		return -1;
+	ws->state = get32(in);
+	ws->peer = (int32_t)get32(in + 4);
+	ws->seq = get32(in + 8);
+	ws->idle_ms = get32(in + 12);
+	if (ws->state >= IBC_BOOT_WAIT_STATE_COUNT || ws->peer < -1 ||
+	    (ws->state == IBC_BOOT_WAIT_PEER) != (ws->peer >= 0))
+		return -1;
 	return 0;
 }
 

@@ -23,7 +23,8 @@
  * { status i32, text } when the job cannot start (a rank did not arrive,
  * or one joined and died); hub connections carry PING and NOTICE
  * { kind u32, rank i32, status i32, text }; MSG connections carry
- * MSG { tag u32, payload }.
+ * MSG { tag u32, payload }. A WAITQ connection (a wait-for query) gets one
+ * WAITSTATE { state u32, peer i32, seq u32, idle_ms u32 } and is closed.
  */
 #ifndef IBC_BOOT_WIRE_H
 #define IBC_BOOT_WIRE_H
@@ -56,6 +57,7 @@ enum ibc_boot_type {
 	IBC_BOOT_MSG = 7,
 	IBC_BOOT_PING = 8,
 	IBC_BOOT_NOTICE = 9,
+	IBC_BOOT_WAITSTATE = 10,
 	IBC_BOOT_TYPE_COUNT
 };
 
@@ -65,7 +67,10 @@ enum ibc_boot_kind {
 	IBC_BOOT_KIND_MSG = 2,          /* tagged messages rank -> rank */
 	IBC_BOOT_KIND_STREAM = 3,       /* a raw stream handed to a transport */
 	IBC_BOOT_KIND_HUB = 4,          /* liveness: rank r > 0 -> rank 0 */
+	IBC_BOOT_KIND_WAITQ = 5,        /* wait-for query: answered with WAITSTATE, closed */
 };
+
+#define IBC_BOOT_WAITSTATE_BYTES 16
 
 /*
  * HELLO tag of a JOIN from a rank that cannot join (a local failure before it
@@ -143,6 +148,14 @@ int ibc_boot_parse_table(const uint8_t *in, size_t len, int want_nranks, uint8_t
  */
 size_t ibc_boot_pack_notice(const struct ibc_boot_notice_msg *n, uint8_t *out, size_t out_len);
 int ibc_boot_parse_notice(const uint8_t *in, size_t len, struct ibc_boot_notice_msg *n);
+
+/*
+ * WAITSTATE payload (struct ibc_boot_waitstate, bootstrap.h). Parse returns
+ * -1 when the length is wrong, the state unknown, or the peer below -1.
+ */
+void ibc_boot_pack_waitstate(const struct ibc_boot_waitstate *ws,
+			     uint8_t out[IBC_BOOT_WAITSTATE_BYTES]);
+int ibc_boot_parse_waitstate(const uint8_t *in, size_t len, struct ibc_boot_waitstate *ws);
 
 /* copy a text payload (REJECT) into a NUL-terminated printable string */
 void ibc_boot_parse_text(const uint8_t *in, size_t len, char *out, size_t out_len);

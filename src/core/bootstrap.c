@@ -163,6 +163,7 @@ struct ibc_bootstrap {
 	uint64_t start_ms;                      /* service thread start */
 	ibc_bootstrap_error_fn on_error;
 	void *on_error_arg;
+	ibc_bootstrap_wait_fn wait_fn;          /* atomic: answers wait-for queries */
 	int failed;                             /* atomic: an error was reported */
 	struct boot_ratelog rl;                 /* strangers at our listener (svc thread) */
 	int stop_io;                            /* atomic: failed or cancelled: blocking calls give up */
@@ -1296,6 +1297,18 @@ static int svc_on_hello(struct ibc_bootstrap *bs, int i)
 		return -1;
 	c->peer = h.src;
 	c->last_rx_ms = ibc_time_ms();
+	if (h.kind == IBC_BOOT_KIND_WAITQ) {
+		/* a wait-for query: answer what this rank is doing, then close */
+		struct ibc_boot_waitstate ws = { IBC_BOOT_WAIT_IDLE, -1, 0, 0 };
+		ibc_bootstrap_wait_fn fn = __atomic_load_n(&bs->wait_fn, __ATOMIC_ACQUIRE);
+		uint8_t out[IBC_BOOT_WAITSTATE_BYTES];
+
+		if (fn)
+			fn(bs->on_error_arg, &ws);
+		ibc_boot_pack_waitstate(&ws, out);
+		frame_write(c->fd, IBC_BOOT_WAITSTATE, out, sizeof(out), ibc_time_ms() + 200);
+		return -1;
+	}
 	if (h.kind == IBC_BOOT_KIND_MSG) {
 		c->state = CS_MSG;
 		return 1;
@@ -2036,6 +2049,55 @@ static ibc_status_t boot_open(struct ibc_bootstrap *bs, int peer, int kind, uint
 	snprintf(what, sizeof(what), "rank %d (host %s)", peer, bs->peers[peer].host);
 	return boot_connect_log(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms, what,
 				0, &bs->stop_io, fd_p);
+}
+
+void ibc_bootstrap_set_wait_fn(struct ibc_bootstrap *bs, ibc_bootstrap_wait_fn fn)
+{
+	__atomic_store_n(&bs->wait_fn, fn, __ATOMIC_RELEASE);
+}
+
+ibc_status_t ibc_bootstrap_query_wait(struct ibc_bootstrap *bs, int peer, int64_t max_ms,
+				      struct ibc_boot_waitstate *ws)
+{
+	struct ibc_boot_hello h;
+	union ibc_sockaddr a;
+	uint8_t buf[IBC_BOOT_WAITSTATE_BYTES];
+	uint64_t deadline = ibc_time_ms() + (uint64_t)IBC_MAX(max_ms, 1);
+	char why[IBC_BOOT_TEXT_MAX + 256];
+	char what[128];
+	size_t len;
+	int final;
+	int type;
+	int fd = -1;
+	ibc_status_t st;
+
+	if (peer < 0 || peer >= bs->nranks || peer == bs->rank)
+		return IBC_ERR_INVALID_ARG;
+	memset(&h, 0, sizeof(h));
+	h.kind = IBC_BOOT_KIND_WAITQ;
+	h.src = bs->rank;
+	h.dst = peer;
+	h.nranks = bs->nranks;
+	memcpy(h.comm_id, bs->comm_id, sizeof(h.comm_id));
+	info_to_sockaddr(&bs->peers[peer], &a);
+	snprintf(what, sizeof(what), "rank %d (host %s)", peer, bs->peers[peer].host);
+	st = boot_connect_auth(bs->secret, &a, &h, deadline, what, 0, NULL, &fd, why, sizeof(why),
+			       &final);
+	if (st != IBC_OK) {
+		IBC_LOG_DEBUG(BOOT, "wait-for query: %s", why);
+		return st == IBC_ERR_TIMEOUT ? IBC_ERR_TIMEOUT : IBC_ERR_REMOTE;
+	}
+	st = frame_read_blocking(fd, bs->nranks, deadline, NULL, &type, buf, sizeof(buf), &len);
+	close(fd);
+	if (st == IBC_ERR_TIMEOUT)
+		return st;
+	if (st != IBC_OK || type != IBC_BOOT_WAITSTATE || ibc_boot_parse_waitstate(buf, len, ws) != 0 ||
+	    ws->peer >= bs->nranks) {
+		IBC_LOG_DEBUG(BOOT, "wait-for query: %s sent no valid answer (%s)", what,
+			      ibc_status_str(st));
+		return IBC_ERR_REMOTE;
+	}
+	return IBC_OK;
 }
 
 ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag,

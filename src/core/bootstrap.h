@@ -42,6 +42,32 @@ struct ibc_peer_info {
 
 struct ibc_bootstrap;
 
+/*
+ * struct ibc_boot_waitstate - what a rank is doing, as its service thread
+ * answers a wait-for query (ibc_bootstrap_query_wait()).
+ * @state:   enum ibc_boot_wait.
+ * @peer:    IBC_BOOT_WAIT_PEER: the rank it waits on; otherwise -1.
+ * @seq:     the sequence number of the collective it is in (0: none or p2p).
+ * @idle_ms: IBC_BOOT_WAIT_PEER: ms since its last progress.
+ */
+struct ibc_boot_waitstate {
+	uint32_t state;
+	int32_t peer;
+	uint32_t seq;
+	uint32_t idle_ms;
+};
+
+enum ibc_boot_wait {
+	IBC_BOOT_WAIT_IDLE = 0,         /* no operation in flight on the communicator */
+	IBC_BOOT_WAIT_BUSY = 1,         /* in an operation, not waiting on a peer now */
+	IBC_BOOT_WAIT_PEER = 2,         /* in an operation, waiting on @peer */
+	IBC_BOOT_WAIT_FAILED = 3,       /* the communicator has failed (its report is sent) */
+	IBC_BOOT_WAIT_STATE_COUNT
+};
+
+/* wait-state callback: the service thread asks it when a peer queries this rank */
+typedef void (*ibc_bootstrap_wait_fn)(void *arg, struct ibc_boot_waitstate *ws);
+
 /* error callback: called by the service thread when a peer dies, aborts or stops answering */
 typedef void (*ibc_bootstrap_error_fn)(void *arg, ibc_status_t st, int peer, const char *why);
 
@@ -124,6 +150,35 @@ void ibc_bootstrap_announce_leave(struct ibc_bootstrap *bs, int abort, const cha
  * sends it).
  */
 void ibc_bootstrap_notify_error(struct ibc_bootstrap *bs, ibc_status_t st, const char *text);
+
+/*
+ * ibc_bootstrap_set_wait_fn() - have the service thread answer wait-for
+ * queries with @fn(arg given to ibc_bootstrap_create(), ...). Until it is
+ * set, queries are answered IBC_BOOT_WAIT_IDLE. @fn runs in the service
+ * thread: it must not block.
+ */
+void ibc_bootstrap_set_wait_fn(struct ibc_bootstrap *bs, ibc_bootstrap_wait_fn fn);
+
+/**
+ * ibc_bootstrap_query_wait() - Ask rank @peer's service thread what @peer is
+ *                              doing (a wait-for query).
+ * @bs:     [in]  bootstrap.
+ * @peer:   [in]  rank to ask, not this one.
+ * @max_ms: [in]  how long to wait for the answer, ms (connection and
+ *                handshake included).
+ * @ws:     [out] its answer.
+ *
+ * The service thread answers even while the rank's own threads are blocked
+ * in a wait, so a rank that does not answer is stopped (SIGSTOP, a debugger),
+ * starved of CPU for @max_ms, or gone. Used to find the rank a timed-out
+ * wait ultimately waits on (ibc_comm_chase()). Blocking, bounded by @max_ms;
+ * safe from any thread. Logs nothing.
+ * Return: IBC_OK; IBC_ERR_TIMEOUT (no answer within @max_ms);
+ *         IBC_ERR_REMOTE (the connection was refused or closed: its process
+ *         is gone, or the answer was malformed); IBC_ERR_INVALID_ARG (bad @peer).
+ */
+ibc_status_t ibc_bootstrap_query_wait(struct ibc_bootstrap *bs, int peer, int64_t max_ms,
+				      struct ibc_boot_waitstate *ws);
 
 /*
  * ibc_bootstrap_cancel() - make every blocking call on @bs (connect, send,

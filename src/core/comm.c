@@ -151,12 +151,15 @@ const char *ibc_comm_strip_rank(const char *text)
 }
 
 /*
- * The body of ibc_comm_fail(). @local: the error was detected by this rank
- * (then it is broadcast to the peers, and a lost connection first waits for
- * the liveness verdict); 0: it came from the bootstrap (a peer's failure
+ * The body of ibc_comm_fail(). FAIL_LOCAL in @flags: the error was detected
+ * by this rank (then it is broadcast to the peers, and a lost connection or
+ * a timeout first waits for the liveness verdict, unless FAIL_NO_GRACE: the
+ * culprit is known); without: it came from the bootstrap (a peer's failure
  * reported by the hub), which every rank already hears.
  */
-static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer, int local,
+enum { FAIL_LOCAL = 1, FAIL_NO_GRACE = 2 };
+
+static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer, int flags,
 				const char *fmt, va_list ap)
 {
 	char cause[768];
@@ -164,9 +167,10 @@ static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer
 	char body[1000];
 	char msg[1024];
 	const struct ibc_request *cur;
+	int local = flags & FAIL_LOCAL;
 
 	vsnprintf(cause, sizeof(cause), fmt, ap);
-	if (local && ((st == IBC_ERR_REMOTE && peer >= 0) || st == IBC_ERR_TIMEOUT) && comm->bs &&
+	if (local && !(flags & FAIL_NO_GRACE) && ((st == IBC_ERR_REMOTE && peer >= 0) || st == IBC_ERR_TIMEOUT) && comm->bs &&
 	    !__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE)) {
 		/*
 		 * A connection to @peer broke, or a wait timed out. If another rank
@@ -233,7 +237,18 @@ ibc_status_t ibc_comm_fail(struct ibc_comm *comm, ibc_status_t st, int peer, con
 	va_list ap;
 
 	va_start(ap, fmt);
-	st = comm_fail_v(comm, st, peer, 1, fmt, ap);
+	st = comm_fail_v(comm, st, peer, FAIL_LOCAL, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+ibc_status_t ibc_comm_fail_found(struct ibc_comm *comm, ibc_status_t st, int peer,
+				 const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	st = comm_fail_v(comm, st, peer, FAIL_LOCAL | FAIL_NO_GRACE, fmt, ap);
 	va_end(ap);
 	return st;
 }
@@ -262,6 +277,101 @@ static void comm_on_boot_error(void *arg, ibc_status_t st, int peer, const char 
 }
 
 /* ------------------------------------------------------------------------ */
+/* wait-for chains                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* bootstrap service thread: a peer asks what this rank is doing (never blocks) */
+static void comm_wait_state(void *arg, struct ibc_boot_waitstate *ws)
+{
+	struct ibc_comm *comm = arg;
+	int peer = __atomic_load_n(&comm->wait_peer, __ATOMIC_ACQUIRE);
+	uint64_t since = __atomic_load_n(&comm->wait_since_ms, __ATOMIC_RELAXED);
+	uint64_t now = ibc_time_ms();
+
+	ws->peer = -1;
+	ws->idle_ms = 0;
+	ws->seq = __atomic_load_n(&comm->op_seq, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE)) {
+		ws->state = IBC_BOOT_WAIT_FAILED;
+	} else if (peer >= 0 && peer < comm->nranks) {
+		ws->state = IBC_BOOT_WAIT_PEER;
+		ws->peer = peer;
+		ws->idle_ms = now > since ? (uint32_t)IBC_MIN(now - since, UINT32_MAX) : 0;
+	} else if (__atomic_load_n(&comm->in_op, __ATOMIC_ACQUIRE)) {
+		ws->state = IBC_BOOT_WAIT_BUSY;
+	} else {
+		ws->state = IBC_BOOT_WAIT_IDLE;
+		ws->seq = 0;
+	}
+}
+
+int ibc_comm_chase(struct ibc_comm *comm, int peer, char *why, size_t len)
+{
+	int64_t max_ms = IBC_MIN(IBC_MAX(comm->timeout_ms / 4, 500), 2000);
+	size_t off = 0;
+	uint8_t *seen;
+	int culprit = -1;
+	int hops;
+	int cur = peer;
+
+#define CHASE_SAY(...)                                                                         \
+	do {                                                                                   \
+		if (off < len)                                                                 \
+			off += (size_t)snprintf(why + off, len - off, __VA_ARGS__);            \
+	} while (0)
+
+	if (len)
+		why[0] = '\0';
+	if (!comm->bs || peer < 0 || peer >= comm->nranks || peer == comm->rank)
+		return -1;
+	seen = ibc_calloc((size_t)comm->nranks, 1, "wait-for chain");
+	if (!seen)
+		return -1;
+	seen[comm->rank] = 1;
+	for (hops = 0; hops < comm->nranks; hops++) {
+		struct ibc_boot_waitstate ws;
+		ibc_status_t st;
+
+		seen[cur] = 1;
+		st = ibc_bootstrap_query_wait(comm->bs, cur, max_ms, &ws);
+		if (st != IBC_OK) {
+			CHASE_SAY("%srank %d %s", off ? "; " : "", cur,
+				  st == IBC_ERR_TIMEOUT ? "does not answer: stopped, hung or starved of CPU"
+							: "cannot be reached: its process is gone");
+			culprit = cur;
+			break;
+		}
+		if (ws.state == IBC_BOOT_WAIT_FAILED) {
+			CHASE_SAY("%srank %d has failed already (its report names the cause)",
+				  off ? "; " : "", cur);
+			break;
+		}
+		if (ws.state == IBC_BOOT_WAIT_IDLE) {
+			CHASE_SAY("%srank %d is in no ibcoll operation (it has not made the matching call)",
+				  off ? "; " : "", cur);
+			culprit = cur;
+			break;
+		}
+		if (ws.state == IBC_BOOT_WAIT_BUSY) {
+			CHASE_SAY("%srank %d is busy in collective #%u, waiting on nobody (slow)",
+				  off ? "; " : "", cur, ws.seq);
+			culprit = cur;
+			break;
+		}
+		CHASE_SAY("%srank %d waits on rank %d (no progress for %u ms)", off ? "; " : "", cur,
+			  ws.peer, ws.idle_ms);
+		if (seen[ws.peer]) {
+			CHASE_SAY(": a cycle of waits");
+			break;
+		}
+		cur = ws.peer;
+	}
+#undef CHASE_SAY
+	ibc_free(seen);
+	return culprit;
+}
+
+/* ------------------------------------------------------------------------ */
 /* creation                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -277,6 +387,7 @@ static ibc_status_t comm_alloc(struct ibc_comm **comm_p)
 	comm->timeout_ms = ibc_param_timeout_ms();
 	comm->use_thread = (int)ibc_param_progress_thread();
 	comm->gpu = -1;
+	comm->wait_peer = -1;
 	snprintf(comm->transport_name, sizeof(comm->transport_name), "bootstrap");
 	*comm_p = comm;
 	return IBC_OK;
@@ -569,6 +680,7 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 
 	comm->rank = ibc_bootstrap_rank(comm->bs);
 	comm->nranks = ibc_bootstrap_nranks(comm->bs);
+	ibc_bootstrap_set_wait_fn(comm->bs, comm_wait_state);
 	ibc_log_set_rank(comm->rank);
 	comm->peers = ibc_calloc((size_t)comm->nranks, sizeof(*comm->peers), "peer table");
 	if (!comm->peers)
@@ -1227,6 +1339,8 @@ static void comm_execute(struct ibc_comm *comm, struct ibc_request *req)
 		comm->cur = req;
 		comm->cur_bytes_done = 0;
 		comm->cur_bytes_total = 0;
+		__atomic_store_n(&comm->op_seq, req->seq, __ATOMIC_RELAXED);
+		__atomic_store_n(&comm->in_op, 1, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&comm->lock);
 		ibc_log_set_last_error("");
 		if (req_is_host_p2p(req)) {
@@ -1239,6 +1353,8 @@ static void comm_execute(struct ibc_comm *comm, struct ibc_request *req)
 		}
 		pthread_mutex_lock(&comm->lock);
 		comm->cur = NULL;
+		ibc_comm_wait_clear(comm);
+		__atomic_store_n(&comm->in_op, 0, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&comm->lock);
 	}
 	pthread_mutex_lock(&comm->lock);

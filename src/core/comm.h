@@ -92,6 +92,16 @@ struct ibc_comm {
 	uint64_t cur_bytes_total;             /* bytes this rank sends+receives in cur */
 	uint64_t cur_bytes_done;
 
+	/*
+	 * Wait-for state, read by the bootstrap service thread to answer
+	 * peers' wait-for queries (ibc_comm_chase()): written by the thread
+	 * executing operations, all atomic.
+	 */
+	int in_op;                            /* an operation is executing */
+	uint32_t op_seq;                      /* its collective sequence number */
+	int wait_peer;                        /* the rank it waits on now, -1: none */
+	uint64_t wait_since_ms;               /* that wait's last progress (ibc_time_ms) */
+
 	/* errors: the first fatal one poisons the communicator */
 	int poisoned;                         /* atomic */
 	ibc_status_t poison_st;
@@ -144,6 +154,56 @@ static inline ibc_status_t ibc_comm_poison_status(const struct ibc_comm *comm)
 }
 
 const char *ibc_comm_peer_host(const struct ibc_comm *comm, int peer);
+
+/*
+ * ibc_comm_wait_publish() - this rank's executing operation now waits on
+ * @peer, whose last progress was at @since_ms (ibc_time_ms()); peers'
+ * wait-for queries see it. ibc_comm_wait_clear(): it waits on nobody.
+ * Called by the waits of the executing thread (net.c, shm all-reduce).
+ */
+static inline void ibc_comm_wait_publish(struct ibc_comm *comm, int peer, uint64_t since_ms)
+{
+	__atomic_store_n(&comm->wait_since_ms, since_ms, __ATOMIC_RELAXED);
+	__atomic_store_n(&comm->wait_peer, peer, __ATOMIC_RELEASE);
+}
+
+static inline void ibc_comm_wait_clear(struct ibc_comm *comm)
+{
+	__atomic_store_n(&comm->wait_peer, -1, __ATOMIC_RELEASE);
+}
+
+/**
+ * ibc_comm_chase() - Find the rank a timed-out wait ultimately waits on, by
+ *                    following the wait-for chain through the peers'
+ *                    bootstrap service threads.
+ * @comm: [in]  communicator whose wait on @peer made no progress.
+ * @peer: [in]  the rank this one waits on.
+ * @why:  [out] the chain in words ("rank 0 waits on rank 1 (for 2950 ms);
+ *              rank 1 (host h) does not answer ..."), NUL-terminated.
+ * @len:  [in]  size of @why, bytes.
+ *
+ * Asks @peer what it is doing (ibc_bootstrap_query_wait()); while the answer
+ * is "waiting on q" with q not yet seen, asks q, and so on. The chain ends at
+ * the culprit: a rank that does not answer within min(max(IBC_TIMEOUT_MS/4,
+ * 500), 2000) ms (stopped, hung, or gone), or one that is not waiting (no
+ * operation in flight, or busy in another collective). A rank that already
+ * failed, or a cycle of waits, gives no culprit. Without it, a rank that
+ * times out can only name its direct peer, which, when one rank of a ring
+ * or of a recursive-halving exchange stops, is often a survivor that waits
+ * on the stopped rank (the idea of wait-for graphs in distributed deadlock
+ * detection; Chandy, Misra, Haas, ACM TOCS 1983).
+ * Blocking: one query per hop, the last one bounded as above. Any thread.
+ * Return: the culprit's rank, or -1 (none found; @why says what was seen).
+ */
+int ibc_comm_chase(struct ibc_comm *comm, int peer, char *why, size_t len);
+
+/*
+ * ibc_comm_fail_found() - ibc_comm_fail() for a timeout whose culprit @peer
+ * is known (ibc_comm_chase()): reported at once, without the grace wait
+ * for a peer's own report that ibc_comm_fail() gives timeouts.
+ */
+ibc_status_t ibc_comm_fail_found(struct ibc_comm *comm, ibc_status_t st, int peer,
+				 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* @text without the "rank R: " that ibc_last_error() puts in front of it */
 const char *ibc_comm_strip_rank(const char *text);

@@ -222,30 +222,58 @@ static void net_idle(struct ibc_comm *comm, int timeout_us)
 	}
 }
 
+/* the peer a wait on @reqs waits on: the first pending receive, else the first pending send */
+static int net_waited_peer(struct ibc_treq *const *reqs, int n)
+{
+	int send_peer = -1;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!reqs[i] || ibc_treq_is_done(reqs[i]))
+			continue;
+		if (!reqs[i]->is_send)
+			return reqs[i]->peer;
+		if (send_peer < 0)
+			send_peer = reqs[i]->peer;
+	}
+	return send_peer;
+}
+
+/*
+ * No progress for IBC_TIMEOUT_MS: follow the wait-for chain from the peer
+ * this rank waits on (ibc_comm_chase()) and blame the rank where it ends,
+ * at once; without a culprit, report the direct peers after the grace wait
+ * for a peer's own report (ibc_comm_fail()).
+ */
 static ibc_status_t net_timeout(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
 {
 	char who[256];
+	char chain[512];
 	size_t len = 0;
+	int culprit;
 	int i;
-	int first = -1;
 
 	who[0] = '\0';
 	for (i = 0; i < n && len < sizeof(who) - 48; i++) {
 		if (!reqs[i] || ibc_treq_is_done(reqs[i]))
 			continue;
-		if (first < 0)
-			first = reqs[i]->peer;
 		len += (size_t)snprintf(who + len, sizeof(who) - len, "%s%s rank %d (host %s)",
 					len ? "," : "", reqs[i]->is_send ? " sending to" : " receiving from",
 					reqs[i]->peer, ibc_comm_peer_host(comm, reqs[i]->peer));
 	}
+	culprit = ibc_comm_chase(comm, net_waited_peer(reqs, n), chain, sizeof(chain));
+	if (culprit >= 0)
+		return ibc_comm_fail_found(comm, IBC_ERR_TIMEOUT, culprit,
+					   "no progress for %lld ms (IBC_TIMEOUT_MS) while%s; wait-for chain: %s",
+					   (long long)comm->timeout_ms, who, chain);
 	return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, -1,
-			     "no progress for %lld ms (IBC_TIMEOUT_MS) while%s",
-			     (long long)comm->timeout_ms, who);
+			     "no progress for %lld ms (IBC_TIMEOUT_MS) while%s%s%s",
+			     (long long)comm->timeout_ms, who, chain[0] ? "; wait-for chain: " : "", chain);
 }
 
 /* @any: 0 all, 1 any, 2 any or a p2p operation at the queue head (IBC_INPROGRESS) */
-static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n, int any)
+static ibc_status_t net_wait_body(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n,
+				  int any)
 {
 	uint64_t spin_ns = comm->spin_ns;
 	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
@@ -275,6 +303,7 @@ static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs
 			last_ns = now;
 			idle_us = 20;
 			ndone_prev = ndone;
+			ibc_comm_wait_publish(comm, net_waited_peer(reqs, n), now / 1000000);
 		}
 		if (any && ndone > 0)
 			return IBC_OK;
@@ -303,6 +332,15 @@ static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs
 		net_idle(comm, idle_us);
 		idle_us = IBC_MIN(idle_us * 2, 2000);
 	}
+}
+
+/* net_wait_body() with this rank's wait published for peers' wait-for queries */
+static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n, int any)
+{
+	ibc_status_t st = net_wait_body(comm, reqs, n, any);
+
+	ibc_comm_wait_clear(comm);
+	return st;
 }
 
 ibc_status_t ibc_net_waitall(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)

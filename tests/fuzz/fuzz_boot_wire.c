@@ -117,6 +117,21 @@ static void fuzz_fail(const uint8_t *p, size_t len)
 	CHECK(st2 == st && !strcmp(text, text2));
 }
 
+static void fuzz_waitstate(const uint8_t *p, size_t len)
+{
+	struct ibc_boot_waitstate ws;
+	struct ibc_boot_waitstate ws2;
+	uint8_t out[IBC_BOOT_WAITSTATE_BYTES];
+
+	if (ibc_boot_parse_waitstate(p, len, &ws) != 0)
+		return;
+	CHECK(ws.state < IBC_BOOT_WAIT_STATE_COUNT && ws.peer >= -1);
+	CHECK((ws.state == IBC_BOOT_WAIT_PEER) == (ws.peer >= 0));
+	ibc_boot_pack_waitstate(&ws, out);
+	CHECK(ibc_boot_parse_waitstate(out, sizeof(out), &ws2) == 0);
+	CHECK(!memcmp(&ws, &ws2, sizeof(ws)));
+}
+
 static void fuzz_uid(const uint8_t *p)
 {
 	struct ibc_boot_uid u;
@@ -173,6 +188,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case IBC_BOOT_FAIL:
 			fuzz_fail(p, len);
+			break;
+		case IBC_BOOT_WAITSTATE:
+			fuzz_waitstate(p, len);
 			break;
 		case IBC_BOOT_REJECT:
 			ibc_boot_parse_text(p, len, text, sizeof(text));

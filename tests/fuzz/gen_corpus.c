@@ -141,6 +141,20 @@ int main(int argc, char **argv)
 	frame(IBC_BOOT_REJECT, "authentication failed: wrong secret", 35);
 	save(dir, "fail_reject");
 
+	/* a wait-for query and its answer */
+	start(3);
+	h.kind = IBC_BOOT_KIND_WAITQ;
+	h.dst = 1;
+	len = ibc_boot_pack_hello(&h, p, sizeof(p));
+	frame(IBC_BOOT_HELLO, p, len);
+	{
+		struct ibc_boot_waitstate ws = { IBC_BOOT_WAIT_PEER, 2, 7, 2950 };
+
+		ibc_boot_pack_waitstate(&ws, p);
+		frame(IBC_BOOT_WAITSTATE, p, IBC_BOOT_WAITSTATE_BYTES);
+	}
+	save(dir, "waitq");
+
 	/* tagged message */
 	start(1);
 	memset(p, 0, 64);

@@ -16,6 +16,9 @@
  *          this long; --again: after an error, call once more (poisoned comm)
  *        rel_worker abort   --mode blocking|wait|split|queued [--delay-ms D]
  *        rel_worker idle    [--max-ms M]      (poll ibc_comm_get_async_error)
+ *        rel_worker chain   [--hold-ms H]     a wait-for chain: after a ring shift
+ *          (which connects r -> r+1), rank r < n-1 receives from r+1, which never
+ *          sends; the last rank sleeps H ms outside the library, then destroys
  *        rel_worker hygiene --cycles C --warmup W
  * Result checks: allreduce/reduce inputs are small integers, so every sum is
  * exact; a wrong element is reported as status REL_DATA_WRONG.
@@ -601,6 +604,48 @@ static int scenario_idle(const struct opts *o)
 	return 0;
 }
 
+static int scenario_chain(const struct opts *o)
+{
+	ibc_request_h reqs[2] = { NULL, NULL };
+	ibc_comm_h comm = NULL;
+	ibc_status_t st;
+	float out = (float)g_rank;
+	float in = -1.0f;
+	int64_t t0 = now_ms();
+	int n = g_nranks;
+	int nreq = 0;
+
+	st = do_init(o, &comm);
+	res("init", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
+	if (st != IBC_OK)
+		return 0;
+	/* the ring shift: rank r sends to r+1 and receives from r-1 (connects r -> r+1) */
+	t0 = now_ms();
+	if (g_rank + 1 < n)
+		st = ibc_isend(&out, 1, IBC_FLOAT32, g_rank + 1, comm, &reqs[nreq++]);
+	if (st == IBC_OK && g_rank > 0)
+		st = ibc_irecv(&in, 1, IBC_FLOAT32, g_rank - 1, comm, &reqs[nreq++]);
+	if (st == IBC_OK)
+		st = ibc_waitall(nreq, reqs);
+	if (st == IBC_OK && g_rank > 0 && in != (float)(g_rank - 1))
+		st = REL_DATA_WRONG;
+	res("warm", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
+	ev("ready", 0);
+	t0 = now_ms();
+	if (st == IBC_OK && g_rank + 1 < n) {
+		st = ibc_recv(&in, 1, IBC_FLOAT32, g_rank + 1, comm);
+		res("chain", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
+	} else if (st == IBC_OK) {
+		sleep_ms(o->hold_ms);
+		res("chain", 0, IBC_OK, t0, "");
+	}
+	t0 = now_ms();
+	st = ibc_comm_destroy(comm);
+	res("destroy", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
+	ev("exit", 0);
+	return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* resource hygiene                                                       */
 /* ---------------------------------------------------------------------- */
@@ -781,7 +826,7 @@ int main(int argc, char **argv)
 	int i;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: rel_worker coll|abort|idle|hygiene [options]\n");
+		fprintf(stderr, "usage: rel_worker coll|abort|idle|hygiene|chain [options]\n");
 		return 2;
 	}
 	o.scenario = argv[1];
@@ -856,6 +901,8 @@ int main(int argc, char **argv)
 		return scenario_idle(&o);
 	if (!strcmp(o.scenario, "hygiene"))
 		return scenario_hygiene(&o);
+	if (!strcmp(o.scenario, "chain"))
+		return scenario_chain(&o);
 	fprintf(stderr, "rel_worker: unknown scenario %s\n", o.scenario);
 	return 2;
 }

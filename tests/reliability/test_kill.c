@@ -15,6 +15,14 @@
  *                                   heartbeat (defaults: 5 x 1000 ms), and
  *                                   (2) from IBC_TIMEOUT_MS=3000 with the
  *                                   heartbeat slowed to 60 s.
+ *        test_kill chain shm|tcp    a wait-for chain of 4 ranks: rank r < 3
+ *                                   receives from r+1; rank 3 is outside the
+ *                                   library (sleeping), or stopped. Only rank
+ *                                   0 times out (IBC_TIMEOUT_MS=2000, the
+ *                                   others 30 s); it must follow the chain
+ *                                   0 -> 1 -> 2 -> 3 through the peers'
+ *                                   service threads and name rank 3, not its
+ *                                   direct peer 1; so must ranks 1 and 2.
  * The victim differs between cases so that rank 0 (the liveness hub) and
  * other ranks are both killed. IBC_TIMEOUT_MS is set to 30 s for the kill
  * cases, so a detection within 10 s proves that liveness, not the
@@ -371,18 +379,93 @@ static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int
 		g_worst_ms = worst;
 }
 
+/*
+ * The wait-for chain (ibc_comm_chase()): 4 ranks, rank r < 3 receives from
+ * r+1; rank 3 sleeps outside the library (@stop 0: it answers "in no
+ * operation") or is stopped (@stop 1: it does not answer). Liveness is slowed
+ * to 60 s so that only the chain can name rank 3.
+ */
+static void case_chain(int stop)
+{
+	enum { N = 4, LAST = N - 1 };
+	struct rel_proc ps[REL_MAX_RANKS];
+	char uid[2 * IBC_UNIQUE_ID_BYTES + 1];
+	char what[96];
+	char *argv[] = { "chain", "--hold-ms", "7000", NULL };
+	char *env0[] = { "IBC_TIMEOUT_MS=2000", NULL };
+	const char *verdict = stop ? "rank 3 does not answer" : "rank 3 is in no ibcoll operation";
+	int64_t t_ready;
+	int i;
+
+	snprintf(what, sizeof(what), "chain %s n=%d, rank %d %s", g_transport, N, LAST,
+		 stop ? "stopped" : "outside the library");
+	memset(ps, 0, sizeof(ps));
+	if (rel_new_uid_hex(uid) != IBC_OK)
+		tap_bail_out("cannot create a unique id");
+	for (i = 0; i < N; i++)
+		if (rel_spawn(&ps[i], i, N, uid, argv, i == 0 ? env0 : NULL) != 0)
+			tap_bail_out("spawn failed");
+	for (i = 0; i < N; i++) {
+		char line[256];
+		struct rel_res r;
+
+		if (rel_expect_res(&ps[i], "warm", rel_now_ms() + 60000, &r) != 1 ||
+		    r.status != IBC_OK ||
+		    rel_expect(&ps[i], "EV ready", rel_now_ms() + 5000, line, sizeof(line)) != 1) {
+			tap_ok(0, "%s: rank %d did not finish the ring shift", what, i);
+			rel_kill_all(ps, N);
+			return;
+		}
+	}
+	t_ready = rel_now_ms();
+	if (stop)
+		rel_signal(&ps[LAST], SIGSTOP);
+	for (i = 0; i < LAST; i++) {
+		struct rel_res r;
+		int found = rel_expect_res(&ps[i], "chain", t_ready + 10000, &r) == 1;
+
+		if (found && r.status != IBC_OK)
+			tap_diag("rank %d said: %s", i, r.text);
+		tap_ok(found && r.status == IBC_ERR_TIMEOUT, "%s: rank %d returns IBC_ERR_TIMEOUT (got %s)",
+		       what, i, found ? ibc_status_str(r.status) : "nothing within 10 s");
+		/* the culprit comes first: "... on tcp: peer rank 3 (host h): no progress ..." */
+		tap_ok(found && strstr(r.text, "peer rank 3 (host ") && !strstr(r.text, "peer rank 1 (host "),
+		       "%s: rank %d's error blames rank %d, not rank 0's direct peer 1", what, i, LAST);
+		tap_ok(found && strstr(r.text, "rank 1 waits on rank 2") &&
+			       strstr(r.text, "rank 2 waits on rank 3") && strstr(r.text, verdict),
+		       "%s: rank %d's error shows the chain (rank 1 waits on rank 2, rank 2 waits on rank 3, %s)",
+		       what, i, verdict);
+		tap_ok(found && r.t_ms - t_ready < 2000 + 3000,
+		       "%s: rank %d fails within IBC_TIMEOUT_MS + 3 s (%lld ms)", what, i,
+		       found ? (long long)(r.t_ms - t_ready) : -1LL);
+	}
+	if (stop) {
+		rel_signal(&ps[LAST], SIGKILL);
+		rel_reap(&ps[LAST], rel_now_ms() + 5000);
+		ps[LAST].pid = 0;
+	}
+	finish(what, ps, N, stop ? LAST : -1);
+}
+
 int main(int argc, char **argv)
 {
 	int quick = getenv("IBC_TEST_QUICK") != NULL;
 	int n;
 
-	if (argc != 3 || (strcmp(argv[1], "kill") && strcmp(argv[1], "stop")) ||
+	if (argc != 3 || (strcmp(argv[1], "kill") && strcmp(argv[1], "stop") && strcmp(argv[1], "chain")) ||
 	    (strcmp(argv[2], "shm") && strcmp(argv[2], "tcp"))) {
-		fprintf(stderr, "usage: test_kill kill|stop shm|tcp\n");
+		fprintf(stderr, "usage: test_kill kill|stop|chain shm|tcp\n");
 		return 2;
 	}
 	g_transport = argv[2];
 	set_common_env(g_transport);
+	if (!strcmp(argv[1], "chain")) {
+		setenv("IBC_TIMEOUT_MS", "30000", 1);
+		setenv("IBC_HEARTBEAT_MS", "60000", 1);
+		case_chain(0);
+		case_chain(1);
+		return tap_done();
+	}
 	if (!strcmp(argv[1], "kill")) {
 		setenv("IBC_TIMEOUT_MS", "30000", 1);
 		for (n = quick ? 3 : 2; n <= (quick ? 3 : 4); n++) {
