@@ -332,8 +332,21 @@ int ibc_comm_chase(struct ibc_comm *comm, int peer, char *why, size_t len)
 		struct ibc_boot_waitstate ws;
 		ibc_status_t st;
 
+		int tries;
+
 		seen[cur] = 1;
 		st = ibc_bootstrap_query_wait(comm->bs, cur, max_ms, &ws);
+		/*
+		 * Not waiting: perhaps caught between two waits (reducing a chunk,
+		 * entering the next step). Ask again a few times, 50 ms apart,
+		 * before calling it the culprit.
+		 */
+		for (tries = 0; tries < 3 && st == IBC_OK &&
+				(ws.state == IBC_BOOT_WAIT_BUSY || ws.state == IBC_BOOT_WAIT_IDLE);
+		     tries++) {
+			usleep(50000);
+			st = ibc_bootstrap_query_wait(comm->bs, cur, max_ms, &ws);
+		}
 		if (st != IBC_OK) {
 			CHASE_SAY("%srank %d %s", off ? "; " : "", cur,
 				  st == IBC_ERR_TIMEOUT ? "does not answer: stopped, hung or starved of CPU"

@@ -186,8 +186,8 @@ static inline void ibc_comm_wait_clear(struct ibc_comm *comm)
  * is "waiting on q" with q not yet seen, asks q, and so on. The chain ends at
  * the culprit: a rank that does not answer within min(max(IBC_TIMEOUT_MS/4,
  * 500), 2000) ms (stopped, hung, or gone), or one that is not waiting (no
- * operation in flight, or busy in another collective). A rank that already
- * failed, or a cycle of waits, gives no culprit. Without it, a rank that
+ * operation in flight, or busy in a collective; asked 4 times 50 ms apart).
+ * A rank that already failed, or a cycle of waits, gives no culprit. Without it, a rank that
  * times out can only name its direct peer, which, when one rank of a ring
  * or of a recursive-halving exchange stops, is often a survivor that waits
  * on the stopped rank (the idea of wait-for graphs in distributed deadlock
