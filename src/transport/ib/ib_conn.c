@@ -1479,6 +1479,16 @@ int ibc_ib_conn_kick(struct ibc_ib_conn *conn)
 /* posting                                                                */
 /* ---------------------------------------------------------------------- */
 
+/* append @op to the op queue *@head_p .. *@tail_p (posting order) */
+static void op_append(struct ibc_ib_op **head_p, struct ibc_ib_op **tail_p, struct ibc_ib_op *op)
+{
+	if (*tail_p)
+		(*tail_p)->next = op;
+	else
+		*head_p = op;
+	*tail_p = op;
+}
+
 static void ctx_note_op(struct ibc_ib_ctx *ctx, const struct ibc_msg_desc *desc)
 {
 	if (ctx->have_last && desc->seq == ctx->last_seq && desc->coll == ctx->last_coll)
@@ -1542,34 +1552,18 @@ static ibc_status_t conn_post(struct ibc_ib_conn *conn, void *buf, size_t nbytes
 			if (r <= 0)
 				return IBC_OK; /* on failure the request completed with the error */
 		}
-		if (conn->ll_sq_tail)
-			conn->ll_sq_tail->next = op;
-		else
-			conn->ll_sq_head = op;
-		conn->ll_sq_tail = op;
+		op_append(&conn->ll_sq_head, &conn->ll_sq_tail, op);
 	} else if (op->ll) {
 		op->seq = conn->recv_seq++;
-		if (conn->ll_rq_tail)
-			conn->ll_rq_tail->next = op;
-		else
-			conn->ll_rq_head = op;
-		conn->ll_rq_tail = op;
+		op_append(&conn->ll_rq_head, &conn->ll_rq_tail, op);
 		ll_progress_recvs(conn);
 	} else if (is_send) {
 		op->seq = conn->send_seq++;
-		if (conn->sq_tail)
-			conn->sq_tail->next = op;
-		else
-			conn->sq_head = op;
-		conn->sq_tail = op;
+		op_append(&conn->sq_head, &conn->sq_tail, op);
 		conn_try_start_sends(conn);
 	} else {
 		op->seq = conn->recv_seq++;
-		if (conn->rq_tail)
-			conn->rq_tail->next = op;
-		else
-			conn->rq_head = op;
-		conn->rq_tail = op;
+		op_append(&conn->rq_head, &conn->rq_tail, op);
 		conn_try_issue_cts(conn);
 	}
 	return IBC_OK;
