@@ -334,6 +334,10 @@ int ibc_comm_chase(struct ibc_comm *comm, int peer, char *why, size_t len)
 
 		int tries;
 
+		/* aborted, or another rank's report arrived: that error stands */
+		if (__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE))
+			break;
 		seen[cur] = 1;
 		st = ibc_bootstrap_query_wait(comm->bs, cur, max_ms, &ws);
 		/*
