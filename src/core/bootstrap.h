@@ -47,7 +47,8 @@ struct ibc_bootstrap;
  * answers a wait-for query (ibc_bootstrap_query_wait()).
  * @state:   enum ibc_boot_wait.
  * @peer:    IBC_BOOT_WAIT_PEER: the rank it waits on; otherwise -1.
- * @seq:     the sequence number of the collective it is in (0: none or p2p).
+ * @seq:     the sequence number of the collective it is in (p2p: 0); when
+ *           idle, the number of collectives it has issued.
  * @idle_ms: IBC_BOOT_WAIT_PEER: ms since its last progress.
  */
 struct ibc_boot_waitstate {

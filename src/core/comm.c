@@ -300,8 +300,9 @@ static void comm_wait_state(void *arg, struct ibc_boot_waitstate *ws)
 	} else if (__atomic_load_n(&comm->in_op, __ATOMIC_ACQUIRE)) {
 		ws->state = IBC_BOOT_WAIT_BUSY;
 	} else {
+		/* idle: @seq is the number of collectives issued so far */
 		ws->state = IBC_BOOT_WAIT_IDLE;
-		ws->seq = 0;
+		ws->seq = __atomic_load_n(&comm->coll_seq, __ATOMIC_RELAXED);
 	}
 }
 
@@ -364,8 +365,8 @@ int ibc_comm_chase(struct ibc_comm *comm, int peer, char *why, size_t len)
 			break;
 		}
 		if (ws.state == IBC_BOOT_WAIT_IDLE) {
-			CHASE_SAY("%srank %d is in no ibcoll operation (it has not made the matching call)",
-				  off ? "; " : "", cur);
+			CHASE_SAY("%srank %d is in no ibcoll operation (it has not made the matching call; collectives it issued: %u)",
+				  off ? "; " : "", cur, ws.seq);
 			culprit = cur;
 			break;
 		}

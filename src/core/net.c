@@ -133,34 +133,71 @@ ibc_status_t ibc_net_connect_try(struct ibc_comm *comm, int peer)
 	return npending ? IBC_INPROGRESS : IBC_OK;
 }
 
-ibc_status_t ibc_net_connect(struct ibc_comm *comm, const int *peers, int npeers)
+/* the first of @peers still without a connection, or -1 */
+static int net_unconnected(const struct ibc_comm *comm, const int *peers, int npeers)
 {
-	uint64_t deadline = 0;
-	int npending;
 	int i;
 
+	for (i = 0; i < npeers; i++)
+		if (peers[i] >= 0 && peers[i] != comm->rank && peers[i] < comm->nranks &&
+		    !comm->peers[peers[i]].conn)
+			return peers[i];
+	return -1;
+}
+
+/*
+ * ibc_net_connect() body. A connection set-up waits on its peer: the wait
+ * is published for wait-for queries, and at the deadline the chain from
+ * that peer names the culprit (a peer that never enters the library cannot
+ * complete a handshake).
+ */
+static ibc_status_t net_connect_body(struct ibc_comm *comm, const int *peers, int npeers)
+{
+	uint64_t deadline = 0;
+	int waiting = -1;
+	int npending;
+
 	for (;;) {
+		char chain[512];
 		int progressed;
+		int peer;
+		int culprit;
 
 		IBC_CHECK(net_connect_pass(comm, peers, npeers, &npending, &progressed));
 		if (!npending)
 			return IBC_OK;
 		if (ibc_comm_poison_status(comm) != IBC_OK)
 			return ibc_comm_poison_status(comm);
+		peer = net_unconnected(comm, peers, npeers);
+		if (peer != waiting) {
+			ibc_comm_wait_publish(comm, peer, ibc_time_ms());
+			waiting = peer;
+		}
 		if (!deadline)
 			deadline = ibc_time_ms() + (uint64_t)ibc_param_bootstrap_timeout_ms();
-		if (ibc_time_ms() > deadline) {
-			for (i = 0; i < npeers; i++)
-				if (peers[i] >= 0 && peers[i] != comm->rank && peers[i] < comm->nranks &&
-				    !comm->peers[peers[i]].conn)
-					break;
-			return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, peers[i],
-					     "connection set-up did not complete within %lld ms",
-					     (long long)ibc_param_bootstrap_timeout_ms());
+		if (ibc_time_ms() <= deadline) {
+			if (!progressed)
+				usleep(200);
+			continue;
 		}
-		if (!progressed)
-			usleep(200);
+		culprit = ibc_comm_chase(comm, peer, chain, sizeof(chain));
+		if (culprit >= 0)
+			return ibc_comm_fail_found(comm, IBC_ERR_TIMEOUT, culprit,
+						   "connection set-up with rank %d did not complete within %lld ms (IBC_BOOTSTRAP_TIMEOUT_MS); wait-for chain: %s",
+						   peer, (long long)ibc_param_bootstrap_timeout_ms(), chain);
+		return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, peer,
+				     "connection set-up did not complete within %lld ms (IBC_BOOTSTRAP_TIMEOUT_MS)%s%s",
+				     (long long)ibc_param_bootstrap_timeout_ms(),
+				     chain[0] ? "; wait-for chain: " : "", chain);
 	}
+}
+
+ibc_status_t ibc_net_connect(struct ibc_comm *comm, const int *peers, int npeers)
+{
+	ibc_status_t st = net_connect_body(comm, peers, npeers);
+
+	ibc_comm_wait_clear(comm);
+	return st;
 }
 
 ibc_status_t ibc_net_isend(struct ibc_comm *comm, int peer, const void *buf, size_t nbytes,

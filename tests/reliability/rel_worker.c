@@ -16,9 +16,11 @@
  *          this long; --again: after an error, call once more (poisoned comm)
  *        rel_worker abort   --mode blocking|wait|split|queued [--delay-ms D]
  *        rel_worker idle    [--max-ms M]      (poll ibc_comm_get_async_error)
- *        rel_worker chain   [--hold-ms H]     a wait-for chain: after a ring shift
- *          (which connects r -> r+1), rank r < n-1 receives from r+1, which never
- *          sends; the last rank sleeps H ms outside the library, then destroys
+ *        rel_worker chain   [--hold-ms H] --coll recv|allreduce  a wait-for chain:
+ *          after a ring shift (which connects r -> r+1), rank r < n-1 receives
+ *          from r+1, which never sends (--coll allreduce: ranks < n-1 call a
+ *          1024-element all-reduce that every rank calls once first); the last
+ *          rank sleeps H ms outside the library, then destroys
  *        rel_worker hygiene --cycles C --warmup W
  * Result checks: allreduce/reduce inputs are small integers, so every sum is
  * exact; a wrong element is reported as status REL_DATA_WRONG.
@@ -632,7 +634,17 @@ static int scenario_chain(const struct opts *o)
 	res("warm", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
 	ev("ready", 0);
 	t0 = now_ms();
-	if (st == IBC_OK && g_rank + 1 < n) {
+	if (st == IBC_OK && strcmp(o->coll, "recv")) {
+		/* every rank once (connections, tuner), then all but the last */
+		static float buf[1024];
+
+		st = ibc_allreduce(buf, buf, 1024, IBC_FLOAT32, IBC_SUM, comm);
+		if (st == IBC_OK && g_rank + 1 < n)
+			st = ibc_allreduce(buf, buf, 1024, IBC_FLOAT32, IBC_SUM, comm);
+		else if (st == IBC_OK)
+			sleep_ms(o->hold_ms);
+		res("chain", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
+	} else if (st == IBC_OK && g_rank + 1 < n) {
 		st = ibc_recv(&in, 1, IBC_FLOAT32, g_rank + 1, comm);
 		res("chain", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
 	} else if (st == IBC_OK) {
