@@ -1236,14 +1236,6 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 	sbuf = p;
 	rbuf = sbuf + PROBE_LARGE;
 	memset(sbuf, 0, 2 * PROBE_LARGE);
-	/* the gamma buffers are larger than the scratch needs to stay: freed here */
-	gbuf = ibc_aligned_alloc(4096, 2 * PROBE_GAMMA, "tuner gamma probe");
-	if (!gbuf)
-		return ibc_comm_fail(comm, IBC_ERR_NO_MEMORY, -1,
-				     "cannot allocate %u bytes for the tuner's probe", 2 * PROBE_GAMMA);
-	v[PV_GAMMA] = probe_gamma(gbuf);
-	ibc_free(gbuf);
-	v[PV_NRANK] = 1;
 	if (partner < comm->nranks) {
 		const struct ibc_transport_ops *ops = comm->peers[partner].ops;
 		int init = comm->rank < partner;
@@ -1260,6 +1252,9 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 						 PROBE_SMALL_NS, sbuf, rbuf, &all));
 		IBC_CHECK(probe_pingpong(comm, req, partner, init, 2, 0, PROBE_LARGE, 6,
 					 PROBE_LARGE_NS, sbuf, rbuf, &big));
+		if (init)
+			IBC_LOG_DEBUG(TUNING, "probe pair %d-%d: 8 B one-way %.2f us (ll %.2f), 512 KiB one-way %.1f us",
+				      comm->rank, partner, a, all, big);
 		if (init && counts && a > 0 && big > a) {
 			v[PV_ALPHA] = a;
 			v[PV_BETA] = (big - a) * 1000.0 / PROBE_LARGE;
@@ -1270,6 +1265,19 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 			}
 		}
 	}
+	/*
+	 * The reduction speed last: its passes (a few ms on every rank of an
+	 * oversubscribed host) would otherwise hold the cores while the
+	 * partners' round trips are timed. The gamma buffers are larger than
+	 * the scratch needs to stay: freed here.
+	 */
+	gbuf = ibc_aligned_alloc(4096, 2 * PROBE_GAMMA, "tuner gamma probe");
+	if (!gbuf)
+		return ibc_comm_fail(comm, IBC_ERR_NO_MEMORY, -1,
+				     "cannot allocate %u bytes for the tuner's probe", 2 * PROBE_GAMMA);
+	v[PV_GAMMA] = probe_gamma(gbuf);
+	ibc_free(gbuf);
+	v[PV_NRANK] = 1;
 	internal_req(req, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
 	IBC_CHECK(ibc_ring_allreduce(comm, &ar));
 	*probe_ms_p = (double)(ibc_time_ns() - t0) / 1e6;
