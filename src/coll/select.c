@@ -36,7 +36,7 @@
  * busiest core. Measured on 8 tcp ranks on 2 cores (bench/RESULTS.md,
  * "time sharing"): without it the model ranked Rabenseifner (6 steps, one
  * extra pass over N) ahead of the ring (14 steps) at 2 MiB, where the ring
- * is 20-45 % faster.
+ * is 20-110 % faster.
  */
 #include "config.h"
 
