@@ -131,6 +131,7 @@ static int load_output(const char *path)
 	double all = 0;
 	double b = 0;
 	double g = 0;
+	int share = 1;
 	int got = 0;
 	FILE *f = fopen(path, "r");
 
@@ -160,6 +161,10 @@ static int load_output(const char *path)
 		}
 		if (sscanf(line, "# model: simple alpha %lf us, ll alpha %lf us, beta %lf ns/B, gamma %lf",
 			   &a, &all, &b, &g) == 4) {
+			/* the time sharing the run had (outputs before it have none: 1) */
+			const char *sp = strstr(line, " x share ");
+
+			share = sp ? atoi(sp + 9) : 1;
 			got |= 2;
 			continue;
 		}
@@ -191,6 +196,7 @@ static int load_output(const char *path)
 	sh->res.model.base[IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ a, b, g };
 	sh->res.model.base[IBC_PROTO_LL] = (struct ibc_tune_coef){ all, b, g };
 	sh->res.model.source = IBC_TUNE_SRC_PROBE;
+	sh->res.model.share = IBC_MAX(share, 1);
 	sh->res.coll = o.coll;
 	sh->res.nranks = o.n;
 	sh->res.have_model = 1;

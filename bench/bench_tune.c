@@ -243,9 +243,10 @@ void bench_tune_print(const struct bench_tune_result *res, FILE *f)
 	int i;
 
 	if (res->have_model)
-		fprintf(f, "# model: simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B, gamma %.4f ns/B (%s%s)\n",
+		fprintf(f, "# model: simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B, gamma %.4f ns/B x share %d (%s%s)\n",
 			res->model.base[0].alpha_us, res->model.base[1].alpha_us,
 			res->model.base[0].beta_ns, res->model.base[0].gamma_ns,
+			(int)res->model.share,
 			(res->model.source & IBC_TUNE_SRC_FILE) ? "file" : "",
 			(res->model.source & IBC_TUNE_SRC_PROBE) ? "probe" : "");
 	fprintf(f, "%10s %-13s %-6s %9s %12s %10s %12s %12s\n", "bytes", "algo", "proto", "chunk",

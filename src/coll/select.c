@@ -19,13 +19,29 @@
  *   all-reduce rab.:  S = 2 log2 p + 2f  B = 2(p-1)/p N + 2fN  G = (p-1)/p N + fN
  *   bcast/reduce chain:    S = n-1+k-1 (c = rc)   B = S c   G = B (reduce)
  *   bcast/reduce binomial: S = h k   B = h k c   G = B (reduce)
- * T = alpha S + (beta B + gamma G) / 1000 us. The tree shapes count both
- * directions of every link a rank drives; the fit (ibc_tune_fit) absorbs
- * what the shapes miss into per-algorithm coefficients.
+ * T = alpha S + (beta B + share gamma G) / 1000 us. The tree shapes count
+ * both directions of every link a rank drives; the fit (ibc_tune_fit)
+ * absorbs what the shapes miss into per-algorithm coefficients.
+ *
+ * share = max(1, ceil(ranks on the host / cores it may use)) (ibc_tune_share)
+ * is the time sharing of an oversubscribed host. gamma is a rank's
+ * reduction speed with a core to itself (the probe keeps the fastest of 4
+ * passes); in an all-reduce every rank makes its local passes (the
+ * reductions and the executor's copy) at about the same time, so with more
+ * ranks than cores each pass takes share times longer, and the exchange
+ * that needs its result waits for it. alpha and beta need no such factor:
+ * the probe measures them with every rank of the host communicating at
+ * once. The same lock-step argument, and ceil rather than the fluid R / C,
+ * as docs/scaling.md's lock(R): the collective runs at the pace of the
+ * busiest core. Measured on 8 tcp ranks on 2 cores (bench/RESULTS.md,
+ * "time sharing"): without it the model ranked Rabenseifner (6 steps, one
+ * extra pass over N) ahead of the ring (14 steps) at 2 MiB, where the ring
+ * is 20-110 % faster.
  */
 #include "config.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -40,7 +56,7 @@
 #define TUNE_CACHE 8                            /* decisions cached per collective */
 #define PROBE_SMALL 8                           /* bytes of a latency probe message */
 #define PROBE_LARGE (512u << 10)                /* bytes of a bandwidth probe message */
-#define PROBE_GAMMA (256u << 10)                /* bytes reduced by the gamma probe */
+#define PROBE_GAMMA (2u << 20)                  /* bytes reduced by the gamma probe (below) */
 #define PROBE_SMALL_NS 6000000ull               /* time budget of a latency series */
 #define PROBE_LARGE_NS 12000000ull              /* time budget of the bandwidth series */
 
@@ -155,6 +171,7 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 	/* the slowest link is shm: every rank shares this host (a communicator
 	 * broadcasts rank 0's model, so rank 0's view decides) */
 	m->shm_ok = tp == IBC_TUNE_TP_SHM && nranks > 1 && ibc_param_shm_allreduce();
+	m->share = 1;   /* a core per rank; tuner_init() sets the host's value */
 	m->base[IBC_PROTO_SIMPLE] = tune_defaults[tp][IBC_PROTO_SIMPLE];
 	m->base[IBC_PROTO_LL] = tune_defaults[tp][has_ll ? IBC_PROTO_LL : IBC_PROTO_SIMPLE];
 	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++)
@@ -176,6 +193,29 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 		if (m->force_proto < 0)
 			IBC_LOG_WARN(ENV, "IBC_PROTO=%s is not auto, simple or ll; using auto", s);
 	}
+}
+
+/**
+ * ibc_tune_share() - The time-sharing factor of the model (file header):
+ * how many of the host's ranks share the busiest core.
+ * @nlocal: [in] ranks of the communicator on this host (this one included).
+ * @ncores: [in] cores this process may run on (sched_getaffinity); <= 0 if
+ *               unknown.
+ *
+ * Return: max(1, ceil(@nlocal / @ncores)); 1 when either is unknown (<= 0).
+ * Pure.
+ */
+int ibc_tune_share(int nlocal, int ncores)
+{
+	if (nlocal <= 0 || ncores <= 0 || nlocal <= ncores)
+		return 1;
+	return (nlocal + ncores - 1) / ncores;
+}
+
+/* the reduction cost per byte the model prices: gamma times the time sharing */
+static double tune_gamma(const struct ibc_tune_model *m, double gamma_ns)
+{
+	return gamma_ns * (double)IBC_MAX(m->share, 1);
 }
 
 static int ilog2_floor(int n)
@@ -348,7 +388,7 @@ double ibc_tune_predict(const struct ibc_tune_model *m, int coll, int algo, int 
 	double G;
 
 	tune_shape(m, coll, algo, (double)nbytes, (double)IBC_MAX(chunk_bytes, 1), &S, &B, &G);
-	return k->alpha_us * S + (k->beta_ns * B + k->gamma_ns * G) / 1000.0;
+	return k->alpha_us * S + (k->beta_ns * B + tune_gamma(m, k->gamma_ns) * G) / 1000.0;
 }
 
 static int tune_ll_ok(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
@@ -640,7 +680,7 @@ ibc_status_t ibc_tune_fit(const struct ibc_tune_model *m, int coll, int algo, in
 			   &S, &B, &G);
 		B /= 1000.0;
 		w = 1.0 / (s[i].time_us * s[i].time_us);
-		y = s[i].time_us - gamma * G / 1000.0;
+		y = s[i].time_us - tune_gamma(m, gamma) * G / 1000.0;
 		a11 += w * S * S;
 		a12 += w * S * B;
 		a22 += w * B * B;
@@ -698,7 +738,7 @@ static int fit_accumulate(const struct ibc_tune_model *m, int coll, int algo, do
 			   &S, &B, &G);
 		B /= 1000.0;
 		w = 1.0 / (s[i].time_us * s[i].time_us);
-		y = s[i].time_us - gamma * G / 1000.0;
+		y = s[i].time_us - tune_gamma(m, gamma) * G / 1000.0;
 		f->ss += w * S * S;
 		f->sb += w * S * B;
 		f->bb += w * B * B;
@@ -920,6 +960,8 @@ void ibc_tune_print(const struct ibc_tune_model *m, FILE *f)
 	fprintf(f, "# tuning model: %d ranks over %s (coefficients from: %s), LL up to %lld bytes%s\n",
 		m->nranks, ibc_tune_tp_name(m->tp), src, (long long)m->ll_max,
 		m->has_ll ? "" : " (this transport has no LL path)");
+	fprintf(f, "# time sharing: %d rank(s) per core, gamma priced x%d\n", (int)m->share,
+		(int)m->share);
 	if (m->force_algo >= 0 || m->force_proto >= 0 || m->force_chunk > 0)
 		fprintf(f, "# overrides: algorithm %s, protocol %s, chunk %lld bytes\n",
 			m->force_algo >= 0 ? algo_names[m->force_algo] : "auto",
@@ -1124,7 +1166,18 @@ static ibc_status_t probe_pingpong(struct ibc_comm *comm, const struct ibc_reque
 	return IBC_OK;
 }
 
-/* reduction speed of this CPU, ns per byte of float32 SUM */
+/*
+ * Reduction speed of this CPU, ns per byte of float32 SUM: the fastest of 4
+ * passes over PROBE_GAMMA bytes (plus as many of source). gamma decides
+ * between algorithms only where G gamma is comparable to the step costs,
+ * i.e. at messages of megabytes, which are reduced from memory, not from a
+ * core's cache: the 4 MiB working set is twice this machine's 2 MiB L2 per
+ * core. Measured here with the library's kernel: 0.034 ns/B for 256 KiB
+ * (the probe's earlier size, cache-resident), 0.070 for 2 MiB, 0.08-0.09
+ * for 16 MiB. The cache-resident figure made the model price Rabenseifner's
+ * extra pass over N at a third of its cost (bench/RESULTS.md, "time
+ * sharing"). @buf: 2 PROBE_GAMMA bytes.
+ */
 static double probe_gamma(char *buf)
 {
 	size_t cnt = PROBE_GAMMA / sizeof(float);
@@ -1169,6 +1222,7 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 	double v[PV_COUNT] = { 0 };
 	struct ibc_request ar;
 	int partner = comm->rank ^ 1;
+	char *gbuf;
 	char *sbuf;
 	char *rbuf;
 	uint64_t t0;
@@ -1178,12 +1232,10 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 	if (partner < comm->nranks)
 		IBC_CHECK(ibc_net_connect(comm, &partner, 1));
 	t0 = ibc_time_ns();
-	IBC_CHECK(ibc_coll_scratch(comm, 2 * PROBE_LARGE + 2 * PROBE_GAMMA, &p));
+	IBC_CHECK(ibc_coll_scratch(comm, 2 * PROBE_LARGE, &p));
 	sbuf = p;
 	rbuf = sbuf + PROBE_LARGE;
 	memset(sbuf, 0, 2 * PROBE_LARGE);
-	v[PV_GAMMA] = probe_gamma(rbuf + PROBE_LARGE);
-	v[PV_NRANK] = 1;
 	if (partner < comm->nranks) {
 		const struct ibc_transport_ops *ops = comm->peers[partner].ops;
 		int init = comm->rank < partner;
@@ -1200,6 +1252,9 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 						 PROBE_SMALL_NS, sbuf, rbuf, &all));
 		IBC_CHECK(probe_pingpong(comm, req, partner, init, 2, 0, PROBE_LARGE, 6,
 					 PROBE_LARGE_NS, sbuf, rbuf, &big));
+		if (init)
+			IBC_LOG_DEBUG(TUNING, "probe pair %d-%d: 8 B one-way %.2f us (ll %.2f), 512 KiB one-way %.1f us",
+				      comm->rank, partner, a, all, big);
 		if (init && counts && a > 0 && big > a) {
 			v[PV_ALPHA] = a;
 			v[PV_BETA] = (big - a) * 1000.0 / PROBE_LARGE;
@@ -1210,6 +1265,19 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 			}
 		}
 	}
+	/*
+	 * The reduction speed last: its passes (a few ms on every rank of an
+	 * oversubscribed host) would otherwise hold the cores while the
+	 * partners' round trips are timed. The gamma buffers are larger than
+	 * the scratch needs to stay: freed here.
+	 */
+	gbuf = ibc_aligned_alloc(4096, 2 * PROBE_GAMMA, "tuner gamma probe");
+	if (!gbuf)
+		return ibc_comm_fail(comm, IBC_ERR_NO_MEMORY, -1,
+				     "cannot allocate %u bytes for the tuner's probe", 2 * PROBE_GAMMA);
+	v[PV_GAMMA] = probe_gamma(gbuf);
+	ibc_free(gbuf);
+	v[PV_NRANK] = 1;
 	internal_req(req, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
 	IBC_CHECK(ibc_ring_allreduce(comm, &ar));
 	*probe_ms_p = (double)(ibc_time_ns() - t0) / 1e6;
@@ -1257,13 +1325,13 @@ static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms, dou
 	    !ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_INIT))
 		return;
 	source_text(m, src, sizeof(src));
-	IBC_LOG_INFO(TUNING, "model for %d ranks over %s from %s (probe %.1f ms, set-up in all %.1f ms): simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B (%.2f GB/s), gamma %.4f ns/B",
+	IBC_LOG_INFO(TUNING, "model for %d ranks over %s from %s (probe %.1f ms, set-up in all %.1f ms): simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B (%.2f GB/s), gamma %.4f ns/B x %d (time sharing)",
 		     m->nranks, ibc_tune_tp_name(m->tp), src, probe_ms, init_ms,
 		     m->base[IBC_PROTO_SIMPLE].alpha_us, m->base[IBC_PROTO_LL].alpha_us,
 		     m->base[IBC_PROTO_SIMPLE].beta_ns,
 		     m->base[IBC_PROTO_SIMPLE].beta_ns > 0 ?
 		     1.0 / m->base[IBC_PROTO_SIMPLE].beta_ns : 0.0,
-		     m->base[IBC_PROTO_SIMPLE].gamma_ns);
+		     m->base[IBC_PROTO_SIMPLE].gamma_ns, (int)m->share);
 	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++) {
 		struct log_ranges lr;
 
@@ -1279,6 +1347,7 @@ static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struc
 {
 	struct ibc_tune_model m;
 	struct ibc_request br;
+	cpu_set_t cpus;
 	uint64_t t0 = ibc_time_ns();
 	double probe_ms = 0;
 	int tp = IBC_TUNE_TP_SHM;
@@ -1300,6 +1369,9 @@ static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struc
 			has_ll = 0;
 	}
 	ibc_tune_model_init(&m, comm->nranks, tp, has_ll);
+	/* time sharing of the host's cores (rank 0's host decides, by the broadcast) */
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+		m.share = ibc_tune_share(comm->nlocal, CPU_COUNT(&cpus));
 	/* the shm all-reduce needs the segment (the same verdict on every rank) */
 	if (!ibc_shmar_usable(comm))
 		m.shm_ok = 0;

@@ -9,10 +9,13 @@
  * (bench/bench_tune.c).
  *
  * Predicted time of one operation of N bytes on n ranks:
- *   T = alpha * S + (beta * B + gamma * G) / 1000        [us]
+ *   T = alpha * S + (beta * B + share * gamma * G) / 1000        [us]
  * where S (message steps on the critical path), B (bytes moved on it) and
  * G (bytes reduced on it) come from each algorithm's schedule (select.c,
- * tune_shape()), alpha is in us per step and beta, gamma in ns per byte.
+ * tune_shape()), alpha is in us per step and beta, gamma in ns per byte;
+ * share is the time sharing of the host's cores (ibc_tune_share()): gamma
+ * is a rank's reduction speed on a core of its own, and when more ranks
+ * than cores reduce at once each pass takes share times longer.
  * The coefficients are the communicator's measured ones (or defaults) for
  * every algorithm, unless the tuning file has fitted ones for that
  * (collective, algorithm, protocol, transport, rank count).
@@ -98,6 +101,7 @@ struct ibc_tune_model {
 	int32_t shm_ok;         /* every rank on this host over shm: IBC_ALGO_SHM may run */
 	int64_t shm_chunk;      /* IBC_SHM_ALLREDUCE_CHUNK_BYTES, bytes */
 	int64_t shm_small;      /* IBC_SHM_ALLREDUCE_SMALL_BYTES, bytes */
+	int32_t share;          /* ibc_tune_share() of rank 0's host, >= 1 (1: a core per rank) */
 	struct ibc_tune_coef base[IBC_PROTO_COUNT];     /* measured or default, per protocol */
 	/* fitted (tuning file); alpha_us < 0 where absent */
 	struct ibc_tune_coef coef[IBC_TUNE_COLL_COUNT][IBC_ALGO_COUNT][IBC_PROTO_COUNT];
@@ -138,6 +142,7 @@ int ibc_algo_applies(int coll, int algo);
 
 /* defaults for @nranks ranks over transport @tp, overrides from the environment */
 void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_ll);
+int ibc_tune_share(int nlocal, int ncores);
 /* predicted time (us) of @coll with @algo/@proto on @nbytes with @chunk_bytes */
 double ibc_tune_predict(const struct ibc_tune_model *m, int coll, int algo, int proto,
 			size_t nbytes, size_t chunk_bytes);
