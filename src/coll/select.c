@@ -1461,8 +1461,12 @@ ibc_status_t ibc_tuner_select(struct ibc_comm *comm, struct ibc_request *req,
 		return IBC_OK;
 	}
 	IBC_CHECK(tuner_get(comm, &t));
-	if (!t->ready)
+	if (!t->ready) {
 		IBC_CHECK(tuner_init(comm, t, req));
+		/* the probe's traffic is not the operation's: "bytes moved" in errors */
+		__atomic_store_n(&comm->cur_bytes_done, 0, __ATOMIC_RELAXED);
+		comm->cur_bytes_total = 0;
+	}
 	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
 	nbytes = req->count * esz;
 	for (i = 0; i < TUNE_CACHE; i++) {
