@@ -536,8 +536,8 @@ static int cli_local(int argc, char **argv)
 			pred = ibc_scaling_local_busbw_Bps(&lp, t, (int)a, b);
 			if (pred < 0.0)
 				continue;
-			printf(fmt == CLI_MD ? "| all-reduce busbw, %.0f bytes | %s | %.0f | %.3f GB/s | %.3f GB/s | %+.1f%% |\n" :
-					       "allreduce-%-12.0f %-4s %5.0f %7.3f GB/s %7.3f GB/s %+6.1f\n",
+			printf(fmt == CLI_MD ? "| all-reduce busbw, %.0f bytes | %s | %.0f | %.4g GB/s | %.4g GB/s | %+.1f%% |\n" :
+					       "allreduce-%-12.0f %-4s %5.0f %7.4g GB/s %7.4g GB/s %+6.1f\n",
 			       b, tname, a, c, pred / 1e9, cli_err_pct(pred / 1e9, c));
 			n++;
 		}
