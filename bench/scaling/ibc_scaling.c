@@ -432,8 +432,8 @@ static int cli_mlperf(int argc, char **argv)
 
 /*
  * Measured file (tab or space separated, "#" comments), written by run.sh:
- *   trainer   <shm|tcp> <weak|strong> <ranks> <step_s>
- *   allreduce <shm|tcp> <ranks> <bytes> <busbw_GBps>
+ *   trainer   <shm|tcp|ib> <weak|strong> <ranks> <step_s>
+ *   allreduce <shm|tcp|ib> <ranks> <bytes> <busbw_GBps>
  */
 static int cli_local(int argc, char **argv)
 {
@@ -467,12 +467,12 @@ static int cli_local(int argc, char **argv)
 		printf("| transport | alpha us | beta ns/B (GB/s) | gamma ns/B |\n|---|---:|---:|---:|\n");
 	else
 		printf("# measured link parameters (fitted at %d ranks)\n", lp.fit_ranks);
-	for (t = 0; t < 2; t++) {
+	for (t = 0; t < IBC_SCALING_NTRANSPORTS; t++) {
 		if (!lp.have_link[t])
 			continue;
 		printf(fmt == CLI_MD ? "| %s | %.2f | %.4f (%.2f) | %.4f |\n" :
 				       "%s alpha %.2f us beta %.4f ns/B (%.2f GB/s) gamma %.4f ns/B\n",
-		       t == 0 ? "shm" : "tcp", lp.link[t].alpha_s * 1e6, lp.link[t].beta_s_per_B * 1e9,
+		       ibc_scaling_transport_name(t), lp.link[t].alpha_s * 1e6, lp.link[t].beta_s_per_B * 1e9,
 		       1.0 / lp.link[t].beta_s_per_B / 1e9, lp.link[t].gamma_s_per_B * 1e9);
 	}
 	printf("\n");
@@ -536,8 +536,8 @@ static int cli_local(int argc, char **argv)
 			pred = ibc_scaling_local_busbw_Bps(&lp, t, (int)a, b);
 			if (pred < 0.0)
 				continue;
-			printf(fmt == CLI_MD ? "| all-reduce busbw, %.0f bytes | %s | %.0f | %.3f GB/s | %.3f GB/s | %+.1f%% |\n" :
-					       "allreduce-%-12.0f %-4s %5.0f %7.3f GB/s %7.3f GB/s %+6.1f\n",
+			printf(fmt == CLI_MD ? "| all-reduce busbw, %.0f bytes | %s | %.0f | %.4g GB/s | %.4g GB/s | %+.1f%% |\n" :
+					       "allreduce-%-12.0f %-4s %5.0f %7.4g GB/s %7.4g GB/s %+6.1f\n",
 			       b, tname, a, c, pred / 1e9, cli_err_pct(pred / 1e9, c));
 			n++;
 		}

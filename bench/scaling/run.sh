@@ -3,12 +3,15 @@
 # run.sh - run the scaling experiments of issue 11 and regenerate the
 # tables and plots of docs/scaling.md.
 #
-# usage: bench/scaling/run.sh [--model-only] [--no-docs] [--reuse-raw]
+# usage: bench/scaling/run.sh [--model-only|--local-only] [--no-docs] [--reuse-raw]
+#        (--local-only: skip step 1, the model vs published MLPerf)
 #        (--reuse-raw: analyse results/raw/ of an earlier run again with the
 #        same IBC_SCALING_REPEAT, launching nothing)
 #        bench/scaling/run.sh --parse-steps|--parse-allreduce|--parse-params LOG
 #        (median step s, median all-reduce s, parameter count of an ibc_gpt2 log)
 #        bench/scaling/run.sh --parse-rounds FILE (median over rounds, tests)
+#        bench/scaling/run.sh --merge-params|--merge-measured NEW OLD
+#        (NEW merged with OLD as a run writes it, on stdout; tests)
 #
 #   1. model vs published MLPerf (always): bench/scaling/ibc_scaling mlperf
 #      and ibc_scaling robust
@@ -17,16 +20,25 @@
 #         between the "ibc_scaling mlperf" markers of docs/scaling.md.
 #   2. local measurements (unless --model-only), each only when its tool
 #      exists; nothing is ever written for a tool that is missing:
-#      - bench/ibc_bench all-reduce and all-gather on shm and tcp with 2, 3
-#        and 4 ranks (mpirun); alpha, beta, gamma fitted at 2 ranks
+#      - bench/ibc_bench all-reduce and all-gather on each transport of
+#        IBC_SCALING_TRANSPORTS (shm and tcp) with 2, 3 and 4 ranks (mpirun,
+#        or ibc_bench --local); alpha, beta, gamma fitted at 2 ranks
 #        (fit_link.awk) -> local-params.txt; bus bandwidth at 2, 3, 4 ranks
 #        -> local-measured.tsv (3 and 4 ranks are predictions, 2 the fit);
+#        verbs ("ib") runs only where RDMA devices exist, e.g. in the
+#        Soft-RoCE VM (bench/scaling/verbs_vm.sh);
 #      - trainer/ibc_gpt2 at 1 rank, batch 1 and IBC_GPT2_BATCH, and as many
 #        independent 1-rank jobs at once as cores (calibration: compute per
 #        sample, fixed work per step, co-run factor, the model's only
 #        trainer inputs), then weak and strong scaling at 1, 2, 4 ranks on
-#        shm and tcp -> step times and the trainer's own all-reduce time per
+#        shm and tcp (those of IBC_SCALING_TRANSPORTS; none when it names
+#        neither) -> step times and the trainer's own all-reduce time per
 #        step in local-measured.tsv (all predicted, none used for fitting);
+#      - the new parameters and rows are merged into the existing files:
+#        a transport's link parameters, the trainer terms, and the rows of a
+#        (kind, transport) pair that this run measured replace the old ones;
+#        everything else is kept, under a comment naming the run it came
+#        from (IBC_SCALING_MERGE=0: overwrite instead);
 #      - then ibc_scaling local -> results/local.md and the table between
 #        the "ibc_scaling local" markers of docs/scaling.md.
 #
@@ -44,6 +56,15 @@
 #                     exist: trainer/prepro/prepare.sh)
 #   IBC_GPT2_BATCH    global batch of the strong-scaling runs and per-rank
 #                     batch of the weak-scaling runs (default 4)
+#   IBC_SCALING_TRANSPORTS  transports of the collective sweep, from shm,
+#                     tcp, ib (default "shm tcp"); the trainer runs on the
+#                     shm and tcp among them
+#   IBC_SCALING_LAUNCH  how the collective sweep starts ranks: mpirun,
+#                     local (ibc_bench --local N, no mpirun), or auto
+#                     (default: mpirun when it is installed, else local);
+#                     the trainer always needs mpirun
+#   IBC_SCALING_MERGE     1 (default): merge into the existing parameters and
+#                     measured files; 0: overwrite them
 #   MPIRUN            default "mpirun --allow-run-as-root --oversubscribe"
 #   RUN_TIMEOUT       seconds per launched job (default 600)
 #   IBC_SCALING_REPEAT    rounds of the whole local experiment; parameters
@@ -72,6 +93,10 @@ gpt2_batch=${IBC_GPT2_BATCH:-4}
 mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 tmo=${RUN_TIMEOUT:-600}
 reps=${IBC_SCALING_REPEAT:-1}
+transports=${IBC_SCALING_TRANSPORTS:-shm tcp}
+launch_mode=${IBC_SCALING_LAUNCH:-auto}
+merge=${IBC_SCALING_MERGE:-1}
+local_only=0
 stat=${IBC_SCALING_STAT:-median}
 reuse=0
 out=${IBC_SCALING_RESULTS:-$here/results}
@@ -135,11 +160,49 @@ median_rows() {
 			for (a = 2; a <= m; a++) { t = x[a]; for (b = a - 1; b >= 1 && x[b] + 0 > t + 0; b--) x[b + 1] = x[b]; x[b + 1] = t }
 			print k, (m % 2 ? x[(m + 1) / 2] : sprintf("%.6g", (x[m / 2] + x[m / 2 + 1]) / 2)) } }' "$1"
 }
+# merge_files <params|measured> NEW OLD: NEW as it is, then what OLD has
+# that NEW does not replace, grouped by the run it came from. A parameter is
+# replaced by the same key in NEW (a transport's alpha, beta, gamma and the
+# trainer terms are always written together); a measured row by any row of
+# NEW with the same kind and transport (its first two fields). OLD's run is
+# named by its "# host ..." (params) or "# measured by ..." line, or by the
+# "# kept from an earlier run (...)" line of an earlier merge; its "# round"
+# and "# <transport>: fit" comments stay with the rows they describe.
+merge_files() {
+	awk -v mode="$1" '
+	function flush() { if (gkept) { printf "# kept from an earlier run (%s):\n", prov; printf "%s", gbuf }
+			   gbuf = ""; gkept = 0 }
+	FNR == NR { print
+		    if (/^#/ || NF < 2) next
+		    if (mode == "params") { nk[$1] = 1; if (split($1, a, ".") == 2 && a[1] != "trainer") ntr[a[1]] = 1
+					    if ($1 == "cores") ncores = $2 }
+		    else nk[$1 " " $2] = 1
+		    next }
+	/^# kept from an earlier run \(.*\):$/ { flush(); prov = substr($0, 29, length($0) - 30); next }
+	(mode == "params" && /^# host /) || (mode == "measured" && /^# measured by /) { flush(); prov = substr($0, 3); next }
+	/^# ibcoll local scaling parameters/ { next }
+	/^#/ { if (mode == "params" && $2 ~ /^[a-z]+:$/ && (substr($2, 1, length($2) - 1) in ntr)) next
+	       if (!(($0, prov) in seen)) gbuf = gbuf $0 "\n"
+	       seen[$0, prov] = 1; next }
+	NF < 2 { next }
+	{ k = mode == "params" ? $1 : $1 " " $2
+	  if (mode == "params" && $1 == "cores" && ncores != "" && $2 != ncores) cores_differ = $2
+	  if (k in nk) next
+	  gbuf = gbuf $0 "\n"; gkept = 1 }
+	END { flush()
+	      if (cores_differ != "")
+		print "run.sh: warning: the kept rows were measured with cores " cores_differ ", this run with " ncores > "/dev/stderr" }' "$2" "$3"
+}
+
 parse_steps=
 parse_rounds=
 parse_params=
 parse_ar=
+merge_mode=
+merge_args=
 for a in "$@"; do
+	if [ "$merge_args" = next2 ]; then merge_new=$a; merge_args=next1; continue; fi
+	if [ "$merge_args" = next1 ]; then merge_old=$a; merge_args=all; continue; fi
 	if [ "$parse_steps" = next ]; then parse_steps=$a; continue; fi
 	if [ "$parse_params" = next ]; then parse_params=$a; continue; fi
 	if [ "$parse_rounds" = next ]; then parse_rounds=$a; continue; fi
@@ -150,9 +213,11 @@ for a in "$@"; do
 	--parse-rounds) parse_rounds=next ;;
 	--parse-allreduce) parse_ar=next ;;
 	--model-only) model_only=1 ;;
+	--local-only) local_only=1 ;;
 	--no-docs) write_docs=0 ;;
 	--reuse-raw) reuse=1 ;;
-	-h|--help) sed -n '3,56p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,77p' "$0"; exit 0 ;;
+	--merge-params|--merge-measured) merge_mode=${a#--merge-}; merge_args=next2 ;;
 	*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -176,8 +241,25 @@ if [ -n "$parse_params" ]; then
 	num_params "$parse_params"
 	exit 0
 fi
+if [ -n "$merge_mode" ]; then
+	[ "$merge_args" = all ] || { echo "run.sh: --merge-$merge_mode NEW OLD" >&2; exit 2; }
+	merge_files "$merge_mode" "$merge_new" "$merge_old"
+	exit 0
+fi
 
 [ -x "$bin" ] || { echo "run.sh: $bin not built (run make)" >&2; exit 1; }
+for tr in $transports; do
+	case $tr in
+	shm|tcp|ib) ;;
+	*) echo "run.sh: IBC_SCALING_TRANSPORTS: unknown transport '$tr' (shm, tcp, ib)" >&2; exit 2 ;;
+	esac
+done
+case $launch_mode in
+auto|mpirun|local) ;;
+*) echo "run.sh: IBC_SCALING_LAUNCH must be auto, mpirun or local, not '$launch_mode'" >&2; exit 2 ;;
+esac
+[ "$model_only" = 1 ] && [ "$local_only" = 1 ] &&
+	{ echo "run.sh: --model-only and --local-only exclude each other" >&2; exit 2; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
@@ -192,6 +274,7 @@ replace_block() {
 }
 
 # ---- 1. model vs published -------------------------------------------------
+if [ "$local_only" = 0 ]; then
 "$bin" mlperf -P "$out/mlperf-points.dat" -C "$out/mlperf-curve.dat" > "$out/mlperf.txt"
 "$bin" mlperf -f md > "$out/mlperf.md"
 "$bin" robust -f md > "$out/robust.md"
@@ -204,6 +287,7 @@ else
 	echo "run.sh: SKIP plot: gnuplot not installed (apt-get install gnuplot-nox)"
 fi
 echo "run.sh: model tables in $out/mlperf.txt"
+fi
 [ "$model_only" = 1 ] && exit 0
 
 # ---- 2. local measurements -------------------------------------------------
@@ -218,16 +302,26 @@ cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 port_base=$((20000 + $$ % 10000)) # below the ephemeral range (32768-)
 have_mpi=0
 command -v mpirun >/dev/null 2>&1 && have_mpi=1
+bench_launch=$launch_mode
+if [ "$bench_launch" = auto ]; then
+	bench_launch=local
+	[ "$have_mpi" = 1 ] && bench_launch=mpirun
+fi
+# the trainer's transports: shm and tcp of IBC_SCALING_TRANSPORTS
+trainer_trs=
+for tr in $transports; do
+	case $tr in shm|tcp) trainer_trs="$trainer_trs $tr" ;; esac
+done
 tmp_params=$(mktemp)
 tmp_meas=$(mktemp)
 trap 'rm -f "$tmp_params" "$tmp_meas"' EXIT
 {
 	echo "# ibcoll local scaling parameters, measured by bench/scaling/run.sh"
-	echo "# host $(uname -n), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "# host $(uname -n), $(date -u +%Y-%m-%dT%H:%M:%SZ), transports $transports"
 	echo "cores $cores"
 	echo "fit_ranks 2"
 } > "$tmp_params"
-echo "# measured by bench/scaling/run.sh on $(uname -n)" > "$tmp_meas"
+echo "# measured by bench/scaling/run.sh on $(uname -n), $(date -u +%Y-%m-%dT%H:%M:%SZ), transports $transports" > "$tmp_meas"
 
 # launch <ranks> <transport> <log> <command...>: one job under mpirun
 launch() {
@@ -242,6 +336,18 @@ launch() {
 	# shellcheck disable=SC2086 # $mpirun is a command line on purpose
 	timeout -k 10 "$tmo" $mpirun -np "$n" -x IBC_TRANSPORT="$tr" \
 		-x IBC_ROOT="127.0.0.1:$port_base" -x OMP_NUM_THREADS=1 "$@" > "$log" 2>&1
+}
+
+# launch_bench <ranks> <transport> <log> <ibc_bench args...>: the collective
+# sweep, under mpirun (launch) or, with IBC_SCALING_LAUNCH=local (or auto
+# without mpirun), by ibc_bench --local N, which starts the ranks itself
+launch_bench() {
+	if [ "$bench_launch" = mpirun ] || [ "$reuse" = 1 ]; then
+		launch "$@"
+		return
+	fi
+	n=$1; tr=$2; log=$3; shift 3
+	IBC_TRANSPORT=$tr OMP_NUM_THREADS=1 timeout -k 10 "$tmo" "$@" --local "$n" > "$log" 2>&1
 }
 
 # every measurement is repeated IBC_SCALING_REPEAT times, one full round
@@ -259,15 +365,15 @@ while [ "$rep" -le "$reps" ]; do
 	echo "# round $rep $(date -u +%H:%M:%SZ) load average $load" >> "$tmp_meas"
 	if [ ! -x "$bench" ]; then
 		echo "run.sh: SKIP collective sweep: $bench not built yet (benchmark issue)"
-	elif [ "$have_mpi" = 0 ]; then
-		echo "run.sh: SKIP collective sweep: mpirun not found"
+	elif [ "$bench_launch" = mpirun ] && [ "$have_mpi" = 0 ]; then
+		echo "run.sh: SKIP collective sweep: mpirun not found (IBC_SCALING_LAUNCH=local runs without it)"
 	else
-		for tr in shm tcp; do
+		for tr in $transports; do
 			ok=1
 			for n in 2 3 4; do
 				for coll in allreduce allgather; do
 					# shellcheck disable=SC2086
-					launch "$n" "$tr" "$raw/$coll-$tr-$n$sfx.txt" "$bench" "$coll" $bench_args ||
+					launch_bench "$n" "$tr" "$raw/$coll-$tr-$n$sfx.txt" "$bench" "$coll" $bench_args ||
 						{ echo "run.sh: $coll $tr $n ranks failed, see $raw/$coll-$tr-$n$sfx.txt"; ok=0; }
 				done
 			done
@@ -277,18 +383,22 @@ while [ "$rep" -le "$reps" ]; do
 				measured_links=1
 			fi
 			for n in 2 3 4; do
-				# bus bandwidth of the largest and a 1 MiB message
+				# bus bandwidth of the largest and a 1 MiB message, from the
+				# mean time (ibc_bench prints busbw to 0.001 GB/s, one digit
+				# for the VM's verbs): bytes / time_us / 1e3 x 2(n-1)/n GB/s
 				awk -v n="$n" -v tr="$tr" '
-					/^#/ { for (i = 2; i <= NF; i++) { if ($i == "bytes") cb = i - 1; if ($i == "busbw") cw = i - 1 } next }
-					cb && cw && $cb ~ /^[0-9]+$/ { last = $cb; bw[$cb] = $cw }
-					END { if (last) printf "allreduce %s %d %s %s\n", tr, n, last, bw[last]
-					      if (1048576 in bw) printf "allreduce %s %d 1048576 %s\n", tr, n, bw[1048576] }' \
+					/^#/ { for (i = 2; i <= NF; i++) { if ($i == "bytes") cb = i - 1; if ($i == "time_us") ct = i - 1 } next }
+					cb && ct && $cb ~ /^[0-9]+$/ && $ct > 0 { last = $cb; bw[$cb] = $cb / $ct / 1e3 * 2 * (n - 1) / n }
+					END { if (last) printf "allreduce %s %d %s %.4g\n", tr, n, last, bw[last]
+					      if (1048576 in bw) printf "allreduce %s %d 1048576 %.4g\n", tr, n, bw[1048576] }' \
 					"$raw/allreduce-$tr-$n$sfx.txt" >> "$tmp_meas"
 			done
 		done
 	fi
 
-	if [ ! -x "$gpt2" ]; then
+	if [ -z "$trainer_trs" ]; then
+		echo "run.sh: SKIP trainer scaling: IBC_SCALING_TRANSPORTS ($transports) has neither shm nor tcp"
+	elif [ ! -x "$gpt2" ]; then
 		echo "run.sh: SKIP trainer scaling: $gpt2 not built yet (trainer issue)"
 	elif [ "$have_mpi" = 0 ]; then
 		echo "run.sh: SKIP trainer scaling: mpirun not found"
@@ -325,7 +435,7 @@ while [ "$rep" -le "$reps" ]; do
 		for p in $pids; do
 			wait "$p" || echo "run.sh: a co-run calibration job failed, see $raw/gpt2-corun-*$sfx.txt"
 		done
-		for tr in shm tcp; do
+		for tr in $trainer_trs; do
 			for mode in weak strong; do
 				for r in 1 2 4; do
 					if [ "$mode" = strong ]; then b=$((gpt2_batch / r)); else b=$gpt2_batch; fi
@@ -395,6 +505,12 @@ median_rows "$tmp_meas" > "$tmp_meas.med" && mv "$tmp_meas.med" "$tmp_meas"
 if [ "$measured_links" = 0 ] && [ "$measured_trainer" = 0 ]; then
 	echo "run.sh: nothing measured; $params left unchanged"
 	exit 0
+fi
+if [ "$merge" = 1 ] && [ -f "$params" ]; then
+	merge_files params "$tmp_params" "$params" > "$tmp_params.mrg" && mv "$tmp_params.mrg" "$tmp_params"
+fi
+if [ "$merge" = 1 ] && [ -f "$measured" ]; then
+	merge_files measured "$tmp_meas" "$measured" > "$tmp_meas.mrg" && mv "$tmp_meas.mrg" "$tmp_meas"
 fi
 cp "$tmp_params" "$params"
 cp "$tmp_meas" "$measured"

@@ -515,17 +515,33 @@ out:
 	return st;
 }
 
+static const char *const io_transport_names[IBC_SCALING_NTRANSPORTS] = { "shm", "tcp", "ib" };
+
 /**
- * ibc_scaling_transport_index() - 0 for "shm", 1 for "tcp", -1 otherwise.
- * @name: transport name.
+ * ibc_scaling_transport_index() - Index of a local-model transport.
+ * @name: [in] transport name as run.sh and IBC_TRANSPORT spell it.
+ * Return: 0 for "shm", 1 for "tcp", 2 for "ib" (verbs), -1 otherwise.
  */
 int ibc_scaling_transport_index(const char *name)
 {
-	if (strcmp(name, "shm") == 0)
-		return 0;
-	if (strcmp(name, "tcp") == 0)
-		return 1;
+	int t;
+
+	for (t = 0; t < IBC_SCALING_NTRANSPORTS; t++)
+		if (strcmp(name, io_transport_names[t]) == 0)
+			return t;
 	return -1;
+}
+
+/**
+ * ibc_scaling_transport_name() - Name of a local-model transport.
+ * @transport: index, 0 .. IBC_SCALING_NTRANSPORTS - 1.
+ * Return: "shm", "tcp" or "ib"; "?" for an index out of range.
+ */
+const char *ibc_scaling_transport_name(int transport)
+{
+	if (transport < 0 || transport >= IBC_SCALING_NTRANSPORTS)
+		return "?";
+	return io_transport_names[transport];
 }
 
 /**
@@ -533,7 +549,7 @@ int ibc_scaling_transport_index(const char *name)
  * @lp:   [out] parameters; fields not in the file stay unmeasured.
  * @path: file path.
  *
- * Keys: cores; <shm|tcp>.alpha_us, .beta_ns_per_B, .gamma_ns_per_B (all three
+ * Keys: cores; <shm|tcp|ib>.alpha_us, .beta_ns_per_B, .gamma_ns_per_B (all three
  * or none per transport); fit_ranks; trainer.grad_bytes,
  * trainer.sample_compute_s, trainer.step_fixed_s, trainer.corun_factor,
  * trainer.batch, trainer.threads_per_rank, trainer.overlap (the trainer
@@ -543,7 +559,6 @@ int ibc_scaling_transport_index(const char *name)
  */
 ibc_status_t ibc_scaling_load_local(struct ibc_scaling_local *lp, const char *path)
 {
-	static const char *const tname[2] = { "shm", "tcp" };
 	static const char *const lkey[3] = { "alpha_us", "beta_ns_per_B", "gamma_ns_per_B" };
 	static const char *const tkey[7] = { "grad_bytes",   "sample_compute_s", "step_fixed_s",
 					     "corun_factor", "batch",		 "threads_per_rank",
@@ -573,10 +588,10 @@ ibc_status_t ibc_scaling_load_local(struct ibc_scaling_local *lp, const char *pa
 		IBC_CHECK_GOTO(io_parse_double("fit_ranks", s, &v[0]), st, out);
 		lp->fit_ranks = (int)v[0];
 	}
-	for (t = 0; t < 2; t++) {
+	for (t = 0; t < IBC_SCALING_NTRANSPORTS; t++) {
 		have = 0;
 		for (k = 0; k < 3; k++) {
-			snprintf(key, sizeof(key), "%s.%s", tname[t], lkey[k]);
+			snprintf(key, sizeof(key), "%s.%s", io_transport_names[t], lkey[k]);
 			s = io_kv_get(kv, key);
 			if (!s)
 				continue;
@@ -587,7 +602,7 @@ ibc_status_t ibc_scaling_load_local(struct ibc_scaling_local *lp, const char *pa
 			continue;
 		if (have != 3 || v[0] < 0.0 || !(v[1] > 0.0) || v[2] < 0.0) {
 			IBC_LOG_WARN(BENCH, "%s: %s needs alpha_us >= 0, beta_ns_per_B > 0, gamma_ns_per_B >= 0",
-				     path, tname[t]);
+				     path, io_transport_names[t]);
 			st = IBC_ERR_INVALID_ARG;
 			goto out;
 		}

@@ -736,7 +736,7 @@ double ibc_scaling_local_lockstep(const struct ibc_scaling_local *lp, int ranks)
 /**
  * ibc_scaling_local_allreduce_s() - Predicted all-reduce time on this host.
  * @lp:        [in] measured local parameters.
- * @transport: 0 shm, 1 tcp.
+ * @transport: 0 shm, 1 tcp, 2 ib.
  * @ranks:     processes.
  * @nbytes:    message size, bytes.
  *
@@ -749,7 +749,7 @@ double ibc_scaling_local_lockstep(const struct ibc_scaling_local *lp, int ranks)
 double ibc_scaling_local_allreduce_s(const struct ibc_scaling_local *lp, int transport, int ranks,
 				     double nbytes)
 {
-	if (transport < 0 || transport > 1 || ranks < 1)
+	if (transport < 0 || transport >= IBC_SCALING_NTRANSPORTS || ranks < 1)
 		return -1.0;
 	if (ranks == 1)
 		return 0.0;
@@ -762,7 +762,7 @@ double ibc_scaling_local_allreduce_s(const struct ibc_scaling_local *lp, int tra
 /**
  * ibc_scaling_local_step_s() - Predicted trainer step on this machine.
  * @lp:        [in] measured local parameters.
- * @transport: 0 shm, 1 tcp.
+ * @transport: 0 shm, 1 tcp, 2 ib.
  * @ranks:     processes.
  * @mode:      weak (batch per rank fixed) or strong (global batch fixed).
  *
@@ -780,7 +780,7 @@ double ibc_scaling_local_step_s(const struct ibc_scaling_local *lp, int transpor
 	double per_rank;
 	double comm;
 
-	if (!lp->have_trainer || transport < 0 || transport > 1 || ranks < 1)
+	if (!lp->have_trainer || transport < 0 || transport >= IBC_SCALING_NTRANSPORTS || ranks < 1)
 		return -1.0;
 	comm = ibc_scaling_local_allreduce_s(lp, transport, ranks, lp->grad_bytes);
 	if (comm < 0.0)
@@ -795,7 +795,7 @@ double ibc_scaling_local_step_s(const struct ibc_scaling_local *lp, int transpor
  * ibc_scaling_local_busbw_Bps() - Predicted all-reduce bus bandwidth on this
  * machine, nbytes / t x 2(n-1)/n, t from ibc_scaling_local_allreduce_s().
  * @lp:        [in] measured local parameters.
- * @transport: 0 shm, 1 tcp.
+ * @transport: 0 shm, 1 tcp, 2 ib.
  * @ranks:     processes.
  * @nbytes:    message size.
  * Return: bytes/s; a negative value when the transport was not measured.

@@ -22,6 +22,8 @@
 #define IBC_SCALING_MAX_RCP  16
 #define IBC_SCALING_MAX_ROWS 64
 #define IBC_SCALING_MAX_STACKS 16
+/* transports of the local model: 0 shm, 1 tcp, 2 ib (verbs) */
+#define IBC_SCALING_NTRANSPORTS 3
 
 /**
  * struct ibc_scaling_link - alpha-beta-gamma cost of one link level.
@@ -262,7 +264,7 @@ ibc_status_t ibc_scaling_predict_row(const struct ibc_scaling_db *db, int i,
  * struct ibc_scaling_local - parameters measured on this machine by run.sh
  * (bench/scaling/local-params.txt).
  * @cores:             CPU cores available to the ranks.
- * @link[t]:           alpha-beta-gamma of transport t (0 shm, 1 tcp) fitted
+ * @link[t]:           alpha-beta-gamma of transport t (0 shm, 1 tcp, 2 ib) fitted
  *                     from ibc_bench at @fit_ranks ranks; @have_link[t] says
  *                     whether it was measured.
  * @grad_bytes:        bytes all-reduced per trainer step (fp32 gradients).
@@ -285,8 +287,8 @@ ibc_status_t ibc_scaling_predict_row(const struct ibc_scaling_db *db, int i,
  */
 struct ibc_scaling_local {
 	int cores;
-	struct ibc_scaling_link link[2];
-	int have_link[2];
+	struct ibc_scaling_link link[IBC_SCALING_NTRANSPORTS];
+	int have_link[IBC_SCALING_NTRANSPORTS];
 	int fit_ranks;
 	double grad_bytes;
 	double sample_compute_s;
@@ -313,5 +315,6 @@ double ibc_scaling_local_allreduce_s(const struct ibc_scaling_local *lp, int tra
 ibc_status_t ibc_scaling_load(struct ibc_scaling_db *db, const char *dir);
 ibc_status_t ibc_scaling_load_local(struct ibc_scaling_local *lp, const char *path);
 int ibc_scaling_transport_index(const char *name);
+const char *ibc_scaling_transport_name(int transport);
 
 #endif /* IBC_SCALING_MODEL_H */
