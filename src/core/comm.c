@@ -1328,10 +1328,18 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 				goto fail;
 			}
 			comm_complete_locked(comm, reqs[i], IBC_OK);
+			/*
+			 * Its caller may free it now: error texts (comm->cur)
+			 * must name a request still in the batch.
+			 */
+			if (comm->cur == reqs[i])
+				comm->cur = NULL;
 			reqs[i] = NULL;
 			trp[i] = NULL;
 			nact--;
 		}
+		for (i = 0; i < hi && !comm->cur; i++)
+			comm->cur = reqs[i];
 		pthread_cond_broadcast(&comm->cond);
 		pthread_mutex_unlock(&comm->lock);
 	}
