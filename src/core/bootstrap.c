@@ -2032,21 +2032,28 @@ int ibc_bootstrap_same_host(const struct ibc_bootstrap *bs, int rank)
 	return !strcmp(a->host, b->host) && !strcmp(a->boot_id, b->boot_id);
 }
 
+/* the HELLO of a @kind connection to @peer, its address, and its name for log lines */
+static void boot_hello_to(const struct ibc_bootstrap *bs, int peer, int kind, uint32_t tag,
+			  struct ibc_boot_hello *h, union ibc_sockaddr *a, char what[128])
+{
+	memset(h, 0, sizeof(*h));
+	h->kind = (uint16_t)kind;
+	h->tag = tag;
+	h->src = bs->rank;
+	h->dst = peer;
+	h->nranks = bs->nranks;
+	memcpy(h->comm_id, bs->comm_id, sizeof(h->comm_id));
+	info_to_sockaddr(&bs->peers[peer], a);
+	snprintf(what, 128, "rank %d (host %s)", peer, bs->peers[peer].host);
+}
+
 static ibc_status_t boot_open(struct ibc_bootstrap *bs, int peer, int kind, uint32_t tag, int *fd_p)
 {
 	struct ibc_boot_hello h;
 	union ibc_sockaddr a;
 	char what[128];
 
-	memset(&h, 0, sizeof(h));
-	h.kind = (uint16_t)kind;
-	h.tag = tag;
-	h.src = bs->rank;
-	h.dst = peer;
-	h.nranks = bs->nranks;
-	memcpy(h.comm_id, bs->comm_id, sizeof(h.comm_id));
-	info_to_sockaddr(&bs->peers[peer], &a);
-	snprintf(what, sizeof(what), "rank %d (host %s)", peer, bs->peers[peer].host);
+	boot_hello_to(bs, peer, kind, tag, &h, &a, what);
 	return boot_connect_log(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms, what,
 				0, &bs->stop_io, fd_p);
 }
@@ -2073,14 +2080,7 @@ ibc_status_t ibc_bootstrap_query_wait(struct ibc_bootstrap *bs, int peer, int64_
 
 	if (peer < 0 || peer >= bs->nranks || peer == bs->rank)
 		return IBC_ERR_INVALID_ARG;
-	memset(&h, 0, sizeof(h));
-	h.kind = IBC_BOOT_KIND_WAITQ;
-	h.src = bs->rank;
-	h.dst = peer;
-	h.nranks = bs->nranks;
-	memcpy(h.comm_id, bs->comm_id, sizeof(h.comm_id));
-	info_to_sockaddr(&bs->peers[peer], &a);
-	snprintf(what, sizeof(what), "rank %d (host %s)", peer, bs->peers[peer].host);
+	boot_hello_to(bs, peer, IBC_BOOT_KIND_WAITQ, 0, &h, &a, what);
 	st = boot_connect_auth(bs->secret, &a, &h, deadline, what, 0, NULL, &fd, why, sizeof(why),
 			       &final);
 	if (st != IBC_OK) {
