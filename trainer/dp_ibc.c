@@ -139,3 +139,12 @@ void dp_ibc_fini(struct dp *dp)
 	dp->ctx = NULL;
 	dp->ops = NULL;
 }
+
+void dp_ibc_abort(struct dp *dp)
+{
+	if (!dp->ctx)
+		return;
+	ck(ibc_comm_abort(dp->ctx), "ibc_comm_abort");
+	dp->ctx = NULL;
+	dp->ops = NULL;
+}

@@ -22,6 +22,12 @@ int dp_ibc_init(struct dp *dp);
 
 /* Barrier (so no rank leaves while others still talk), then destroy. */
 void dp_ibc_fini(struct dp *dp);
+/*
+ * dp_ibc_abort() - after a local error: abort the communicator (no barrier),
+ * so that the other ranks fail at once with "rank R aborted" instead of a
+ * mismatch between this rank's exit path and their next collective.
+ */
+void dp_ibc_abort(struct dp *dp);
 
 /* a barrier; 0 or -1 */
 int dp_ibc_barrier(struct dp *dp);

@@ -802,6 +802,13 @@ out_tok:
 out_tr:
 	trainer_free(&tr);
 out_dp:
-	dp_ibc_fini(&dp);
+	if (ret != 0 && dp.ctx) {
+		/* a local error: the others may be in a collective this rank will never call */
+		fprintf(stderr, "ibc_gpt2: rank %d: stopping after the error above; aborting the communicator so that the other ranks stop too\n",
+			dp.rank);
+		dp_ibc_abort(&dp);
+	} else {
+		dp_ibc_fini(&dp);
+	}
 	return ret;
 }
