@@ -106,7 +106,7 @@ fi
 # no -j: the synthetic run has no validation set
 common="-d 2 -T 16 -i $tmp/syn_train_000001.bin -m 0 -u 2 -l 1e-3 --gen 0 --quiet --peak-gflops 1 --print-hash --bucket-mb 0.5"
 
-echo "1..19"
+echo "1..20"
 for R in 1 2 3; do
 	bsz=$((6 / R))
 	run "g$R" "$R" -b "$bsz" -n 3 --stop 1 --dump-grads "$tmp/grads$R.bin"
@@ -170,4 +170,30 @@ if command -v mpirun >/dev/null 2>&1; then
 else
 	ok 0 "# SKIP mpirun not installed"
 fi
+
+# one rank fails alone (its data pattern matches nothing): it aborts the
+# communicator, and the other rank's error names it; nobody waits for
+# IBC_TIMEOUT_MS, and nobody reports a mismatch (the failing rank's exit
+# barrier against the others' broadcast, before 2026-11-30)
+port=$(free_port)
+t0=$(date +%s)
+IBC_RANK=0 IBC_NRANKS=2 IBC_ROOT=127.0.0.1:$port IBC_TIMEOUT_MS=100000 OMP_NUM_THREADS=1 \
+	timeout -k 5 120 "$gpt" $common -b 3 -n 3 >"$tmp/nodata.r0.log" 2>&1 &
+p0=$!
+IBC_RANK=1 IBC_NRANKS=2 IBC_ROOT=127.0.0.1:$port IBC_TIMEOUT_MS=100000 OMP_NUM_THREADS=1 \
+	timeout -k 5 120 "$gpt" $common -b 3 -n 3 -i "$tmp/none_*.bin" >"$tmp/nodata.r1.log" 2>&1 &
+p1=$!
+wait $p0
+st0=$?
+wait $p1
+st1=$?
+dt=$(($(date +%s) - t0))
+[ "$st0" != 0 ] && [ "$st1" != 0 ] && [ "$dt" -lt 60 ] &&
+	grep -q 'no file matches' "$tmp/nodata.r1.log" &&
+	grep -q 'rank 1: stopping after the error above' "$tmp/nodata.r1.log" &&
+	grep -q 'rank 1 (host .*) aborted the communicator' "$tmp/nodata.r0.log" &&
+	! grep -q 'mismatched calls' "$tmp/nodata.r0.log" "$tmp/nodata.r1.log"
+st=$?
+[ "$st" = 0 ] || tail -4 "$tmp/nodata.r0.log" "$tmp/nodata.r1.log" | sed 's/^/# /'
+ok $st "one rank without data: it aborts, the other's error names rank 1, both exit non-zero in $dt s (exit $st0, $st1)"
 exit $fail
