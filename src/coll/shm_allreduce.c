@@ -494,22 +494,12 @@ static ibc_status_t shmar_wait_body(struct ibc_comm *comm, struct ibc_shmar *s,
 			pst = ibc_net_progress(comm);
 			if (pst != IBC_OK)
 				return pst;
-			if (now - last > (uint64_t)comm->timeout_ms * 1000000ull) {
-				/* @q lags: ask it (and whom it waits on) why (ibc_comm_chase) */
-				char chain[512];
-				int culprit = ibc_comm_chase(comm, q, chain, sizeof(chain));
-
-				if (culprit >= 0)
-					return ibc_comm_fail_found(comm, IBC_ERR_TIMEOUT, culprit,
-								   "shm all-reduce: no progress for %lld ms (IBC_TIMEOUT_MS) waiting for rank %d to write %s (chunk %llu); wait-for chain: %s",
-								   (long long)comm->timeout_ms, q, phase_names[f],
-								   (unsigned long long)want, chain);
-				return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, q,
-						     "shm all-reduce: no progress for %lld ms (IBC_TIMEOUT_MS) waiting for rank %d to write %s (chunk %llu)%s%s",
-						     (long long)comm->timeout_ms, q, phase_names[f],
-						     (unsigned long long)want, chain[0] ? "; wait-for chain: " : "",
-						     chain);
-			}
+			/* @q lags: ask it (and whom it waits on) why */
+			if (now - last > (uint64_t)comm->timeout_ms * 1000000ull)
+				return ibc_comm_fail_stalled(comm, q, q,
+							     "shm all-reduce: no progress for %lld ms (IBC_TIMEOUT_MS) waiting for rank %d to write %s (chunk %llu)",
+							     (long long)comm->timeout_ms, q, phase_names[f],
+							     (unsigned long long)want);
 		}
 		if (now - last < spin_ns) {
 			ibc_cpu_relax();

@@ -242,8 +242,11 @@ ibc_status_t ibc_comm_fail(struct ibc_comm *comm, ibc_status_t st, int peer, con
 	return st;
 }
 
-ibc_status_t ibc_comm_fail_found(struct ibc_comm *comm, ibc_status_t st, int peer,
-				 const char *fmt, ...)
+/* ibc_comm_fail() for a timeout whose culprit @peer is known: no grace wait */
+static ibc_status_t comm_fail_found(struct ibc_comm *comm, ibc_status_t st, int peer,
+				    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static ibc_status_t comm_fail_found(struct ibc_comm *comm, ibc_status_t st, int peer,
+				    const char *fmt, ...)
 {
 	va_list ap;
 
@@ -387,6 +390,25 @@ int ibc_comm_chase(struct ibc_comm *comm, int peer, char *why, size_t len)
 #undef CHASE_SAY
 	ibc_free(seen);
 	return culprit;
+}
+
+ibc_status_t ibc_comm_fail_stalled(struct ibc_comm *comm, int waited, int peer,
+				   const char *fmt, ...)
+{
+	char cause[768];
+	char chain[512];
+	va_list ap;
+	int culprit;
+
+	va_start(ap, fmt);
+	vsnprintf(cause, sizeof(cause), fmt, ap);
+	va_end(ap);
+	culprit = ibc_comm_chase(comm, waited, chain, sizeof(chain));
+	if (culprit >= 0)
+		return comm_fail_found(comm, IBC_ERR_TIMEOUT, culprit, "%s; wait-for chain: %s",
+				       cause, chain);
+	return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, peer, "%s%s%s", cause,
+			     chain[0] ? "; wait-for chain: " : "", chain);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -198,12 +198,15 @@ static inline void ibc_comm_wait_clear(struct ibc_comm *comm)
 int ibc_comm_chase(struct ibc_comm *comm, int peer, char *why, size_t len);
 
 /*
- * ibc_comm_fail_found() - ibc_comm_fail() for a timeout whose culprit @peer
- * is known (ibc_comm_chase()): reported at once, without the grace wait
- * for a peer's own report that ibc_comm_fail() gives timeouts.
+ * ibc_comm_fail_stalled() - a wait on @waited made no progress in time: fail
+ * @comm with IBC_ERR_TIMEOUT and the cause in @fmt, followed by the
+ * wait-for chain from @waited (ibc_comm_chase()). When the chain ends at a
+ * culprit, the error names it at once; otherwise it names @peer (-1: none)
+ * after ibc_comm_fail()'s grace wait for another rank's report.
+ * Return: IBC_ERR_TIMEOUT (or the communicator's earlier error).
  */
-ibc_status_t ibc_comm_fail_found(struct ibc_comm *comm, ibc_status_t st, int peer,
-				 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+ibc_status_t ibc_comm_fail_stalled(struct ibc_comm *comm, int waited, int peer,
+				   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* @text without the "rank R: " that ibc_last_error() puts in front of it */
 const char *ibc_comm_strip_rank(const char *text);

@@ -158,10 +158,8 @@ static ibc_status_t net_connect_body(struct ibc_comm *comm, const int *peers, in
 	int npending;
 
 	for (;;) {
-		char chain[512];
 		int progressed;
 		int peer;
-		int culprit;
 
 		IBC_CHECK(net_connect_pass(comm, peers, npeers, &npending, &progressed));
 		if (!npending)
@@ -180,15 +178,9 @@ static ibc_status_t net_connect_body(struct ibc_comm *comm, const int *peers, in
 				usleep(200);
 			continue;
 		}
-		culprit = ibc_comm_chase(comm, peer, chain, sizeof(chain));
-		if (culprit >= 0)
-			return ibc_comm_fail_found(comm, IBC_ERR_TIMEOUT, culprit,
-						   "connection set-up with rank %d did not complete within %lld ms (IBC_BOOTSTRAP_TIMEOUT_MS); wait-for chain: %s",
-						   peer, (long long)ibc_param_bootstrap_timeout_ms(), chain);
-		return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, peer,
-				     "connection set-up did not complete within %lld ms (IBC_BOOTSTRAP_TIMEOUT_MS)%s%s",
-				     (long long)ibc_param_bootstrap_timeout_ms(),
-				     chain[0] ? "; wait-for chain: " : "", chain);
+		return ibc_comm_fail_stalled(comm, peer, peer,
+					     "connection set-up with rank %d did not complete within %lld ms (IBC_BOOTSTRAP_TIMEOUT_MS)",
+					     peer, (long long)ibc_param_bootstrap_timeout_ms());
 	}
 }
 
@@ -277,17 +269,13 @@ static int net_waited_peer(struct ibc_treq *const *reqs, int n)
 }
 
 /*
- * No progress for IBC_TIMEOUT_MS: follow the wait-for chain from the peer
- * this rank waits on (ibc_comm_chase()) and blame the rank where it ends,
- * at once; without a culprit, report the direct peers after the grace wait
- * for a peer's own report (ibc_comm_fail()).
+ * No progress for IBC_TIMEOUT_MS: name the direct peers and follow the
+ * wait-for chain from the one this rank waits on (ibc_comm_fail_stalled()).
  */
 static ibc_status_t net_timeout(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
 {
 	char who[256];
-	char chain[512];
 	size_t len = 0;
-	int culprit;
 	int i;
 
 	who[0] = '\0';
@@ -298,14 +286,9 @@ static ibc_status_t net_timeout(struct ibc_comm *comm, struct ibc_treq *const *r
 					len ? "," : "", reqs[i]->is_send ? " sending to" : " receiving from",
 					reqs[i]->peer, ibc_comm_peer_host(comm, reqs[i]->peer));
 	}
-	culprit = ibc_comm_chase(comm, net_waited_peer(reqs, n), chain, sizeof(chain));
-	if (culprit >= 0)
-		return ibc_comm_fail_found(comm, IBC_ERR_TIMEOUT, culprit,
-					   "no progress for %lld ms (IBC_TIMEOUT_MS) while%s; wait-for chain: %s",
-					   (long long)comm->timeout_ms, who, chain);
-	return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, -1,
-			     "no progress for %lld ms (IBC_TIMEOUT_MS) while%s%s%s",
-			     (long long)comm->timeout_ms, who, chain[0] ? "; wait-for chain: " : "", chain);
+	return ibc_comm_fail_stalled(comm, net_waited_peer(reqs, n), -1,
+				     "no progress for %lld ms (IBC_TIMEOUT_MS) while%s",
+				     (long long)comm->timeout_ms, who);
 }
 
 /* @any: 0 all, 1 any, 2 any or a p2p operation at the queue head (IBC_INPROGRESS) */
