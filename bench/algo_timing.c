@@ -19,6 +19,13 @@
  *                    [-s 8,64,...] [-r reps] [-w warmup] [--tune FILE]
  *        algo_timing --fit-from OUTPUT --tune FILE
  *                    (fit again from the output of an earlier run, no run)
+ *        algo_timing --pick-from OUTPUT [--lone-us A] [--gamma-cache G --l2 BYTES]
+ *                    (replay: the tuner of this build picks again from the
+ *                    probe model in an earlier run's header, and the summary
+ *                    prices its picks with that run's forced measurements;
+ *                    --lone-us gives a lone pair's latency, which outputs
+ *                    from before the lone-pair probe lack; --gamma-cache
+ *                    and --l2 likewise for the cache term)
  */
 #include "config.h"
 
@@ -40,6 +47,11 @@ struct opts {
 	int warmup;
 	const char *tune_file;
 	const char *fit_from;   /* an earlier run's output to fit from */
+	const char *pick_from;  /* an earlier run's output to pick again from */
+	double lone_us;         /* --lone-us: lone-pair latency for --pick-from */
+	double load;            /* load average in --pick-from's output */
+	double gamma_cache;     /* --gamma-cache: in-cache gamma for --pick-from, ns/B */
+	long long l2;           /* --l2: the core's L2 for --pick-from, bytes */
 };
 
 /* written by rank 0, read by the parent */
@@ -118,7 +130,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: algo_timing -n N [-t shm|tcp] [-c allreduce|broadcast|reduce] [-s 8,64,4k,...]\n"
 			"                   [-r reps] [-w warmup] [--tune FILE]\n"
-			"       algo_timing --fit-from OUTPUT --tune FILE\n");
+			"       algo_timing --fit-from OUTPUT --tune FILE\n"
+			"       algo_timing --pick-from OUTPUT [--lone-us A] [--gamma-cache G --l2 BYTES]\n");
 }
 
 /* fill sh->res from an earlier run's output (its header, model line, rows) */
@@ -132,6 +145,9 @@ static int load_output(const char *path)
 	double b = 0;
 	double g = 0;
 	int share = 1;
+	double lone = 0;
+	double gc = 0;
+	long long l2 = 0;
 	int got = 0;
 	FILE *f = fopen(path, "r");
 
@@ -152,6 +168,9 @@ static int load_output(const char *path)
 		int pi;
 
 		if (sscanf(line, "# algo_timing: %31[^,], %d ranks over %15[^,],", coll, &o.n, tp) == 3) {
+			const char *lp = strstr(line, "load average ");
+
+			o.load = lp ? atof(lp + 13) : 0;
 			o.coll = !strcmp(coll, "broadcast") ? IBC_TUNE_BCAST
 				 : !strcmp(coll, "reduce")  ? IBC_TUNE_REDUCE
 							    : IBC_TUNE_ALLREDUCE;
@@ -165,6 +184,11 @@ static int load_output(const char *path)
 			const char *sp = strstr(line, " x share ");
 
 			share = sp ? atoi(sp + 9) : 1;
+			sp = strstr(line, ", lone pair ");
+			lone = sp ? atof(sp + 12) : 0;
+			sp = strstr(line, ", cache gamma ");
+			if (sp && sscanf(sp, ", cache gamma %lf L2 %lld", &gc, &l2) != 2)
+				gc = 0;
 			got |= 2;
 			continue;
 		}
@@ -197,9 +221,45 @@ static int load_output(const char *path)
 	sh->res.model.base[IBC_PROTO_LL] = (struct ibc_tune_coef){ all, b, g };
 	sh->res.model.source = IBC_TUNE_SRC_PROBE;
 	sh->res.model.share = IBC_MAX(share, 1);
+	/* the output's lone_frac was taken after the cap, so it gives the lone pair */
+	ibc_tune_set_lone(&sh->res.model, lone * a);
+	/* --gamma-cache < 0: the term off */
+	sh->res.model.gamma_cache_ns = o.gamma_cache > 0 ? o.gamma_cache : o.gamma_cache < 0 ? 0 : gc;
+	sh->res.model.cache_bytes = o.l2 > 0 ? o.l2 : l2;
 	sh->res.coll = o.coll;
 	sh->res.nranks = o.n;
 	sh->res.have_model = 1;
+	return 0;
+}
+
+/* --pick-from: this build's tuner picks from the earlier run's probe model */
+static int pick_again(void)
+{
+	struct bench_tune_result *res = &sh->res;
+	int si;
+
+	if (load_output(o.pick_from)) {
+		fprintf(stderr, "algo_timing: --pick-from needs a complete output of algo_timing\n");
+		return 2;
+	}
+	if (o.lone_us != 0)     /* < 0: the term off */
+		ibc_tune_set_lone(&res->model, o.lone_us);
+	for (si = 0; si < res->nsizes; si++) {
+		struct bench_tune_cell *a = &res->cell[si][BENCH_TUNE_AUTO];
+		const struct bench_tune_cell *f;
+		struct ibc_algo_choice c;
+
+		ibc_tune_choose(&res->model, res->coll, res->sizes[si], &c);
+		f = &res->cell[si][c.algo * IBC_PROTO_COUNT + c.proto];
+		if (!f->valid)
+			f = &res->cell[si][c.algo * IBC_PROTO_COUNT];
+		*a = (struct bench_tune_cell){ .valid = f->valid, .algo = c.algo, .proto = c.proto,
+					       .chunk = c.chunk_bytes, .med_us = f->med_us,
+					       .min_us = f->min_us, .max_us = f->max_us };
+	}
+	printf("# algo_timing: %s, %d ranks over %s, float32 sum, load average %.1f at start (replayed from %s by this build's tuner)\n",
+	       ibc_tune_coll_name(o.coll), o.n, o.tp, o.load, o.pick_from);
+	bench_tune_print(res, stdout);
 	return 0;
 }
 
@@ -256,6 +316,18 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--fit-from") && v) {
 			o.fit_from = v;
 			i++;
+		} else if (!strcmp(argv[i], "--pick-from") && v) {
+			o.pick_from = v;
+			i++;
+		} else if (!strcmp(argv[i], "--gamma-cache") && v) {
+			o.gamma_cache = atof(v);
+			i++;
+		} else if (!strcmp(argv[i], "--l2") && v) {
+			o.l2 = atoll(v);
+			i++;
+		} else if (!strcmp(argv[i], "--lone-us") && v) {
+			o.lone_us = atof(v);
+			i++;
 		} else {
 			usage();
 			return 2;
@@ -265,6 +337,8 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+	if (o.pick_from)
+		return pick_again();
 	if (o.fit_from) {
 		if (!o.tune_file || load_output(o.fit_from)) {
 			fprintf(stderr, "algo_timing: --fit-from needs --tune FILE and a complete output of algo_timing\n");

@@ -243,10 +243,11 @@ void bench_tune_print(const struct bench_tune_result *res, FILE *f)
 	int i;
 
 	if (res->have_model)
-		fprintf(f, "# model: simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B, gamma %.4f ns/B x share %d (%s%s)\n",
+		fprintf(f, "# model: simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B, gamma %.4f ns/B x share %d, lone pair %.3f of alpha, cache gamma %.4f L2 %lld (%s%s)\n",
 			res->model.base[0].alpha_us, res->model.base[1].alpha_us,
 			res->model.base[0].beta_ns, res->model.base[0].gamma_ns,
-			(int)res->model.share,
+			(int)res->model.share, res->model.lone_frac, res->model.gamma_cache_ns,
+			(long long)res->model.cache_bytes,
 			(res->model.source & IBC_TUNE_SRC_FILE) ? "file" : "",
 			(res->model.source & IBC_TUNE_SRC_PROBE) ? "probe" : "");
 	fprintf(f, "%10s %-13s %-6s %9s %12s %10s %12s %12s\n", "bytes", "algo", "proto", "chunk",

@@ -37,6 +37,34 @@
  * "time sharing"): without it the model ranked Rabenseifner (6 steps, one
  * extra pass over N) ahead of the ring (14 steps) at 2 MiB, where the ring
  * is 20-110 % faster.
+ *
+ * Messages in flight (a shared host, share > 1, n >= 4): recursive
+ * doubling, Rabenseifner and the ring send from every rank in every step,
+ * but on fewer elements than ranks Rabenseifner and the ring have steps
+ * with fewer messages (the programs send no empty message, sched.h), and on
+ * cores that the ranks time-share such a step is cheaper. The probe times
+ * n/2 pairs' round trips at once (n/2 messages in flight: alpha) and a lone
+ * pair (ranks 0 and 1, the others asleep in a broadcast):
+ * lone_frac = lone / alpha. A step's latency is taken linear in its
+ * messages m, L(m) = f + (1 - f)(m - 1)/(n/2 - 1) alpha with f = lone_frac,
+ * and a step with m messages is priced alpha L(m) / L(n). A full step keeps
+ * alpha: alpha and beta were both measured with n/2 messages in flight, and
+ * raising only alpha to L(n) moved the crossovers of large messages
+ * (measured: with full steps at L(n), 4 of 30 runs picked rd or
+ * Rabenseifner at 256 KiB-64 MiB, 29-307 % slower, bench/RESULTS.md).
+ * Rabenseifner's messages are counted on every rank's real program where
+ * its elements (of the operation's size) are fewer than the power of two
+ * it works on. Measured on 8 tcp ranks on 2 cores: Rabenseifner at 8 B,
+ * 2 floats in 8 blocks (steps of 4, 2, 2, 2, 2, 4 messages), is 18 %
+ * faster than rd's 3 full exchanges, which the model without the term
+ * ranked first. Broadcast and reduce keep alpha per step, and so do a
+ * tuning file's fitted rows (the fit works without the term). The lone
+ * pair also caps alpha at share x lone (ibc_tune_set_lone).
+ *
+ * Cache: gamma is measured twice, from memory (2 MiB, a 4 MiB working set)
+ * and from a core's L2 (256 KiB); an operation on N bytes is priced with
+ * gamma blended towards the in-cache speed by min(1, L2 / (share 2 N)), the
+ * fraction of its ranks' working sets that fit the core's L2 (tune_gamma).
  */
 #include "config.h"
 
@@ -44,6 +72,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "coll/coll.h"
 #include "coll/reduce.h"
@@ -57,8 +86,10 @@
 #define PROBE_SMALL 8                           /* bytes of a latency probe message */
 #define PROBE_LARGE (512u << 10)                /* bytes of a bandwidth probe message */
 #define PROBE_GAMMA (2u << 20)                  /* bytes reduced by the gamma probe (below) */
+#define PROBE_GAMMA_CACHE (256u << 10)          /* bytes of its in-cache pass */
 #define PROBE_SMALL_NS 6000000ull               /* time budget of a latency series */
 #define PROBE_LARGE_NS 12000000ull              /* time budget of the bandwidth series */
+#define PROBE_LONE_NS 4000000ull                /* time budget of the lone-pair series */
 
 static const size_t tune_chunks[] = { 4u << 10, 16u << 10, 64u << 10, 256u << 10, 1u << 20,
 				      4u << 20 };
@@ -144,7 +175,8 @@ static const struct ibc_tune_coef tune_defaults[IBC_TUNE_TP_COUNT][IBC_PROTO_COU
  * @tp:     [in]  enum ibc_tune_tp of the slowest link.
  * @has_ll: [in]  1 if that transport has an LL path.
  *
- * Unknown IBC_ALGO/IBC_PROTO values log a WARN and mean auto. The shm
+ * Unknown IBC_ALGO/IBC_PROTO values log a WARN and mean auto; IBC_PROTO=ll
+ * where @has_ll is 0 logs a WARN and means simple. The shm
  * all-reduce (IBC_ALGO_SHM) is allowed when @tp is shm, @nranks > 1 and
  * IBC_SHM_ALLREDUCE=1.
  */
@@ -172,6 +204,8 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 	 * broadcasts rank 0's model, so rank 0's view decides) */
 	m->shm_ok = tp == IBC_TUNE_TP_SHM && nranks > 1 && ibc_param_shm_allreduce();
 	m->share = 1;   /* a core per rank; tuner_init() sets the host's value */
+	m->elem_bytes = 4;
+	m->lone_frac = 0;       /* tuner_init()'s probe measures it on a shared host */
 	m->base[IBC_PROTO_SIMPLE] = tune_defaults[tp][IBC_PROTO_SIMPLE];
 	m->base[IBC_PROTO_LL] = tune_defaults[tp][has_ll ? IBC_PROTO_LL : IBC_PROTO_SIMPLE];
 	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++)
@@ -192,6 +226,11 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 		m->force_proto = ibc_proto_parse(s);
 		if (m->force_proto < 0)
 			IBC_LOG_WARN(ENV, "IBC_PROTO=%s is not auto, simple or ll; using auto", s);
+		if (m->force_proto == IBC_PROTO_LL && !has_ll) {
+			IBC_LOG_WARN(ENV, "IBC_PROTO=ll: the %s transport has no LL path; using the simple protocol",
+				     tp_names[tp]);
+			m->force_proto = IBC_PROTO_SIMPLE;
+		}
 	}
 }
 
@@ -212,10 +251,25 @@ int ibc_tune_share(int nlocal, int ncores)
 	return (nlocal + ncores - 1) / ncores;
 }
 
-/* the reduction cost per byte the model prices: gamma times the time sharing */
-static double tune_gamma(const struct ibc_tune_model *m, double gamma_ns)
+/*
+ * The reduction cost per byte the model prices for an operation on N bytes:
+ * gamma times the time sharing, and, where the probe measured the cache's
+ * speed, blended towards it by the fraction of the working set that fits
+ * the core's L2: the share ranks of a core each touch about 2 N (input and
+ * output), so that fraction is min(1, L2 / (share 2 N)) (file header,
+ * "cache").
+ */
+static double tune_gamma(const struct ibc_tune_model *m, double gamma_ns, double N)
 {
-	return gamma_ns * (double)IBC_MAX(m->share, 1);
+	double share = (double)IBC_MAX(m->share, 1);
+	double gm = m->base[IBC_PROTO_SIMPLE].gamma_ns;
+
+	if (m->gamma_cache_ns > 0 && m->cache_bytes > 0 && gm > m->gamma_cache_ns && N > 0) {
+		double in = IBC_MIN(1.0, (double)m->cache_bytes / (share * 2.0 * N));
+
+		gamma_ns *= 1.0 - (1.0 - m->gamma_cache_ns / gm) * in;
+	}
+	return gamma_ns * share;
 }
 
 static int ilog2_floor(int n)
@@ -225,6 +279,111 @@ static int ilog2_floor(int n)
 	while ((2 << l) <= n)
 		l++;
 	return l;
+}
+
+/**
+ * ibc_tune_set_lone() - Set the model's lone-pair term from a lone pair's
+ * one-way 8-byte latency (simple protocol), measured after alpha.
+ * @m:       [in,out] model (base alpha and share already set).
+ * @lone_us: [in] us; <= 0 turns the term off.
+ *
+ * On a shared host (share > 1) the probe's alpha, n/2 pairs' round trips
+ * at once, is first capped at share x @lone_us (both protocols): n/2 pairs
+ * time-sharing the cores are at most share times slower than one pair with
+ * the cores to itself, and a higher alpha is another job's load during the
+ * probe's few ms, which the lone pair, timed tens of ms later, did not
+ * meet (bench/RESULTS.md, "Messages in flight and the cache": alpha 82 and
+ * 120 us against lone pairs of 7-8 us, and the ring lost at 256 KiB and
+ * 2 MiB). Then lone_frac = @lone_us / alpha, kept in [0.02, 1]. Pure.
+ */
+void ibc_tune_set_lone(struct ibc_tune_model *m, double lone_us)
+{
+	double a = m->base[IBC_PROTO_SIMPLE].alpha_us;
+	int p;
+
+	if (lone_us <= 0 || a <= 0) {
+		m->lone_frac = 0;
+		return;
+	}
+	if (m->share > 1 && a > m->share * lone_us) {
+		a = m->share * lone_us;
+		for (p = 0; p < IBC_PROTO_COUNT; p++)
+			m->base[p].alpha_us = IBC_MIN(m->base[p].alpha_us, a);
+	}
+	m->lone_frac = IBC_MIN(IBC_MAX(lone_us / a, 0.02), 1.0);
+}
+
+/* a step's latency with @msgs of the n ranks' messages in flight, in units of alpha */
+static double step_latency(const struct ibc_tune_model *m, double msgs)
+{
+	double half = (double)(m->nranks / 2);
+	double f = m->lone_frac;
+
+	return f + (1.0 - f) * (IBC_MAX(msgs, 1.0) - 1.0) / (half - 1.0);
+}
+
+/**
+ * ibc_tune_step_factor() - The cost of a step with @msgs messages in flight
+ * among the n ranks relative to a step in which every rank sends (file
+ * header, "messages in flight"): step_latency(@msgs) / step_latency(n), at
+ * most 1. 1 when the term is off (lone_frac 0, fewer than 4 ranks, or a
+ * core per rank). Pure.
+ */
+double ibc_tune_step_factor(const struct ibc_tune_model *m, double msgs)
+{
+	if (m->lone_frac <= 0 || m->lone_frac >= 1 || m->nranks < 4 || m->share <= 1)
+		return 1.0;
+	return IBC_MIN(step_latency(m, msgs) / step_latency(m, m->nranks), 1.0);
+}
+
+/*
+ * Rabenseifner on fewer elements than the power of two it works on: some
+ * blocks are empty and the program sends nothing for them (sched.h), so
+ * some steps have fewer messages in flight. Counted on the real program of
+ * every rank (n <= RAB_SIM_MAX; a few ops each at these sizes): the sum over
+ * steps of the step factor, or -1 where not counted.
+ */
+#define RAB_SIM_MAX 256
+#define RAB_SIM_OPS 256
+#define RAB_SIM_STEPS 64
+
+static double rab_small_steps(const struct ibc_tune_model *m, uint64_t count)
+{
+	uint32_t step[RAB_SIM_STEPS];
+	int sends[RAB_SIM_STEPS];
+	struct ibc_sched_op ops[RAB_SIM_OPS];
+	int nstep = 0;
+	double S = 0;
+	int r;
+	int i;
+
+	if (m->nranks > RAB_SIM_MAX || count == 0)
+		return -1;
+	for (r = 0; r < m->nranks; r++) {
+		struct ibc_sched_args a = { .n = m->nranks, .rank = r, .count = count,
+					    .chunk = count, .root = 0 };
+		size_t k = ibc_rab_allreduce_prog(&a, ops, RAB_SIM_OPS);
+		size_t j;
+
+		if (k > RAB_SIM_OPS)
+			return -1;
+		for (j = 0; j < k; j++) {
+			if (ops[j].kind != IBC_SCHED_SEND)
+				continue;
+			for (i = 0; i < nstep && step[i] != ops[j].step; i++)
+				;
+			if (i == nstep) {
+				if (nstep == RAB_SIM_STEPS)
+					return -1;
+				step[nstep] = ops[j].step;
+				sends[nstep++] = 0;
+			}
+			sends[i]++;
+		}
+	}
+	for (i = 0; i < nstep; i++)
+		S += ibc_tune_step_factor(m, sends[i]);
+	return S;
 }
 
 /* the critical-path shape of one operation (file header) */
@@ -254,10 +413,13 @@ static void tune_shape(const struct ibc_tune_model *m, int coll, int algo, doubl
 		 * 3704 us, ring 698 and 2930 us, while the model without this
 		 * term ranked Rabenseifner first (bench/RESULTS.md).
 		 */
+		double cnt = floor(N / IBC_MAX(m->elem_bytes, 1));
+
 		switch (algo) {
 		case IBC_ALGO_RING:
+			/* fewer elements than ranks: the empty blocks are not sent */
 			k = IBC_MAX(1.0, ceil(ceil(N / n) / rc));
-			*S = 2.0 * (n - 1) * k;
+			*S = 2.0 * (n - 1) * k * ibc_tune_step_factor(m, IBC_MIN(cnt, (double)n));
 			*B = 2.0 * (n - 1) / n * N;
 			*G = (double)(n - 1) / n * N;
 			return;
@@ -267,18 +429,24 @@ static void tune_shape(const struct ibc_tune_model *m, int coll, int algo, doubl
 			h = ibc_dtree_height(n);
 			c = IBC_MIN(IBC_MAX(C, ceil(half / IBC_SCHED_MAX_CHUNKS)), half);
 			k = IBC_MAX(1.0, ceil(half / IBC_MAX(c, 1.0)));
-			*S = 2.0 * (h + k - 1);
+			*S = 2.0 * (h + k - 1) * ibc_tune_step_factor(m, n);
 			*B = 4.0 * c * (h + k - 1);
 			*G = 2.0 * c * (h + k - 1) + N;
 			return;
 		}
 		case IBC_ALGO_RD:
-			*S = lg + 2 * f;
+			/* the folded-out ranks sit out the lg exchanges */
+			*S = lg * ibc_tune_step_factor(m, p) + 2 * f * ibc_tune_step_factor(m, n - p);
 			*B = N * (lg + 2 * f);
 			*G = N * (lg + f) + N;
 			return;
 		case IBC_ALGO_RAB:
-			*S = 2 * lg + 2 * f;
+			*S = -1;
+			if (cnt < p && ibc_tune_step_factor(m, 1) < 1)
+				*S = rab_small_steps(m, (uint64_t)cnt);
+			if (*S < 0)
+				*S = 2 * lg * ibc_tune_step_factor(m, p) +
+				     2 * f * ibc_tune_step_factor(m, n - p);
 			*B = 2 * (p - 1) / p * N + 2 * f * N;
 			*G = (p - 1) / p * N + f * N + N;
 			return;
@@ -388,7 +556,7 @@ double ibc_tune_predict(const struct ibc_tune_model *m, int coll, int algo, int 
 	double G;
 
 	tune_shape(m, coll, algo, (double)nbytes, (double)IBC_MAX(chunk_bytes, 1), &S, &B, &G);
-	return k->alpha_us * S + (k->beta_ns * B + tune_gamma(m, k->gamma_ns) * G) / 1000.0;
+	return k->alpha_us * S + (k->beta_ns * B + tune_gamma(m, k->gamma_ns, (double)nbytes) * G) / 1000.0;
 }
 
 static int tune_ll_ok(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
@@ -664,7 +832,12 @@ ibc_status_t ibc_tune_fit(const struct ibc_tune_model *m, int coll, int algo, in
 	double beta;
 	double det;
 	int i;
+	struct ibc_tune_model mf = *m;
 
+	/* fitted rows are used without the lone-pair and cache terms (a file's model has none) */
+	mf.lone_frac = 0;
+	mf.gamma_cache_ns = 0;
+	m = &mf;
 	if (ns < 1)
 		return IBC_ERR_INVALID_ARG;
 	for (i = 0; i < ns; i++) {
@@ -680,7 +853,7 @@ ibc_status_t ibc_tune_fit(const struct ibc_tune_model *m, int coll, int algo, in
 			   &S, &B, &G);
 		B /= 1000.0;
 		w = 1.0 / (s[i].time_us * s[i].time_us);
-		y = s[i].time_us - tune_gamma(m, gamma) * G / 1000.0;
+		y = s[i].time_us - tune_gamma(m, gamma, (double)s[i].nbytes) * G / 1000.0;
 		a11 += w * S * S;
 		a12 += w * S * B;
 		a22 += w * B * B;
@@ -738,7 +911,7 @@ static int fit_accumulate(const struct ibc_tune_model *m, int coll, int algo, do
 			   &S, &B, &G);
 		B /= 1000.0;
 		w = 1.0 / (s[i].time_us * s[i].time_us);
-		y = s[i].time_us - tune_gamma(m, gamma) * G / 1000.0;
+		y = s[i].time_us - tune_gamma(m, gamma, (double)s[i].nbytes) * G / 1000.0;
 		f->ss += w * S * S;
 		f->sb += w * S * B;
 		f->bb += w * B * B;
@@ -787,7 +960,12 @@ ibc_status_t ibc_tune_fit_coll(const struct ibc_tune_model *m, int coll,
 	int have = 0;
 	int a;
 	int p;
+	struct ibc_tune_model mf = *m;
 
+	/* fitted rows are used without the lone-pair and cache terms (a file's model has none) */
+	mf.lone_frac = 0;
+	mf.gamma_cache_ns = 0;
+	m = &mf;
 	for (a = 0; a < IBC_ALGO_COUNT; a++)
 		for (p = 0; p < IBC_PROTO_COUNT; p++)
 			out[a][p] = (struct ibc_tune_coef){ -1.0, 0, gamma };
@@ -962,6 +1140,13 @@ void ibc_tune_print(const struct ibc_tune_model *m, FILE *f)
 		m->has_ll ? "" : " (this transport has no LL path)");
 	fprintf(f, "# time sharing: %d rank(s) per core, gamma priced x%d\n", (int)m->share,
 		(int)m->share);
+	if (m->gamma_cache_ns > 0 && m->cache_bytes > 0)
+		fprintf(f, "# cache: gamma %.4f ns/B while the working set (ranks per core x 2 N) fits the %lld-byte L2\n",
+			m->gamma_cache_ns, (long long)m->cache_bytes);
+	if (ibc_tune_step_factor(m, 1) < 1)
+		fprintf(f, "# messages in flight: a lone pair's latency is %.2f of alpha; a step with m of %d messages costs alpha x %.2f..%.2f\n",
+			m->lone_frac, m->nranks, ibc_tune_step_factor(m, 1),
+			ibc_tune_step_factor(m, m->nranks));
 	if (m->force_algo >= 0 || m->force_proto >= 0 || m->force_chunk > 0)
 		fprintf(f, "# overrides: algorithm %s, protocol %s, chunk %lld bytes\n",
 			m->force_algo >= 0 ? algo_names[m->force_algo] : "auto",
@@ -996,6 +1181,7 @@ void ibc_tune_print(const struct ibc_tune_model *m, FILE *f)
 
 struct tune_cache_ent {
 	size_t nbytes;
+	size_t esz;             /* element bytes: the empty-message count depends on it */
 	int valid;
 	struct ibc_algo_choice c;
 };
@@ -1040,6 +1226,9 @@ static void tuner_apply_force(struct ibc_tuner *t)
 		t->meff.force_algo = t->force_algo;
 	if (t->force_proto >= 0)
 		t->meff.force_proto = t->force_proto;
+	/* LL forced where the transport has no LL path: the simple protocol runs */
+	if (t->meff.force_proto == IBC_PROTO_LL && !t->meff.has_ll)
+		t->meff.force_proto = IBC_PROTO_SIMPLE;
 	if (t->force_chunk > 0)
 		t->meff.force_chunk = (int64_t)t->force_chunk;
 	memset(t->cache, 0, sizeof(t->cache));
@@ -1168,19 +1357,20 @@ static ibc_status_t probe_pingpong(struct ibc_comm *comm, const struct ibc_reque
 
 /*
  * Reduction speed of this CPU, ns per byte of float32 SUM: the fastest of 4
- * passes over PROBE_GAMMA bytes (plus as many of source). gamma decides
- * between algorithms only where G gamma is comparable to the step costs,
- * i.e. at messages of megabytes, which are reduced from memory, not from a
- * core's cache: the 4 MiB working set is twice this machine's 2 MiB L2 per
- * core. Measured here with the library's kernel: 0.034 ns/B for 256 KiB
- * (the probe's earlier size, cache-resident), 0.070 for 2 MiB, 0.08-0.09
- * for 16 MiB. The cache-resident figure made the model price Rabenseifner's
- * extra pass over N at a third of its cost (bench/RESULTS.md, "time
- * sharing"). @buf: 2 PROBE_GAMMA bytes.
+ * passes over @nbytes (plus as many of source). Two sizes are measured.
+ * PROBE_GAMMA (2 MiB, a 4 MiB working set, twice this machine's 2 MiB L2
+ * per core) gives the from-memory gamma that messages of megabytes pay,
+ * where G gamma decides between algorithms; PROBE_GAMMA_CACHE (256 KiB)
+ * gives the in-cache speed that tune_gamma() blends in for smaller
+ * working sets. Measured here with the library's kernel: 0.034 ns/B for
+ * 256 KiB, 0.070 for 2 MiB, 0.08-0.09 for 16 MiB. The cache figure alone
+ * made the model price Rabenseifner's extra pass over 2 MiB at a third of
+ * its cost (bench/RESULTS.md, "time sharing"); the memory figure alone
+ * priced it at 256 KiB at twice its cost ("cache"). @buf: 2 @nbytes bytes.
  */
-static double probe_gamma(char *buf)
+static double probe_gamma(char *buf, size_t nbytes)
 {
-	size_t cnt = PROBE_GAMMA / sizeof(float);
+	size_t cnt = nbytes / sizeof(float);
 	float *a = (float *)buf;
 	float *b = a + cnt;
 	double best = HUGE_VAL;
@@ -1200,10 +1390,42 @@ static double probe_gamma(char *buf)
 		if (t < best)
 			best = t;
 	}
-	return best / (double)PROBE_GAMMA;
+	return best / (double)nbytes;
 }
 
-enum { PV_ALPHA, PV_ALPHA_LL, PV_BETA, PV_NPAIR, PV_NLL, PV_GAMMA, PV_NRANK, PV_COUNT };
+/*
+ * The lone pair (hosts with more ranks than cores, n >= 4): ranks 0 and 1
+ * time 8-byte round trips while every other rank waits in the broadcast
+ * of the result, as the idle ranks of a step with few messages wait (spin,
+ * yield, then sleep: net.c). *@lone_us_p: the one-way latency on every
+ * rank, 0 where pair 0-1 does not use the slowest transport.
+ */
+static ibc_status_t probe_lone(struct ibc_comm *comm, struct ibc_request *req,
+			       const struct ibc_tune_model *m, double *lone_us_p)
+{
+	struct ibc_request br;
+	double lone = 0;
+	void *p;
+
+	if (comm->rank <= 1 && tp_of_ops(comm->peers[comm->rank ^ 1].ops) == m->tp) {
+		char *sbuf;
+
+		IBC_CHECK(ibc_coll_scratch(comm, 2 * PROBE_SMALL, &p));
+		sbuf = p;
+		memset(sbuf, 0, 2 * PROBE_SMALL);
+		IBC_CHECK(probe_pingpong(comm, req, comm->rank ^ 1, comm->rank == 0, 3, 0,
+					 PROBE_SMALL, 40, PROBE_LONE_NS, sbuf, sbuf + PROBE_SMALL,
+					 &lone));
+	}
+	internal_req(req, IBC_COLL_BROADCAST, &lone, 1, IBC_FLOAT64, &br);
+	IBC_CHECK(ibc_ring_broadcast(comm, &br));
+	IBC_LOG_DEBUG(TUNING, "probe lone pair 0-1: 8 B one-way %.2f us", lone);
+	*lone_us_p = lone;
+	return IBC_OK;
+}
+
+enum { PV_ALPHA, PV_ALPHA_LL, PV_BETA, PV_NPAIR, PV_NLL, PV_GAMMA, PV_GAMMA_CACHE, PV_NRANK,
+       PV_COUNT };
 
 /*
  * The probe: pairs (r, r^1) measure 8-byte latency (simple, and LL where
@@ -1221,6 +1443,7 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 {
 	double v[PV_COUNT] = { 0 };
 	struct ibc_request ar;
+	double lone = 0;
 	int partner = comm->rank ^ 1;
 	char *gbuf;
 	char *sbuf;
@@ -1275,11 +1498,14 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 	if (!gbuf)
 		return ibc_comm_fail(comm, IBC_ERR_NO_MEMORY, -1,
 				     "cannot allocate %u bytes for the tuner's probe", 2 * PROBE_GAMMA);
-	v[PV_GAMMA] = probe_gamma(gbuf);
+	v[PV_GAMMA] = probe_gamma(gbuf, PROBE_GAMMA);
+	v[PV_GAMMA_CACHE] = probe_gamma(gbuf, PROBE_GAMMA_CACHE);
 	ibc_free(gbuf);
 	v[PV_NRANK] = 1;
 	internal_req(req, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
 	IBC_CHECK(ibc_ring_allreduce(comm, &ar));
+	if (m->share > 1 && comm->nranks >= 4)
+		IBC_CHECK(probe_lone(comm, req, m, &lone));
 	*probe_ms_p = (double)(ibc_time_ns() - t0) / 1e6;
 	if (v[PV_NPAIR] > 0) {
 		m->base[IBC_PROTO_SIMPLE].alpha_us = IBC_MAX(v[PV_ALPHA] / v[PV_NPAIR], 0.05);
@@ -1293,8 +1519,17 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 							 m->base[IBC_PROTO_SIMPLE].alpha_us);
 		m->source |= IBC_TUNE_SRC_PROBE;
 	}
+	if (v[PV_NPAIR] > 0) {
+		double a = m->base[IBC_PROTO_SIMPLE].alpha_us;
+
+		ibc_tune_set_lone(m, lone);
+		if (m->base[IBC_PROTO_SIMPLE].alpha_us < a && comm->rank == 0)
+			IBC_LOG_INFO(TUNING, "probe: pairs' alpha %.2f us is over %d x the lone pair's %.2f us (another job's load during the probe); alpha %.2f us",
+				     a, (int)m->share, lone, m->base[IBC_PROTO_SIMPLE].alpha_us);
+	}
 	if (v[PV_NRANK] > 0) {
 		m->base[IBC_PROTO_SIMPLE].gamma_ns = v[PV_GAMMA] / v[PV_NRANK];
+		m->gamma_cache_ns = v[PV_GAMMA_CACHE] / v[PV_NRANK];
 		m->base[IBC_PROTO_LL].gamma_ns = m->base[IBC_PROTO_SIMPLE].gamma_ns;
 	}
 	return IBC_OK;
@@ -1325,13 +1560,14 @@ static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms, dou
 	    !ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_INIT))
 		return;
 	source_text(m, src, sizeof(src));
-	IBC_LOG_INFO(TUNING, "model for %d ranks over %s from %s (probe %.1f ms, set-up in all %.1f ms): simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B (%.2f GB/s), gamma %.4f ns/B x %d (time sharing)",
+	IBC_LOG_INFO(TUNING, "model for %d ranks over %s from %s (probe %.1f ms, set-up in all %.1f ms): simple alpha %.2f us, ll alpha %.2f us, beta %.4f ns/B (%.2f GB/s), gamma %.4f ns/B x %d (time sharing), in-cache gamma %.4f ns/B (L2 %lld B), lone pair %.2f of alpha",
 		     m->nranks, ibc_tune_tp_name(m->tp), src, probe_ms, init_ms,
 		     m->base[IBC_PROTO_SIMPLE].alpha_us, m->base[IBC_PROTO_LL].alpha_us,
 		     m->base[IBC_PROTO_SIMPLE].beta_ns,
 		     m->base[IBC_PROTO_SIMPLE].beta_ns > 0 ?
 		     1.0 / m->base[IBC_PROTO_SIMPLE].beta_ns : 0.0,
-		     m->base[IBC_PROTO_SIMPLE].gamma_ns, (int)m->share);
+		     m->base[IBC_PROTO_SIMPLE].gamma_ns, (int)m->share, m->gamma_cache_ns,
+		     (long long)m->cache_bytes, m->lone_frac);
 	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++) {
 		struct log_ranges lr;
 
@@ -1372,6 +1608,8 @@ static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struc
 	/* time sharing of the host's cores (rank 0's host decides, by the broadcast) */
 	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
 		m.share = ibc_tune_share(comm->nlocal, CPU_COUNT(&cpus));
+	/* the core's L2, for the cache term of gamma (rank 0's host decides) */
+	m.cache_bytes = IBC_MAX(sysconf(_SC_LEVEL2_CACHE_SIZE), 0L);
 	/* the shm all-reduce needs the segment (the same verdict on every rank) */
 	if (!ibc_shmar_usable(comm))
 		m.shm_ok = 0;
@@ -1472,11 +1710,12 @@ ibc_status_t ibc_tuner_select(struct ibc_comm *comm, struct ibc_request *req,
 	for (i = 0; i < TUNE_CACHE; i++) {
 		const struct tune_cache_ent *e = &t->cache[coll][i];
 
-		if (e->valid && e->nbytes == nbytes) {
+		if (e->valid && e->nbytes == nbytes && e->esz == esz) {
 			*c = e->c;
 			return IBC_OK;
 		}
 	}
+	t->meff.elem_bytes = (int32_t)esz;
 	ibc_tune_choose(&t->meff, coll, nbytes, c);
 	if (t->meff.force_algo >= 0 && !tune_algo_ok(&t->meff, coll, t->meff.force_algo) &&
 	    !t->told_na[coll]) {
@@ -1491,6 +1730,7 @@ ibc_status_t ibc_tuner_select(struct ibc_comm *comm, struct ibc_request *req,
 	tuner_log_decision(t, coll, nbytes, c);
 	i = t->cache_next[coll]++ % TUNE_CACHE;
 	t->cache[coll][i].nbytes = nbytes;
+	t->cache[coll][i].esz = esz;
 	t->cache[coll][i].valid = 1;
 	t->cache[coll][i].c = *c;
 	return IBC_OK;

@@ -102,6 +102,13 @@ struct ibc_tune_model {
 	int64_t shm_chunk;      /* IBC_SHM_ALLREDUCE_CHUNK_BYTES, bytes */
 	int64_t shm_small;      /* IBC_SHM_ALLREDUCE_SMALL_BYTES, bytes */
 	int32_t share;          /* ibc_tune_share() of rank 0's host, >= 1 (1: a core per rank) */
+	int32_t elem_bytes;     /* element size the empty-message count assumes (4; the tuner
+				 * sets the operation's) */
+	double lone_frac;       /* a lone pair's 8-byte latency / the probe's alpha, in (0, 1];
+				 * 0: not measured, the message-count term is off (select.c) */
+	double gamma_cache_ns;  /* reduction speed from the core's cache, ns/B (probe on
+				 * PROBE_GAMMA_CACHE bytes); 0: not measured, gamma everywhere */
+	int64_t cache_bytes;    /* the core's L2 cache, bytes (0: unknown) */
 	struct ibc_tune_coef base[IBC_PROTO_COUNT];     /* measured or default, per protocol */
 	/* fitted (tuning file); alpha_us < 0 where absent */
 	struct ibc_tune_coef coef[IBC_TUNE_COLL_COUNT][IBC_ALGO_COUNT][IBC_PROTO_COUNT];
@@ -144,6 +151,10 @@ int ibc_algo_applies(int coll, int algo);
 void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_ll);
 int ibc_tune_share(int nlocal, int ncores);
 /* predicted time (us) of @coll with @algo/@proto on @nbytes with @chunk_bytes */
+/* set the lone-pair latency (us, simple protocol) from which lone_frac follows */
+void ibc_tune_set_lone(struct ibc_tune_model *m, double lone_us);
+/* the per-step latency factor of a step with @msgs messages in flight (select.c) */
+double ibc_tune_step_factor(const struct ibc_tune_model *m, double msgs);
 double ibc_tune_predict(const struct ibc_tune_model *m, int coll, int algo, int proto,
 			size_t nbytes, size_t chunk_bytes);
 /* the model's choice for @coll on @nbytes, honouring the model's overrides */
