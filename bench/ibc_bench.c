@@ -448,7 +448,8 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 	 * row would time only the argument check.
 	 */
 	if (o->min_bytes == 0)
-		return usage_error("-b 0: a 0-byte call moves nothing to time; sizes start at 1 byte");
+		return usage_error("-b 0: a 0-byte call moves nothing to time; "
+				   "sizes start at 1 byte");
 	if (o->min_bytes > o->max_bytes)
 		return usage_error("-b is larger than -e");
 	note_rounding(o);

@@ -363,8 +363,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		if ((xl > 4 && !strcmp(x + xl - 4, ".bin")) ||
 		    (stat(x, &sb) == 0 && S_ISREG(sb.st_mode)))
 			fprintf(stderr,
-				"ibc_gpt2: unexpected argument '%s' (%d extra argument%s): did the shell "
-				"expand a -i or -j pattern? quote it, e.g. -i 'data/corpus/corpus_train_*.bin'\n",
+				"ibc_gpt2: unexpected argument '%s' (%d extra argument%s): did "
+				"the shell expand a -i or -j pattern? quote it, e.g. "
+				"-i 'data/corpus/corpus_train_*.bin'\n",
 				x, argc - optind, argc - optind > 1 ? "s" : "");
 		else
 			fprintf(stderr, "ibc_gpt2: unexpected argument '%s'\n", x);
@@ -649,8 +650,10 @@ int main(int argc, char **argv)
 
 		have_tok = tokenizer_init(&tok, o.tokenizer, why, sizeof(why)) == 0;
 		if (!have_tok)
-			fprintf(stderr, "ibc_gpt2: WARN tokenizer (-k): %s; samples will be shown as "
-				"token ids\n", why);
+			fprintf(stderr,
+				"ibc_gpt2: WARN tokenizer (-k): %s; samples will be shown "
+				"as token ids\n",
+				why);
 	}
 
 	/* peak: each rank measures itself (all at once, so sharing counts) */
@@ -788,7 +791,8 @@ int main(int argc, char **argv)
 	if (rank0) {
 		printf("ibc_gpt2: done %d steps in %.1f s; ", tr.step, trainer_now_s() - t_run);
 		if (nsum) {
-			printf("mean step %.1f ms (steps %d..%d)", sum_ms / nsum, step0 + 2, tr.step);
+			printf("mean step %.1f ms (steps %d..%d)", sum_ms / nsum, step0 + 2,
+			       tr.step);
 		} else if (tr.step > step0) {
 			/* one step: report it, one-time costs included, and say so */
 			sum_ms = first_ms;

@@ -691,9 +691,8 @@ static void root_timeout(struct boot_root *r)
 	int nmissing = 0;
 
 	if (r->nranks == 0) {
-		snprintf(text, sizeof(text),
-			 "no rank joined the bootstrap root within %lld ms (IBC_BOOTSTRAP_TIMEOUT_MS)",
-			 (long long)ibc_param_bootstrap_timeout_ms());
+		snprintf(text, sizeof(text), "no rank joined the bootstrap root within %lld ms "
+			 "(IBC_BOOTSTRAP_TIMEOUT_MS)", (long long)ibc_param_bootstrap_timeout_ms());
 	} else {
 		n = (size_t)snprintf(text, sizeof(text),
 				     "%d of %d ranks did not join within %lld ms "
@@ -979,9 +978,10 @@ ibc_status_t ibc_bootstrap_root_start(const char *bind_host, uint16_t port,
 			const char *h = bind_host ? bind_host : "host";
 			int v6 = strchr(h, ':') != NULL;
 
-			IBC_LOG_ERROR(BOOT, "bootstrap root: cannot listen on %s: %s: another job, or "
-				      "another rank 0 of this job, is already listening there "
-				      "(IBC_ROOT=%s%s%s:%u); give this job a different port in IBC_ROOT",
+			IBC_LOG_ERROR(BOOT, "bootstrap root: cannot listen on %s: %s: another "
+				      "job, or another rank 0 of this job, is already listening "
+				      "there (IBC_ROOT=%s%s%s:%u); give this job a different port "
+				      "in IBC_ROOT",
 				      ibc_sock_addr_str(&addr, r->addr, sizeof(r->addr)),
 				      strerror(EADDRINUSE), v6 ? "[" : "", h, v6 ? "]" : "", port);
 		}

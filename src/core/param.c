@@ -93,12 +93,12 @@ static void param_load_locked(int idx)
 			int64_t v;
 
 			if (ibc_param_parse_int(env, &v) != 0) {
-				snprintf(ps->rejected, sizeof(ps->rejected), "%s=%s is not an integer",
-					 envname, env);
+				snprintf(ps->rejected, sizeof(ps->rejected),
+					 "%s=%s is not an integer", envname, env);
 			} else if (v < pi->min || v > pi->max) {
 				snprintf(ps->rejected, sizeof(ps->rejected),
-					 "%s=%s is outside [%" PRId64 ", %" PRId64 "]", envname, env,
-					 pi->min, pi->max);
+					 "%s=%s is outside [%" PRId64 ", %" PRId64 "]", envname,
+					 env, pi->min, pi->max);
 			} else {
 				ps->ival = v;
 				ps->from_env = 1;

@@ -68,7 +68,8 @@ int main(void)
 	       "warning names the variable: '%s'", ibc_last_error());
 	tap_is_str(ibc_param_env_rejected(IBC_PARAM_IDX_TIMEOUT_MS) ?
 		   ibc_param_env_rejected(IBC_PARAM_IDX_TIMEOUT_MS) : "(null)",
-		   "IBC_TIMEOUT_MS=soon is not an integer", "the registry keeps why it refused the value");
+		   "IBC_TIMEOUT_MS=soon is not an integer",
+		   "the registry keeps why it refused the value");
 	tap_ok(ibc_param_env_rejected(IBC_PARAM_IDX_RING_CHUNK_BYTES) == NULL,
 	       "a value that was taken is not marked refused");
 	tap_ok(ibc_param_env_rejected(IBC_PARAM_IDX_TRANSPORT) == NULL,
