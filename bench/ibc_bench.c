@@ -259,6 +259,49 @@ static int tune_opts(struct bench_opts *o)
 	return 0;
 }
 
+/*
+ * Sizes are measured in whole elements (bench_coll_sizes() rounds down): say
+ * so once on stderr when the sweep holds a size that is not a multiple of
+ * the element size, so that a 6-byte float request measuring 4 bytes is not
+ * a surprise. Only the first few thousand sizes are looked at (a longer
+ * sweep is not practical to run anyway). Rank 0 (or a lone process) only.
+ */
+static void note_rounding(const struct bench_opts *o)
+{
+	uint64_t first = 0;
+	uint64_t b;
+	size_t esz = 0;
+	int nsizes = 0;
+	int noff = 0;
+	int sized = 0;
+	int k;
+
+	for (k = 0; k < o->ncolls; k++)
+		if (o->colls[k] != BENCH_BARRIER)
+			sized = 1;
+	if (!sized || o->local || !env_rank0())
+		return;         /* barrier only: no size; --local: the ranks say it */
+	if (ibc_dtype_size(o->dtype, &esz) != IBC_OK || esz <= 1)
+		return;
+	for (b = o->min_bytes; b && nsizes < 4096;
+	     b = bench_next_size(b, o->max_bytes, o->factor, o->step), nsizes++) {
+		if (b % esz == 0)
+			continue;
+		if (!noff++)
+			first = b;
+	}
+	if (!noff)
+		return;
+	if (noff == 1 && first == o->min_bytes)
+		fprintf(stderr, "ibc_bench: -b %" PRIu64 " is not a multiple of the %zu-byte %s; "
+			"measuring %" PRIu64 " bytes\n",
+			first, esz, bench_dtype_name(o->dtype), first / esz * esz);
+	else
+		fprintf(stderr, "ibc_bench: %d sizes are not a multiple of the %zu-byte %s and are "
+			"rounded down to whole elements (%" PRIu64 " bytes measures %" PRIu64 ")\n",
+			noff, esz, bench_dtype_name(o->dtype), first, first / esz * esz);
+}
+
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
 	enum { OPT_CSV = 256, OPT_JSON, OPT_VS_MPI, OPT_COLL, OPT_LOCAL, OPT_TUNE };
@@ -393,10 +436,23 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			return -1;
 	if (!o->ncolls)
 		o->colls[o->ncolls++] = BENCH_ALLREDUCE;
-	if (o->tune)
-		return tune_opts(o);
+	if (o->tune) {
+		if (tune_opts(o) != 0)
+			return -1;
+		note_rounding(o);
+		return 0;
+	}
+	/*
+	 * nccl-tests times a 0-byte row (and with -f > 1 never leaves it); a
+	 * 0-element ibcoll call returns at once without communicating, so the
+	 * row would time only the argument check.
+	 */
+	if (o->min_bytes == 0)
+		return usage_error("-b 0: a 0-byte call moves nothing to time; "
+				   "sizes start at 1 byte");
 	if (o->min_bytes > o->max_bytes)
 		return usage_error("-b is larger than -e");
+	note_rounding(o);
 	return 0;
 }
 

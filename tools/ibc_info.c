@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "core/build_info.h"
+#include "core/comm.h"
+#include "core/log.h"
 #include "core/param.h"
 #include "core/util.h"
 #include "coll/select.h"
@@ -66,6 +68,87 @@ static void format_value(int i, char *buf, size_t len, int current)
 		snprintf(buf, len, "%s", current ? ibc_param_get_str(i) : pi->def_str);
 }
 
+/*
+ * String parameters with a fixed set of values are checked by the modules
+ * that read them, when they read them (a communicator's creation, the first
+ * log line, ...), which ibc_info never reaches: ask the same parsers here.
+ * Each falls back to the parameter's default, as their WARNs say.
+ */
+static int check_algo(const char *s)
+{
+	return !strcmp(s, "auto") || ibc_algo_parse(s) >= 0;
+}
+
+static int check_proto(const char *s)
+{
+	return !strcmp(s, "auto") || ibc_proto_parse(s) >= 0;
+}
+
+static int check_transport(const char *s)
+{
+	return ibc_comm_transport_parse(s, NULL) == 0;
+}
+
+static int check_debug(const char *s)
+{
+	int level;
+
+	return ibc_log_parse_level(s, &level) == 0;
+}
+
+static int check_debug_subsys(const char *s)
+{
+	uint64_t mask;
+
+	return ibc_log_parse_subsys(s, &mask) == 0;
+}
+
+static int check_gdr_level(const char *s)
+{
+	int level;
+
+	return ibc_topo_parse_gdr_level(s, &level) == 0;
+}
+
+static const struct {
+	int idx;
+	int (*valid)(const char *value);        /* 1 when the owner accepts @value */
+} str_checks[] = {
+	{ IBC_PARAM_IDX_ALGO, check_algo },
+	{ IBC_PARAM_IDX_PROTO, check_proto },
+	{ IBC_PARAM_IDX_TRANSPORT, check_transport },
+	{ IBC_PARAM_IDX_DEBUG, check_debug },
+	{ IBC_PARAM_IDX_DEBUG_SUBSYS, check_debug_subsys },
+	{ IBC_PARAM_IDX_NET_GDR_LEVEL, check_gdr_level },
+};
+
+/*
+ * param_invalid() - why the environment value of parameter @i is not used:
+ * the registry's own check for integers, the owner's parser for the strings
+ * of str_checks[]. Return: 1 with @why filled, else 0.
+ */
+static int param_invalid(int i, char *why, size_t len)
+{
+	const struct ibc_param_info *pi = ibc_param_info(i);
+	const char *r = ibc_param_env_rejected(i);
+	size_t k;
+
+	if (r) {
+		snprintf(why, len, "%s", r);
+		return 1;
+	}
+	if (pi->type != IBC_PARAM_TYPE_STR || !ibc_param_from_env(i))
+		return 0;
+	for (k = 0; k < IBC_ARRAY_SIZE(str_checks); k++) {
+		if (str_checks[k].idx != i || str_checks[k].valid(ibc_param_get_str(i)))
+			continue;
+		snprintf(why, len, "IBC_%s=%s is not one of the values listed below", pi->name,
+			 ibc_param_get_str(i));
+		return 1;
+	}
+	return 0;
+}
+
 static void print_params(void)
 {
 	int i;
@@ -75,12 +158,21 @@ static void print_params(void)
 		const struct ibc_param_info *pi = ibc_param_info(i);
 		char val[256];
 		char def[256];
+		char why[320];
 
 		format_value(i, val, sizeof(val), 1);
 		format_value(i, def, sizeof(def), 0);
-		printf("IBC_%s=%s\n", pi->name, val);
-		printf("    default: %s   source: %s\n", *def ? def : "\"\"",
-		       ibc_param_from_env(i) ? "env" : "default");
+		if (param_invalid(i, why, sizeof(why))) {
+			/* what the library uses instead: the default */
+			printf("IBC_%s=%s\n", pi->name, def);
+			printf("    default: %s   source: env, INVALID: %s; the default %s is used "
+			       "instead\n",
+			       *def ? def : "\"\"", why, *def ? def : "\"\"");
+		} else {
+			printf("IBC_%s=%s\n", pi->name, val);
+			printf("    default: %s   source: %s\n", *def ? def : "\"\"",
+			       ibc_param_from_env(i) ? "env" : "default");
+		}
 		printf("    %s\n", pi->help);
 	}
 }

@@ -170,6 +170,8 @@ static void test_tokenizer(void)
 {
 	static const char *toks[] = {"a", " b", "\xe2\x82", "<|endoftext|>"};
 	char p[512];
+	char why[1024];
+	char want[1200];
 	uint32_t h[256] = {20240328, 2, 4, 3};
 	struct tokenizer t;
 	size_t len;
@@ -186,7 +188,8 @@ static void test_tokenizer(void)
 		fwrite(toks[i], 1, l, f);
 	}
 	fclose(f);
-	tap_is_int(tokenizer_init(&t, p), 0, "tokenizer_init reads a version 2 file");
+	tap_is_int(tokenizer_init(&t, p, why, sizeof(why)), 0,
+		   "tokenizer_init reads a version 2 file");
 	tap_ok(t.vocab_size == 4 && t.eot_token == 3, "vocab %u, eot %d", t.vocab_size,
 	       t.eot_token);
 	b = tokenizer_decode(&t, 1, &len);
@@ -200,7 +203,14 @@ static void test_tokenizer(void)
 	f = fopen(p, "r+b");
 	fwrite(h, 4, 1, f);
 	fclose(f);
-	tap_ok(tokenizer_init(&t, p) != 0, "a bad tokenizer magic is refused");
+	tap_ok(tokenizer_init(&t, p, why, sizeof(why)) != 0, "a bad tokenizer magic is refused");
+	snprintf(want, sizeof(want),
+		 "%s is not an llm.c tokenizer file (magic 20240328, versions 1-2)", p);
+	tap_is_str(why, want, "the refusal says why, without printing");
+	snprintf(p + strlen(p), sizeof(p) - strlen(p), ".missing");
+	tap_ok(tokenizer_init(&t, p, why, sizeof(why)) != 0, "a missing tokenizer file is refused");
+	snprintf(want, sizeof(want), "cannot open %s: No such file or directory", p);
+	tap_is_str(why, want, "and the reason names the file and the errno text");
 }
 
 /* ---- data loader ---- */

@@ -106,7 +106,7 @@ fi
 # no -j: the synthetic run has no validation set
 common="-d 2 -T 16 -i $tmp/syn_train_000001.bin -m 0 -u 2 -l 1e-3 --gen 0 --quiet --peak-gflops 1 --print-hash --bucket-mb 0.5"
 
-echo "1..20"
+echo "1..23"
 for R in 1 2 3; do
 	bsz=$((6 / R))
 	run "g$R" "$R" -b "$bsz" -n 3 --stop 1 --dump-grads "$tmp/grads$R.bin"
@@ -196,4 +196,22 @@ dt=$(($(date +%s) - t0))
 st=$?
 [ "$st" = 0 ] || tail -4 "$tmp/nodata.r0.log" "$tmp/nodata.r1.log" | sed 's/^/# /'
 ok $st "one rank without data: it aborts, the other's error names rank 1, both exit non-zero in $dt s (exit $st0, $st1)"
+
+# messages for a new user: one step gives its time and says it is the only
+# one; a missing tokenizer gives one WARN line; an unquoted -i glob (the shell
+# passes its files as extra arguments) gets a hint to quote the pattern
+run one 1 -b 2 -n 1 --gen 2 -k "$tmp/no_tokenizer.bin"
+st=$?
+grep -Eq '^ibc_gpt2: done 1 steps in [0-9.]+ s; mean step [0-9]+\.[0-9] ms \(step 1 only, with its one-time costs: run 2 or more steps to leave the first out\)$' "$tmp/one.r0.log"
+ok $(( st | $? )) "-n 1: exit 0 (got $st), mean step of step 1 and says so"
+[ "$(grep -c WARN "$tmp/one.r0.log")" = 1 ] &&
+	grep -qxF "ibc_gpt2: WARN tokenizer (-k): cannot open $tmp/no_tokenizer.bin: No such file or directory; samples will be shown as token ids" "$tmp/one.r0.log" &&
+	grep -Eq '^ [0-9]+ [0-9]+$' "$tmp/one.r0.log"
+ok $? "-k missing file: exactly one WARN line, the sample shows 2 token ids"
+OMP_NUM_THREADS=1 timeout -k 5 60 "$gpt" -n 1 -i "$tmp/syn_train_000001.bin" "$tmp/syn_train_000001.bin" \
+	"$tmp/syn_train_000001.bin" >"$tmp/glob.log" 2>&1
+st=$?
+[ "$st" = 2 ] &&
+	grep -qxF "ibc_gpt2: unexpected argument '$tmp/syn_train_000001.bin' (2 extra arguments): did the shell expand a -i or -j pattern? quote it, e.g. -i 'data/corpus/corpus_train_*.bin'" "$tmp/glob.log"
+ok $? "unquoted -i glob: exit 2 (got $st), the error suggests quoting the pattern"
 exit $fail

@@ -11,7 +11,7 @@
 
 #include "tokenizer.h"
 
-int tokenizer_init(struct tokenizer *t, const char *path)
+int tokenizer_init(struct tokenizer *t, const char *path, char *why, size_t why_len)
 {
 	uint32_t h[256];
 	size_t cap = 1 << 20;
@@ -21,14 +21,13 @@ int tokenizer_init(struct tokenizer *t, const char *path)
 	memset(t, 0, sizeof(*t));
 	f = fopen(path, "rb");
 	if (!f) {
-		fprintf(stderr, "tokenizer: cannot open %s: %s\n", path, strerror(errno));
+		snprintf(why, why_len, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
 	if (fread(h, sizeof(h), 1, f) != 1 || h[0] != TOKENIZER_MAGIC || (h[1] != 1 && h[1] != 2) ||
 	    h[2] == 0 || h[2] > (1u << 20)) {
-		fprintf(stderr,
-			"tokenizer: %s is not an llm.c tokenizer file (magic %d, versions 1-2)\n",
-			path, TOKENIZER_MAGIC);
+		snprintf(why, why_len, "%s is not an llm.c tokenizer file (magic %d, versions 1-2)",
+			 path, TOKENIZER_MAGIC);
 		goto err;
 	}
 	t->vocab_size = h[2];
@@ -60,10 +59,10 @@ int tokenizer_init(struct tokenizer *t, const char *path)
 	return 0;
 
 err_short:
-	fprintf(stderr, "tokenizer: %s is truncated\n", path);
+	snprintf(why, why_len, "%s is truncated", path);
 	goto err;
 err_nomem:
-	fprintf(stderr, "tokenizer: out of memory\n");
+	snprintf(why, why_len, "out of memory reading %s", path);
 err:
 	fclose(f);
 	tokenizer_free(t);

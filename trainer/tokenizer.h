@@ -24,11 +24,15 @@ struct tokenizer {
 
 /**
  * tokenizer_init() - Load @path (version 1 or 2).
- * @t: [out] filled on success.
- * Return: 0, or -1 with a message on stderr (missing file, bad magic,
- *         truncated table).
+ * @t:       [out] filled on success.
+ * @path:    [in]  the file.
+ * @why:     [out] on failure, one line (no newline) saying why: missing or
+ *           unreadable file with the errno text, bad magic, truncated table,
+ *           no memory. Nothing is printed: the caller decides how to report.
+ * @why_len: bytes of @why.
+ * Return: 0, or -1 with @why filled.
  */
-int tokenizer_init(struct tokenizer *t, const char *path);
+int tokenizer_init(struct tokenizer *t, const char *path, char *why, size_t why_len);
 void tokenizer_free(struct tokenizer *t);
 
 /**

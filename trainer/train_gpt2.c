@@ -352,7 +352,23 @@ static int parse_args(int argc, char **argv, struct options *o)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "ibc_gpt2: unexpected argument '%s'\n", argv[optind]);
+		const char *x = argv[optind];
+		size_t xl = strlen(x);
+		struct stat sb;
+
+		/*
+		 * An unquoted -i/-j glob reaches us as its first file (the
+		 * option's value) and the rest as stray arguments.
+		 */
+		if ((xl > 4 && !strcmp(x + xl - 4, ".bin")) ||
+		    (stat(x, &sb) == 0 && S_ISREG(sb.st_mode)))
+			fprintf(stderr,
+				"ibc_gpt2: unexpected argument '%s' (%d extra argument%s): did "
+				"the shell expand a -i or -j pattern? quote it, e.g. "
+				"-i 'data/corpus/corpus_train_*.bin'\n",
+				x, argc - optind, argc - optind > 1 ? "s" : "");
+		else
+			fprintf(stderr, "ibc_gpt2: unexpected argument '%s'\n", x);
 		return -1;
 	}
 	if (o->stop_step < 0 || o->stop_step > o->tc.max_steps)
@@ -588,6 +604,10 @@ int main(int argc, char **argv)
 	double sum_comm_ms = 0;
 	double sum_exposed_ms = 0;
 	int nsum = 0;
+	int step0 = 0;		   /* tr.step when the loop starts (resume) */
+	double first_ms = 0;	   /* the first step of this run, kept apart */
+	double first_comm_ms = 0;
+	double first_exposed_ms = 0;
 	int tty = isatty(STDOUT_FILENO);
 	double t_run;
 	double val0 = -1;
@@ -625,8 +645,16 @@ int main(int argc, char **argv)
 		    trainer_load_state(&tr, spath) != 0)
 			goto out_tr;
 	}
-	if (rank0 && o.gen_tokens > 0 && access(o.tokenizer, R_OK) == 0)
-		have_tok = tokenizer_init(&tok, o.tokenizer) == 0;
+	if (rank0 && o.gen_tokens > 0) {
+		char why[512];
+
+		have_tok = tokenizer_init(&tok, o.tokenizer, why, sizeof(why)) == 0;
+		if (!have_tok)
+			fprintf(stderr,
+				"ibc_gpt2: WARN tokenizer (-k): %s; samples will be shown "
+				"as token ids\n",
+				why);
+	}
 
 	/* peak: each rank measures itself (all at once, so sharing counts) */
 	peak = o.peak_gflops > 0 ? o.peak_gflops : measure_peak_gflops();
@@ -677,6 +705,7 @@ int main(int argc, char **argv)
 	}
 
 	t_run = trainer_now_s();
+	step0 = tr.step;
 	while (1) {
 		int step = tr.step; /* steps done so far */
 		int last = step >= o.stop_step;
@@ -712,11 +741,15 @@ int main(int argc, char **argv)
 			double tok_s = R * o.tc.B * o.tc.T * o.tc.G / (s->step_ms / 1e3);
 			double gflops = flops_per_step / (s->step_ms / 1e3) / 1e9;
 
-			if (tr.step > 1) { /* the first step pays one-time costs */
+			if (tr.step > step0 + 1) { /* the first step pays one-time costs */
 				sum_ms += s->step_ms;
 				sum_comm_ms += s->comm_ms;
 				sum_exposed_ms += s->exposed_ms;
 				nsum++;
+			} else {
+				first_ms = s->step_ms;
+				first_comm_ms = s->comm_ms;
+				first_exposed_ms = s->exposed_ms;
 			}
 			if (rank0 && !o.quiet) {
 				char eta[64] = "";
@@ -756,8 +789,22 @@ int main(int argc, char **argv)
 		}
 	}
 	if (rank0) {
-		printf("ibc_gpt2: done %d steps in %.1f s; mean step %.1f ms (steps 2..%d)",
-		       tr.step, trainer_now_s() - t_run, nsum ? sum_ms / nsum : 0, tr.step);
+		printf("ibc_gpt2: done %d steps in %.1f s; ", tr.step, trainer_now_s() - t_run);
+		if (nsum) {
+			printf("mean step %.1f ms (steps %d..%d)", sum_ms / nsum, step0 + 2,
+			       tr.step);
+		} else if (tr.step > step0) {
+			/* one step: report it, one-time costs included, and say so */
+			sum_ms = first_ms;
+			sum_comm_ms = first_comm_ms;
+			sum_exposed_ms = first_exposed_ms;
+			nsum = 1;
+			printf("mean step %.1f ms (step %d only, with its one-time costs: run 2 or "
+			       "more steps to leave the first out)",
+			       sum_ms, tr.step);
+		} else {
+			printf("no steps run");
+		}
 		if (R > 1 && nsum && sum_comm_ms > 0) {
 			double hidden = 1 - sum_exposed_ms / sum_comm_ms;
 

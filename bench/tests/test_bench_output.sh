@@ -5,7 +5,8 @@
 # the column header, one row per size with 0 wrong elements and a busbw
 # equal to algbw * 2(n-1)/n; the JSON must parse (python3) and hold the
 # same 4 rows; plot.sh must then write a PNG (SKIPped without gnuplot);
-# -a with an unknown algorithm is a usage error (exit 2), a known one runs.
+# -a with an unknown algorithm is a usage error (exit 2), a known one runs;
+# -b 0 is a usage error; sizes that are not whole elements are said once.
 # Emits TAP.
 set -u
 
@@ -20,7 +21,7 @@ if [ ! -x "$bench" ]; then
 	echo "1..0 # SKIP $bench not built"
 	exit 0
 fi
-echo "1..14"
+echo "1..17"
 n=0
 fail=0
 ok() {
@@ -81,6 +82,25 @@ ok $? "--local 3: header shows 3 ranks, 0 wrong elements"
 rc=$?
 [ $rc -eq 2 ] && grep -q "^ibc_bench: unknown algorithm 'foo' (auto, ring, tree, rd, rabenseifner or shm)" "$tmp/bad_a"
 ok $? "-a foo: exit 2 (got $rc) and names the valid algorithms"
+"$bench" allreduce -b 0 -e 0 >"$tmp/b0" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -qx "ibc_bench: -b 0: a 0-byte call moves nothing to time; sizes start at 1 byte" "$tmp/b0"
+ok $? "-b 0 -e 0: exit 2 (got $rc) with one line saying why"
+IBC_TIMEOUT_MS=60000 timeout -k 5 120 "$bench" --local 1 allreduce -b 6 -e 6 -n 2 -w 1 \
+	>"$tmp/b6" 2>"$tmp/b6.err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c . "$tmp/b6.err")" = 1 ] &&
+	grep -qx "ibc_bench: -b 6 is not a multiple of the 4-byte float; measuring 4 bytes" "$tmp/b6.err" &&
+	[ "$(awk '$1 ~ /^[0-9]+$/ { print $1, $2 }' "$tmp/b6")" = "4 1" ]
+ok $? "-b 6 float: exit 0 (got $rc), one stderr line says 4 bytes are measured, one row of 4 bytes"
+[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/b6.err"
+IBC_TIMEOUT_MS=60000 timeout -k 5 120 "$bench" --local 1 allreduce -b 6 -e 24 -i 6 -n 2 -w 1 \
+	>"$tmp/b6i" 2>"$tmp/b6i.err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c . "$tmp/b6i.err")" = 1 ] &&
+	grep -qx "ibc_bench: 2 sizes are not a multiple of the 4-byte float and are rounded down to whole elements (6 bytes measures 4)" "$tmp/b6i.err" &&
+	[ "$(awk '$1 ~ /^[0-9]+$/ { printf "%s ", $1 }' "$tmp/b6i")" = "4 12 16 24 " ]
+ok $? "-b 6 -e 24 -i 6: exit 0 (got $rc), one line for the 2 rounded sizes, rows 4 12 16 24"
 IBC_TIMEOUT_MS=60000 timeout -k 5 120 "$bench" --local 3 allreduce -a rabenseifner -b 4K -e 64K -f 16 \
 	-n 2 -w 1 >"$tmp/algo" 2>&1 &&
 	grep -q '^# algorithm : IBC_ALGO=rabenseifner' "$tmp/algo" && grep -q '^# Wrong elements: 0 OK' "$tmp/algo"

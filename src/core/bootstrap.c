@@ -691,10 +691,12 @@ static void root_timeout(struct boot_root *r)
 	int nmissing = 0;
 
 	if (r->nranks == 0) {
-		snprintf(text, sizeof(text), "no rank joined the bootstrap root within %lld ms",
-			 (long long)ibc_param_bootstrap_timeout_ms());
+		snprintf(text, sizeof(text), "no rank joined the bootstrap root within %lld ms "
+			 "(IBC_BOOTSTRAP_TIMEOUT_MS)", (long long)ibc_param_bootstrap_timeout_ms());
 	} else {
-		n = (size_t)snprintf(text, sizeof(text), "%d of %d ranks did not join within %lld ms:",
+		n = (size_t)snprintf(text, sizeof(text),
+				     "%d of %d ranks did not join within %lld ms "
+				     "(IBC_BOOTSTRAP_TIMEOUT_MS); ranks that never connected:",
 				     r->nranks - r->njoined, r->nranks,
 				     (long long)ibc_param_bootstrap_timeout_ms());
 		for (i = 0; i < r->nranks && n < sizeof(text) - 16; i++) {
@@ -969,7 +971,22 @@ ibc_status_t ibc_bootstrap_root_start(const char *bind_host, uint16_t port,
 		IBC_CHECK_GOTO(ibc_sock_pick_addr(family, 0, &addr, ifname), st, err_free);
 		ibc_sock_addr_set_port(&addr, port);
 	}
-	IBC_CHECK_GOTO(ibc_sock_listen(&addr, 1024, &r->listen_fd), st, err_free);
+	st = ibc_sock_listen(&addr, 1024, port != 0, &r->listen_fd);
+	if (st != IBC_OK) {
+		/* a fixed port (IBC_ROOT's) that is taken: say what that usually means */
+		if (port != 0 && errno == EADDRINUSE) {
+			const char *h = bind_host ? bind_host : "host";
+			int v6 = strchr(h, ':') != NULL;
+
+			IBC_LOG_ERROR(BOOT, "bootstrap root: cannot listen on %s: %s: another "
+				      "job, or another rank 0 of this job, is already listening "
+				      "there (IBC_ROOT=%s%s%s:%u); give this job a different port "
+				      "in IBC_ROOT",
+				      ibc_sock_addr_str(&addr, r->addr, sizeof(r->addr)),
+				      strerror(EADDRINUSE), v6 ? "[" : "", h, v6 ? "]" : "", port);
+		}
+		goto err_free;
+	}
 	ibc_sock_addr_str(&addr, r->addr, sizeof(r->addr));
 	if (secret)
 		memcpy(r->secret, secret, IBC_BOOT_SECRET_BYTES);
@@ -1641,7 +1658,7 @@ static ibc_status_t boot_listen(int family, int want_lo, int *fd_p, union ibc_so
 	char ifname[32];
 
 	IBC_CHECK(ibc_sock_pick_addr(family, want_lo, addr, ifname));
-	IBC_CHECK(ibc_sock_listen(addr, 256, fd_p));
+	IBC_CHECK(ibc_sock_listen(addr, 256, 0, fd_p));
 	memset(info, 0, sizeof(*info));
 	if (gethostname(info->host, sizeof(info->host)) != 0)
 		snprintf(info->host, sizeof(info->host), "unknown");

@@ -475,6 +475,23 @@ static ibc_status_t comm_tinst_get(struct ibc_comm *comm, const struct ibc_trans
 
 enum { CAN_IB = 1 };
 
+int ibc_comm_transport_parse(const char *name, const struct ibc_transport_ops **ops_p)
+{
+	const struct ibc_transport_ops *ops = NULL;
+
+	if (!strcmp(name, "tcp"))
+		ops = &ibc_sock_ops;
+	else if (!strcmp(name, "shm"))
+		ops = &ibc_shm_ops;
+	else if (!strcmp(name, "ib"))
+		ops = &ibc_ib_ops;
+	else if (strcmp(name, "auto"))
+		return -1;
+	if (ops_p)
+		*ops_p = ops;
+	return 0;
+}
+
 /*
  * Choose the transport of every peer. Forced (IBC_TRANSPORT): everyone uses
  * it. Auto: shm with ranks of this host, else ib when both ends have a
@@ -493,13 +510,7 @@ static ibc_status_t comm_choose_transports(struct ibc_comm *comm)
 	int i;
 	ibc_status_t st = IBC_OK;
 
-	if (!strcmp(want, "tcp"))
-		forced = &ibc_sock_ops;
-	else if (!strcmp(want, "shm"))
-		forced = &ibc_shm_ops;
-	else if (!strcmp(want, "ib"))
-		forced = &ibc_ib_ops;
-	else if (strcmp(want, "auto"))
+	if (ibc_comm_transport_parse(want, &forced) != 0)
 		IBC_LOG_WARN(ENV, "IBC_TRANSPORT=%s is not auto, shm, tcp or ib; using auto", want);
 
 	if (forced) {

@@ -155,6 +155,15 @@ static inline ibc_status_t ibc_comm_poison_status(const struct ibc_comm *comm)
 
 const char *ibc_comm_peer_host(const struct ibc_comm *comm, int peer);
 
+/**
+ * ibc_comm_transport_parse() - Check an IBC_TRANSPORT value.
+ * @name:  [in]  "auto", "shm", "tcp" or "ib".
+ * @ops_p: [out] the forced transport, NULL for auto; may be NULL. Written
+ *         only on success.
+ * Return: 0, or -1 when @name is none of those (the caller uses auto).
+ */
+int ibc_comm_transport_parse(const char *name, const struct ibc_transport_ops **ops_p);
+
 /*
  * ibc_comm_wait_publish() - this rank's executing operation now waits on
  * @peer, whose last progress was at @since_ms (ibc_time_ms()); peers'

@@ -32,6 +32,7 @@ struct param_state {
 	int from_env;
 	int64_t ival;
 	char *sval;             /* owned copy of the environment string */
+	char rejected[160];     /* why the environment value was refused; "" if not */
 };
 
 static struct param_state param_state[IBC_PARAM_COUNT];
@@ -83,6 +84,7 @@ static void param_load_locked(int idx)
 	env = getenv(envname);
 	ps->from_env = 0;
 	ps->ival = pi->def_int;
+	ps->rejected[0] = '\0';
 	if (env && *env) {
 		if (pi->type == IBC_PARAM_TYPE_STR) {
 			ps->sval = strdup(env);
@@ -91,15 +93,19 @@ static void param_load_locked(int idx)
 			int64_t v;
 
 			if (ibc_param_parse_int(env, &v) != 0) {
-				IBC_LOG_WARN(ENV, "%s=%s is not an integer; using the default %" PRId64,
-					     envname, env, pi->def_int);
+				snprintf(ps->rejected, sizeof(ps->rejected),
+					 "%s=%s is not an integer", envname, env);
 			} else if (v < pi->min || v > pi->max) {
-				IBC_LOG_WARN(ENV, "%s=%s is outside [%" PRId64 ", %" PRId64 "]; using the default %" PRId64,
-					     envname, env, pi->min, pi->max, pi->def_int);
+				snprintf(ps->rejected, sizeof(ps->rejected),
+					 "%s=%s is outside [%" PRId64 ", %" PRId64 "]", envname,
+					 env, pi->min, pi->max);
 			} else {
 				ps->ival = v;
 				ps->from_env = 1;
 			}
+			if (ps->rejected[0])
+				IBC_LOG_WARN(ENV, "%s; using the default %" PRId64, ps->rejected,
+					     pi->def_int);
 		}
 		if (ps->from_env)
 			IBC_LOG_INFO(ENV, "%s set by environment to %s", envname, env);
@@ -133,6 +139,14 @@ int ibc_param_from_env(int idx)
 {
 	param_ensure_loaded(idx);
 	return param_state[idx].from_env;
+}
+
+const char *ibc_param_env_rejected(int idx)
+{
+	if (idx < 0 || idx >= IBC_PARAM_COUNT)
+		return NULL;
+	param_ensure_loaded(idx);
+	return param_state[idx].rejected[0] ? param_state[idx].rejected : NULL;
 }
 
 void ibc_param_reset_all(void)

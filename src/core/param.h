@@ -41,6 +41,18 @@ const char *ibc_param_get_str(int idx);
 /* 1 when the current value came from the environment */
 int ibc_param_from_env(int idx);
 
+/**
+ * ibc_param_env_rejected() - Why the registry refused the environment value
+ * of integer parameter @idx (not an integer, or outside [min, max]), in
+ * which case the getter returns the default and a WARN was logged.
+ * @idx: [in] IBC_PARAM_IDX_*.
+ * Return: "IBC_X=abc is not an integer" or "IBC_X=99 is outside [1, 16]",
+ *         valid until ibc_param_reset_all(); NULL when the value was taken,
+ *         not set, or the parameter is a string (the registry does not check
+ *         strings: their owners do, see ibc_info --params).
+ */
+const char *ibc_param_env_rejected(int idx);
+
 /* tests: forget cached values so the next getter re-reads the environment */
 void ibc_param_reset_all(void);
 

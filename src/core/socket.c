@@ -228,7 +228,7 @@ void ibc_sock_close(int fd)
 		close(fd);
 }
 
-ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int *fd_p)
+ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int inuse_quiet, int *fd_p)
 {
 	union ibc_sockaddr bound;
 	socklen_t len = sizeof(bound);
@@ -248,15 +248,22 @@ ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int *fd_p)
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, &addr->sa, ibc_sock_addr_len(addr)) != 0) {
-		IBC_LOG_ERROR(BOOT, "bind to %s failed: %s", ibc_sock_addr_str(addr, str, sizeof(str)),
-			      strerror(errno));
+		int err = errno;
+
+		if (err != EADDRINUSE || !inuse_quiet)
+			IBC_LOG_ERROR(BOOT, "bind to %s failed: %s",
+				      ibc_sock_addr_str(addr, str, sizeof(str)), strerror(err));
 		close(fd);
+		errno = err;
 		return IBC_ERR_SYSTEM;
 	}
 	if (listen(fd, backlog) != 0 || getsockname(fd, &bound.sa, &len) != 0) {
+		int err = errno;
+
 		IBC_LOG_ERROR(BOOT, "listen on %s failed: %s", ibc_sock_addr_str(addr, str, sizeof(str)),
-			      strerror(errno));
+			      strerror(err));
 		close(fd);
+		errno = err;
 		return IBC_ERR_SYSTEM;
 	}
 	ibc_sock_set_nonblock(fd, 1);

@@ -52,8 +52,19 @@ socklen_t ibc_sock_addr_len(const union ibc_sockaddr *addr);
 uint16_t ibc_sock_addr_port(const union ibc_sockaddr *addr);
 void ibc_sock_addr_set_port(union ibc_sockaddr *addr, uint16_t port);
 
-/* listening socket on @addr (port 0: ephemeral), nonblocking; port written back into @addr */
-ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int *fd_p);
+/**
+ * ibc_sock_listen() - Listening socket on @addr, nonblocking.
+ * @addr:        [in,out] address to bind (port 0: ephemeral); the bound port
+ *               is written back.
+ * @backlog:     listen() backlog.
+ * @inuse_quiet: 1: a bind() that fails with EADDRINUSE is not logged, for a
+ *               caller that knows why the address matters and explains it;
+ *               0: logged at ERROR like any other failure.
+ * @fd_p:        [out] the socket, on success.
+ * Return: IBC_OK; IBC_ERR_SYSTEM with errno set by the failed call (so
+ *         EADDRINUSE when the address is taken).
+ */
+ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int inuse_quiet, int *fd_p);
 
 /*
  * ibc_sock_connect() - connect to @addr before @deadline_ms (monotonic ms),

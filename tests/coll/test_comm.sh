@@ -11,7 +11,7 @@ run=$top_srcdir/tests/scripts/run_local_ranks.sh
 cc=$b/tests/coll/comm_check
 log=$(mktemp)
 trap 'rm -f "$log" "$log".*' EXIT
-echo "1..8"
+echo "1..9"
 n=0
 result() { # want_pass_lines description rc
 	n=$((n + 1))
@@ -91,10 +91,39 @@ st1=$?
 secs=$(($(date +%s) - start))
 n=$((n + 1))
 if [ $st0 -eq 1 ] && [ $st1 -eq 1 ] && [ $secs -lt 20 ] &&
-	grep -q '1 of 3 ranks did not join within 3000 ms: 2' "$log.0" &&
+	grep -qF '1 of 3 ranks did not join within 3000 ms (IBC_BOOTSTRAP_TIMEOUT_MS); ranks that never connected: 2' "$log.0" &&
 	grep -q 'did not join' "$log.1"; then
 	echo "ok $n - rank 2 of 3 never starts: ranks 0 and 1 fail in $secs s, naming rank 2"
 else
 	echo "not ok $n - rank 2 never starts: exits $st0 $st1 after $secs s"
+	cat "$log.0" "$log.1" | grep -v '^$' | head -10 | sed 's/^/# /'
+fi
+
+# the same rank 0 started twice on one IBC_ROOT: the second cannot listen
+# there and says why (one ERROR line, no bare "bind ... failed"); the first
+# times out naming rank 1, which never connected
+port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000)) # 20000-31999: below the ephemeral ports (32768-), which outgoing connections take
+rm -f "$log".*
+env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE IBC_RANK=0 IBC_NRANKS=2 \
+	IBC_ROOT=127.0.0.1:$port IBC_BOOTSTRAP_TIMEOUT_MS=3000 timeout -k 5 60 "$cc" >"$log.0" 2>&1 &
+pid0=$!
+i=0
+while [ $i -lt 50 ] && ! ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do
+	sleep 0.1
+	i=$((i + 1))
+done
+env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE IBC_RANK=0 IBC_NRANKS=2 \
+	IBC_ROOT=127.0.0.1:$port IBC_BOOTSTRAP_TIMEOUT_MS=3000 timeout -k 5 60 "$cc" >"$log.1" 2>&1
+st1=$?
+wait "$pid0"
+st0=$?
+n=$((n + 1))
+if [ $st1 -eq 1 ] && [ $st0 -eq 1 ] &&
+	grep -qF "bootstrap root: cannot listen on 127.0.0.1:$port: Address already in use: another job, or another rank 0 of this job, is already listening there (IBC_ROOT=127.0.0.1:$port); give this job a different port in IBC_ROOT" "$log.1" &&
+	[ "$(grep -c ' ERROR ' "$log.1")" -eq 1 ] &&
+	grep -qF '1 of 2 ranks did not join within 3000 ms (IBC_BOOTSTRAP_TIMEOUT_MS); ranks that never connected: 1' "$log.0"; then
+	echo "ok $n - rank 0 started twice: the second names the taken IBC_ROOT, the first names rank 1"
+else
+	echo "not ok $n - rank 0 started twice: exits $st0 $st1"
 	cat "$log.0" "$log.1" | grep -v '^$' | head -10 | sed 's/^/# /'
 fi

@@ -66,6 +66,14 @@ int main(void)
 	tap_is_int(ibc_param_timeout_ms(), 600000, "invalid value falls back to the default");
 	tap_ok(strstr(ibc_last_error(), "IBC_TIMEOUT_MS=soon is not an integer") != NULL,
 	       "warning names the variable: '%s'", ibc_last_error());
+	tap_is_str(ibc_param_env_rejected(IBC_PARAM_IDX_TIMEOUT_MS) ?
+		   ibc_param_env_rejected(IBC_PARAM_IDX_TIMEOUT_MS) : "(null)",
+		   "IBC_TIMEOUT_MS=soon is not an integer",
+		   "the registry keeps why it refused the value");
+	tap_ok(ibc_param_env_rejected(IBC_PARAM_IDX_RING_CHUNK_BYTES) == NULL,
+	       "a value that was taken is not marked refused");
+	tap_ok(ibc_param_env_rejected(IBC_PARAM_IDX_TRANSPORT) == NULL,
+	       "string parameters are not checked by the registry");
 
 	/* out of range -> WARN and default */
 	setenv("IBC_SOCKET_NSOCKS", "99", 1);
@@ -74,6 +82,13 @@ int main(void)
 	tap_ok(strstr(ibc_last_error(), "IBC_SOCKET_NSOCKS=99 is outside [1, 16]") != NULL,
 	       "warning gives the range: '%s'", ibc_last_error());
 	tap_is_int(ibc_param_from_env(IBC_PARAM_IDX_SOCKET_NSOCKS), 0, "rejected value not from env");
+	tap_is_str(ibc_param_env_rejected(IBC_PARAM_IDX_SOCKET_NSOCKS) ?
+		   ibc_param_env_rejected(IBC_PARAM_IDX_SOCKET_NSOCKS) : "(null)",
+		   "IBC_SOCKET_NSOCKS=99 is outside [1, 16]", "the refusal names the range");
+	unsetenv("IBC_SOCKET_NSOCKS");
+	ibc_param_reset_all();
+	tap_ok(ibc_param_env_rejected(IBC_PARAM_IDX_SOCKET_NSOCKS) == NULL,
+	       "reset and unset: nothing refused");
 
 	/* registry: every row has a name and help text, defaults inside range */
 	for (i = 0; i < IBC_PARAM_COUNT; i++) {
