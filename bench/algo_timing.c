@@ -50,6 +50,7 @@ struct opts {
 	const char *pick_from;  /* an earlier run's output to pick again from */
 	double lone_us;         /* --lone-us: lone-pair latency for --pick-from */
 	double load;            /* load average in --pick-from's output */
+	double file_lone_us;    /* lone-pair latency in --pick-from's output (0: none) */
 	double gamma_cache;     /* --gamma-cache: in-cache gamma for --pick-from, ns/B */
 	long long l2;           /* --l2: the core's L2 for --pick-from, bytes */
 };
@@ -222,7 +223,7 @@ static int load_output(const char *path)
 	sh->res.model.source = IBC_TUNE_SRC_PROBE;
 	sh->res.model.share = IBC_MAX(share, 1);
 	/* the output's lone_frac was taken after the cap, so it gives the lone pair */
-	ibc_tune_set_lone(&sh->res.model, lone * a);
+	o.file_lone_us = lone * a;
 	/* --gamma-cache < 0: the term off */
 	sh->res.model.gamma_cache_ns = o.gamma_cache > 0 ? o.gamma_cache : o.gamma_cache < 0 ? 0 : gc;
 	sh->res.model.cache_bytes = o.l2 > 0 ? o.l2 : l2;
@@ -242,8 +243,8 @@ static int pick_again(void)
 		fprintf(stderr, "algo_timing: --pick-from needs a complete output of algo_timing\n");
 		return 2;
 	}
-	if (o.lone_us != 0)     /* < 0: the term off */
-		ibc_tune_set_lone(&res->model, o.lone_us);
+	/* the lone pair of the output, or --lone-us (< 0: the term and the cap off) */
+	ibc_tune_set_lone(&res->model, o.lone_us != 0 ? o.lone_us : o.file_lone_us);
 	for (si = 0; si < res->nsizes; si++) {
 		struct bench_tune_cell *a = &res->cell[si][BENCH_TUNE_AUTO];
 		const struct bench_tune_cell *f;

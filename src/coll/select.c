@@ -38,28 +38,37 @@
  * extra pass over N) ahead of the ring (14 steps) at 2 MiB, where the ring
  * is 20-110 % faster.
  *
- * Messages in flight (a shared host, share > 1, n >= 4): recursive
- * doubling, Rabenseifner and the ring send from every rank in every step,
- * but on fewer elements than ranks Rabenseifner and the ring have steps
- * with fewer messages (the programs send no empty message, sched.h), and on
- * cores that the ranks time-share such a step is cheaper. The probe times
- * n/2 pairs' round trips at once (n/2 messages in flight: alpha) and a lone
- * pair (ranks 0 and 1, the others asleep in a broadcast):
- * lone_frac = lone / alpha. A step's latency is taken linear in its
- * messages m, L(m) = f + (1 - f)(m - 1)/(n/2 - 1) alpha with f = lone_frac,
- * and a step with m messages is priced alpha L(m) / L(n). A full step keeps
- * alpha: alpha and beta were both measured with n/2 messages in flight, and
- * raising only alpha to L(n) moved the crossovers of large messages
- * (measured: with full steps at L(n), 4 of 30 runs picked rd or
- * Rabenseifner at 256 KiB-64 MiB, 29-307 % slower, bench/RESULTS.md).
- * Rabenseifner's messages are counted on every rank's real program where
- * its elements (of the operation's size) are fewer than the power of two
- * it works on. Measured on 8 tcp ranks on 2 cores: Rabenseifner at 8 B,
+ * Messages in flight (a host with more than twice as many ranks as cores,
+ * share > 2, n >= 4): recursive doubling, Rabenseifner and the ring send
+ * from every rank in every step, but on fewer elements than ranks
+ * Rabenseifner and the ring have steps with fewer messages (the programs
+ * send no empty message, sched.h), and on cores that the ranks time-share
+ * such a step is cheaper. The probe times n/2 pairs' round trips at once
+ * (n/2 messages in flight: alpha) and a lone pair (ranks 0 and 1, the
+ * others asleep in a broadcast): lone_frac = f = lone / alpha. A step's
+ * latency is taken linear in its messages m, L(m) = f + (1 - f)(m - 1) /
+ * (n/2 - 1), and a step with m messages is priced alpha L(m) / L(n): a full
+ * step keeps alpha, as calibrated against beta (both measured by the
+ * pairs), and raising it to L(n) moved the large-message crossovers (4 of
+ * 30 runs then picked rd or Rabenseifner from 256 KiB to 64 MiB, 29-307 %
+ * slower). Rabenseifner's messages are counted on every rank's real
+ * program where its elements (of the operation's size) are fewer than the
+ * power of two it works on; the ring's are min(count, n). Measured on 8
+ * tcp ranks on 2 cores (bench/RESULTS.md, "Messages in flight and the
+ * cache"): a full exchange takes about 2 alpha, and Rabenseifner at 8 B,
  * 2 floats in 8 blocks (steps of 4, 2, 2, 2, 2, 4 messages), is 18 %
  * faster than rd's 3 full exchanges, which the model without the term
- * ranked first. Broadcast and reduce keep alpha per step, and so do a
- * tuning file's fitted rows (the fit works without the term). The lone
- * pair also caps alpha at share x lone (ibc_tune_set_lone).
+ * ranked first. With share <= 2 the pairs have a core each and the slope
+ * is noise: on 4 tcp ranks on 2 cores the term ranked Rabenseifner first at
+ * 8 B, where rd was faster in 9 of 10 runs (up to 76 %), and so did a
+ * time-sharing form of it, ceil(m share / n) / share. Broadcast and reduce
+ * keep alpha per step, and so do a tuning file's fitted rows.
+ *
+ * The lone pair: on a shared host with n >= 4, ranks 0 and 1 time 8-byte
+ * round trips alone while the others sleep in a broadcast, and alpha is
+ * capped at share x lone (ibc_tune_set_lone): the probe's pairs are at
+ * most share times slower than one pair with the cores to itself, and a
+ * higher alpha is another job's load during their few ms.
  *
  * Cache: gamma is measured twice, from memory (2 MiB, a 4 MiB working set)
  * and from a core's L2 (256 KiB); an operation on N bytes is priced with
@@ -326,12 +335,15 @@ static double step_latency(const struct ibc_tune_model *m, double msgs)
  * ibc_tune_step_factor() - The cost of a step with @msgs messages in flight
  * among the n ranks relative to a step in which every rank sends (file
  * header, "messages in flight"): step_latency(@msgs) / step_latency(n), at
- * most 1. 1 when the term is off (lone_frac 0, fewer than 4 ranks, or a
- * core per rank). Pure.
+ * most 1. 1 where the term is off: lone_frac 0 (not measured, or a tuning
+ * file's fitted rows, which the fit made without the term), or share <= 2
+ * (the probe's n/2 pairs then have a core each: their alpha and the lone
+ * pair's latency differ by noise only, and the slope between them says
+ * nothing). Pure.
  */
 double ibc_tune_step_factor(const struct ibc_tune_model *m, double msgs)
 {
-	if (m->lone_frac <= 0 || m->lone_frac >= 1 || m->nranks < 4 || m->share <= 1)
+	if (m->lone_frac <= 0 || m->lone_frac >= 1 || m->nranks < 4 || m->share <= 2)
 		return 1.0;
 	return IBC_MIN(step_latency(m, msgs) / step_latency(m, m->nranks), 1.0);
 }
@@ -1144,9 +1156,8 @@ void ibc_tune_print(const struct ibc_tune_model *m, FILE *f)
 		fprintf(f, "# cache: gamma %.4f ns/B while the working set (ranks per core x 2 N) fits the %lld-byte L2\n",
 			m->gamma_cache_ns, (long long)m->cache_bytes);
 	if (ibc_tune_step_factor(m, 1) < 1)
-		fprintf(f, "# messages in flight: a lone pair's latency is %.2f of alpha; a step with m of %d messages costs alpha x %.2f..%.2f\n",
-			m->lone_frac, m->nranks, ibc_tune_step_factor(m, 1),
-			ibc_tune_step_factor(m, m->nranks));
+		fprintf(f, "# messages in flight: a lone pair's latency is %.2f of alpha; a step with m of %d messages costs alpha x %.2f..1\n",
+			m->lone_frac, m->nranks, ibc_tune_step_factor(m, 1));
 	if (m->force_algo >= 0 || m->force_proto >= 0 || m->force_chunk > 0)
 		fprintf(f, "# overrides: algorithm %s, protocol %s, chunk %lld bytes\n",
 			m->force_algo >= 0 ? algo_names[m->force_algo] : "auto",

@@ -413,6 +413,10 @@ static void test_lone(void)
 	g.share = 1;
 	tap_ok(ibc_tune_step_factor(&g, 1) == 1.0, "a core per rank: no term");
 	g = m;
+	g.share = 2;
+	tap_ok(ibc_tune_step_factor(&g, 1) == 1.0,
+	       "share 2: the probe's pairs have a core each, no slope, no term");
+	g = m;
 	g.nranks = 2;
 	tap_ok(ibc_tune_step_factor(&g, 1) == 1.0, "2 ranks (one pair is the probe): no term");
 	/*
