@@ -49,9 +49,9 @@
  * latency is taken linear in its messages m, L(m) = f + (1 - f)(m - 1) /
  * (n/2 - 1), and a step with m messages is priced alpha L(m) / L(n): a full
  * step keeps alpha, as calibrated against beta (both measured by the
- * pairs), and raising it to L(n) moved the large-message crossovers (4 of
- * 30 runs then picked rd or Rabenseifner from 256 KiB to 64 MiB, 29-307 %
- * slower). Rabenseifner's messages are counted on every rank's real
+ * pairs), and raising it to L(n) moved the large-message crossovers (6
+ * cells in 3 of 30 runs then picked rd or Rabenseifner from 256 KiB to
+ * 64 MiB, 29-307 % slower). Rabenseifner's messages are counted on every rank's real
  * program where its elements (of the operation's size) are fewer than the
  * power of two it works on; the ring's are min(count, n). Measured on 8
  * tcp ranks on 2 cores (bench/RESULTS.md, "Messages in flight and the
