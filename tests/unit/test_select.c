@@ -236,6 +236,35 @@ static void test_choose(void)
 	tap_ok(c.algo == IBC_ALGO_RING, "2-rank broadcast tie goes to the first algorithm (ring)");
 }
 
+/* a tcp model with no overrides, a 1 MiB ring chunk and one set of coefficients */
+static void plain_model(struct ibc_tune_model *m, double alpha, double beta, double gamma)
+{
+	m->ring_chunk = 1 << 20;
+	m->force_algo = -1;
+	m->force_proto = -1;
+	m->force_chunk = 0;
+	m->shm_ok = 0;
+	m->base[IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ alpha, beta, gamma };
+	m->base[IBC_PROTO_LL] = m->base[IBC_PROTO_SIMPLE];
+}
+
+/* samples of Rabenseifner at 6 sizes from @g with alpha 7 us and beta 0.4 ns/B */
+static void rab_samples(const struct ibc_tune_model *g0, struct ibc_tune_sample s[6])
+{
+	static const size_t sizes[6] = { 8, 4096, 65536, 1 << 20, 8 << 20, 64 << 20 };
+	struct ibc_tune_model g = *g0;
+	int i;
+
+	g.base[IBC_PROTO_SIMPLE].alpha_us = 7.0;
+	g.base[IBC_PROTO_SIMPLE].beta_ns = 0.4;
+	for (i = 0; i < 6; i++) {
+		s[i].nbytes = sizes[i];
+		s[i].chunk_bytes = 256u << 10;
+		s[i].time_us = ibc_tune_predict(&g, IBC_TUNE_ALLREDUCE, IBC_ALGO_RAB, IBC_PROTO_SIMPLE,
+						sizes[i], 256u << 10);
+	}
+}
+
 /*
  * Time sharing (ibc_tune_share, select.c header): with more ranks on a host
  * than cores, the reduction passes are priced share times gamma. The case
@@ -251,11 +280,9 @@ static void test_share(void)
 	struct ibc_algo_choice c;
 	struct ibc_tune_sample s[6];
 	struct ibc_tune_coef k;
-	size_t sizes[6] = { 8, 4096, 65536, 1 << 20, 8 << 20, 64 << 20 };
 	const size_t n2m = 2u << 20;
 	ibc_status_t st;
 	double t;
-	int i;
 
 	tap_ok(ibc_tune_share(8, 2) == 4 && ibc_tune_share(3, 2) == 2 && ibc_tune_share(9, 4) == 3,
 	       "share = ceil(ranks on the host / cores): 8/2 -> 4, 3/2 -> 2, 9/4 -> 3");
@@ -264,13 +291,7 @@ static void test_share(void)
 	       "share = 1 with a core per rank or an unknown count");
 	ibc_tune_model_init(&m, 8, IBC_TUNE_TP_TCP, 0);
 	tap_ok(m.share == 1, "a new model assumes a core per rank (share %d)", (int)m.share);
-	m.ring_chunk = 1 << 20;
-	m.force_algo = -1;
-	m.force_proto = -1;
-	m.force_chunk = 0;
-	m.shm_ok = 0;
-	m.base[IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ 25.0, 0.3, 0.075 };
-	m.base[IBC_PROTO_LL] = m.base[IBC_PROTO_SIMPLE];
+	plain_model(&m, 25.0, 0.3, 0.075);
 	/*
 	 * 8 ranks, N = 2 MiB. ring: S = 14, B = 1.75 N = 3670016,
 	 * G = 0.875 N = 1835008; Rabenseifner: S = 6, same B,
@@ -310,15 +331,7 @@ static void test_share(void)
 	       "share does not change a broadcast");
 	/* the fit prices gamma with the model's share: times generated with
 	 * share 4 give back alpha and beta exactly */
-	for (i = 0; i < 6; i++) {
-		g = m;
-		g.base[IBC_PROTO_SIMPLE].alpha_us = 7.0;
-		g.base[IBC_PROTO_SIMPLE].beta_ns = 0.4;
-		s[i].nbytes = sizes[i];
-		s[i].chunk_bytes = 256u << 10;
-		s[i].time_us = ibc_tune_predict(&g, IBC_TUNE_ALLREDUCE, IBC_ALGO_RAB, IBC_PROTO_SIMPLE,
-						sizes[i], 256u << 10);
-	}
+	rab_samples(&m, s);
 	/* the call first: the message's arguments are read in no given order */
 	st = ibc_tune_fit(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RAB, IBC_PROTO_SIMPLE, s, 6, &k);
 	tap_ok(st == IBC_OK && near(k.alpha_us, 7.0, 1e-6) && near(k.beta_ns, 0.4, 1e-6) &&
@@ -354,22 +367,14 @@ static void test_lone(void)
 	struct ibc_algo_choice c;
 	struct ibc_tune_sample s[6];
 	struct ibc_tune_coef k;
-	size_t sizes[6] = { 8, 4096, 65536, 1 << 20, 8 << 20, 64 << 20 };
 	ibc_status_t st;
 	double t;
-	int i;
 
 	ibc_tune_model_init(&m, 8, IBC_TUNE_TP_TCP, 0);
 	tap_ok(m.lone_frac == 0 && m.elem_bytes == 4,
 	       "a new model has no lone-pair term and counts 4-byte elements");
-	m.ring_chunk = 1 << 20;
-	m.force_algo = -1;
-	m.force_proto = -1;
-	m.force_chunk = 0;
-	m.shm_ok = 0;
+	plain_model(&m, 25.0, 0.3, 0.075);
 	m.share = 4;
-	m.base[IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ 25.0, 0.3, 0.075 };
-	m.base[IBC_PROTO_LL] = m.base[IBC_PROTO_SIMPLE];
 	tap_ok(ibc_tune_step_factor(&m, 1) == 1.0 && ibc_tune_step_factor(&m, 8) == 1.0,
 	       "not measured: every step costs alpha");
 	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 8, &c);
@@ -448,16 +453,9 @@ static void test_lone(void)
 	       "ring 8 ranks 8 B: 14 steps of 2 messages, %.4f us", t);
 	/* the fit works without the term: times from a model without it give
 	 * back its alpha and beta from a model with it */
-	for (i = 0; i < 6; i++) {
-		g = m;
-		g.lone_frac = 0;
-		g.base[IBC_PROTO_SIMPLE].alpha_us = 7.0;
-		g.base[IBC_PROTO_SIMPLE].beta_ns = 0.4;
-		s[i].nbytes = sizes[i];
-		s[i].chunk_bytes = 256u << 10;
-		s[i].time_us = ibc_tune_predict(&g, IBC_TUNE_ALLREDUCE, IBC_ALGO_RAB, IBC_PROTO_SIMPLE,
-						sizes[i], 256u << 10);
-	}
+	g = m;
+	g.lone_frac = 0;
+	rab_samples(&g, s);
 	st = ibc_tune_fit(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RAB, IBC_PROTO_SIMPLE, s, 6, &k);
 	tap_ok(st == IBC_OK && near(k.alpha_us, 7.0, 1e-6) && near(k.beta_ns, 0.4, 1e-6),
 	       "the fit ignores the lone-pair term (alpha %.6f, beta %.6f)", k.alpha_us, k.beta_ns);
@@ -478,14 +476,8 @@ static void test_cache(void)
 
 	ibc_tune_model_init(&m, 4, IBC_TUNE_TP_TCP, 0);
 	tap_ok(m.gamma_cache_ns == 0 && m.cache_bytes == 0, "a new model has no cache term");
-	m.ring_chunk = 1 << 20;
-	m.force_algo = -1;
-	m.force_proto = -1;
-	m.force_chunk = 0;
-	m.shm_ok = 0;
+	plain_model(&m, 8.0, 0.3, 0.075);
 	m.share = 2;
-	m.base[IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ 8.0, 0.3, 0.075 };
-	m.base[IBC_PROTO_LL] = m.base[IBC_PROTO_SIMPLE];
 	/* ring 4 ranks: S = 6, B = 1.5 N, G = 0.75 N; gamma x share 2 */
 	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_RING, IBC_PROTO_SIMPLE, n256k, 0);
 	tap_ok(near(t, 48 + (0.3 * 393216 + 0.15 * 196608) / 1000, 1e-9),
