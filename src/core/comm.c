@@ -1258,6 +1258,26 @@ static struct ibc_request *comm_pop(struct ibc_comm *comm);
 #define P2P_BATCH_MAX 64
 
 /*
+ * Whether reqs[@i] must wait for an earlier send (or receive) of the same
+ * peer that is not posted yet: messages between two ranks match in posting
+ * order, and the batch's slots are not in issue order (a freed slot is
+ * reused), nor is a connection's set-up, which may finish between two posts
+ * of one pass. Found by the ASan run of test_p2p.sh under load: rank 1's
+ * send #0 to rank 0 got IBC_INPROGRESS (handshake), its send #1 then found
+ * the connection up and went first, and rank 0 reported mismatched calls.
+ */
+static int p2p_behind(struct ibc_request *const *reqs, struct ibc_treq *const *trp, int hi, int i)
+{
+	int j;
+
+	for (j = 0; j < hi; j++)
+		if (j != i && reqs[j] && !trp[j] && reqs[j]->coll == reqs[i]->coll &&
+		    reqs[j]->root == reqs[i]->root && (int32_t)(reqs[j]->seq - reqs[i]->seq) < 0)
+			return 1;
+	return 0;
+}
+
+/*
  * comm_p2p_batch() - run host send/receive @first together with every host
  * send/receive queued right behind it (and those queued while it runs, up
  * to 64 in flight): all are posted at once and each completes on its own.
@@ -1299,18 +1319,27 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 		 * each rank waits for its first peer's handshake before
 		 * starting the next one.
 		 */
-		for (i = 0; i < hi; i++) {
-			if (!reqs[i] || trp[i])
-				continue;
-			st = ibc_coll_p2p_post(comm, reqs[i], &tr[i], 1);
-			if (st == IBC_INPROGRESS) {
-				nconn++;
-				conn_peer = reqs[i]->root;
-				continue;
+		for (;;) {
+			int posted = 0;
+
+			nconn = 0;
+			for (i = 0; i < hi; i++) {
+				if (!reqs[i] || trp[i] || p2p_behind(reqs, trp, hi, i))
+					continue;
+				st = ibc_coll_p2p_post(comm, reqs[i], &tr[i], 1);
+				if (st == IBC_INPROGRESS) {
+					nconn++;
+					conn_peer = reqs[i]->root;
+					continue;
+				}
+				if (st != IBC_OK)
+					goto fail;
+				trp[i] = &tr[i];
+				posted++;
 			}
-			if (st != IBC_OK)
-				goto fail;
-			trp[i] = &tr[i];
+			/* what waited behind a request posted just now goes next */
+			if (!posted)
+				break;
 		}
 		if (nact < P2P_BATCH_MAX) {
 			pthread_mutex_lock(&comm->lock);

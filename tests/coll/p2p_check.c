@@ -14,7 +14,12 @@
  *   mixed     isend, irecv, then an all-reduce queued behind them, then the
  *             waits (the all-reduce runs after the p2p in issue order);
  *   blocking  ibc_send/ibc_recv ordered by rank parity (even ranks send
- *             first) around the ring.
+ *             first) around the ring;
+ *   burst     first of all, before any connection exists: each odd rank
+ *             queues BURST one-element isends to rank - 1, which starts its
+ *             irecvs 50 ms later; they must arrive in order (the batch
+ *             once posted a later send first when the connection's set-up
+ *             finished between two posts of one pass: mismatched calls).
  *
  * usage: p2p_check [-n COUNT] [-r ROUNDS]   (IBC_RANK/IBC_NRANKS/IBC_ROOT or mpirun)
  */
@@ -25,6 +30,8 @@
 #include <unistd.h>
 
 #include "ibcoll.h"
+
+#define BURST 64
 
 static int rank;
 static int failed;
@@ -110,6 +117,37 @@ int main(int argc, char **argv)
 		FAIL("out of memory");
 		return 1;
 	}
+
+	/* burst: many sends queued while the connection is being set up */
+	if (rank / 2 * 2 + 1 < nranks) {
+		ibc_request_h rq[BURST];
+		int32_t bs[BURST];
+		int32_t br[BURST];
+		int peer = rank ^ 1;
+		int k;
+		int nq = 0;
+
+		if (rank % 2 == 0)
+			usleep(50000);
+		for (k = 0; k < BURST; k++) {
+			bs[k] = val(rank, (size_t)k, 300);
+			br[k] = -1;
+			if (!check_st(rank % 2 ? ibc_isend(&bs[k], 1, IBC_INT32, peer, comm, &rq[k])
+					      : ibc_irecv(&br[k], 1, IBC_INT32, peer, comm, &rq[k]),
+				      rank % 2 ? "isend (burst)" : "irecv (burst)"))
+				break;
+			nq++;
+		}
+		for (k = 0; k < nq; k++)
+			check_st(ibc_wait(rq[k]), "wait (burst)");
+		for (k = 0; k < BURST && !failed && rank % 2 == 0; k++)
+			if (br[k] != val(peer, (size_t)k, 300))
+				FAIL("burst: message %d from rank %d holds %d, want %d", k, peer, br[k],
+				     val(peer, (size_t)k, 300));
+	}
+	if (!failed)
+		printf("rank %d: PASS: burst (%d sends queued before the connection is up, in order)\n",
+		       rank, BURST);
 
 	/* exchange: sends first, then receives, then wait */
 	for (round = 0; round < rounds && !failed; round++) {

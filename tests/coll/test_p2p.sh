@@ -22,8 +22,8 @@ for cfg in "2 shm 1" "3 shm 1" "5 shm 1" "2 tcp 1" "3 tcp 1" "2 shm 0" "3 tcp 0"
 	rc=$?
 	secs=$(($(date +%s) - start))
 	npass=$(grep -c ': PASS: ' "$log")
-	desc="$nr ranks, $tp, progress thread $th${1:+, $*}: 3 patterns pass on every rank ($secs s)"
-	if [ "$rc" -eq 0 ] && [ "$npass" -eq $((3 * nr)) ]; then
+	desc="$nr ranks, $tp, progress thread $th${1:+, $*}: 4 patterns pass on every rank ($secs s)"
+	if [ "$rc" -eq 0 ] && [ "$npass" -eq $((4 * nr)) ]; then
 		echo "ok $n - $desc"
 	else
 		echo "not ok $n - $desc (rc $rc, $npass PASS lines)"
