@@ -93,9 +93,16 @@ static void check_survivor(const char *what, int rank, int found, const struct r
 		*worst = dt;
 }
 
-/* survivors: destroy returns promptly and the process exits cleanly */
+/*
+ * survivors: destroy returns promptly and the process exits cleanly. Over ib
+ * the bound grows by IB_DRAIN_MS (2 s, src/transport/ib/ib_conn.c) per
+ * connection: the teardown waits that long for a QP's flushed markers, and
+ * Soft-RoCE on Debian 12's kernel (6.1) never flushes them (measured in the
+ * VM: 2.0 s per connection, 6.0 s for a 4-rank all-reduce's 3).
+ */
 static void finish(const char *what, struct rel_proc *ps, int n, int victim)
 {
+	int64_t bound = 3000LL * g_scale + (strcmp(g_transport, "ib") ? 0 : 2000LL * (n - 1));
 	int i;
 
 	for (i = 0; i < n; i++) {
@@ -104,10 +111,9 @@ static void finish(const char *what, struct rel_proc *ps, int n, int victim)
 
 		if (i == victim || !ps[i].pid)
 			continue;
-		ret = rel_expect_res(&ps[i], "destroy", rel_now_ms() + 15000LL * g_scale, &r);
-		tap_ok(ret == 1 && r.el_ms < 3000LL * g_scale,
-		       "%s: rank %d destroy returns within %d s (%lld ms)", what, i, 3 * g_scale,
-		       ret == 1 ? (long long)r.el_ms : -1LL);
+		ret = rel_expect_res(&ps[i], "destroy", rel_now_ms() + bound + 12000LL * g_scale, &r);
+		tap_ok(ret == 1 && r.el_ms < bound, "%s: rank %d destroy returns within %lld ms (%lld ms)",
+		       what, i, (long long)bound, ret == 1 ? (long long)r.el_ms : -1LL);
 		rel_reap(&ps[i], rel_now_ms() + 10000LL * g_scale);
 		tap_ok(rel_exited_ok(&ps[i]), "%s: rank %d exits cleanly (%s)", what, i,
 		       rel_wstatus_str(ps[i].wstatus));
