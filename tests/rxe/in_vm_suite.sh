@@ -12,7 +12,8 @@
 #   4. communicators over IBC_TRANSPORT=ib (ranks split over rxe0 and rxe1):
 #      the core's collective matrix (tests/coll/coll_check) on 2, 3 and 4
 #      ranks, the LL protocol (in_vm_ll.sh), a rank killed during
-#      all-reduces, a rank under a small memlock limit (tests/ib/test_ib_comm).
+#      all-reduces, the wait-for chain (tests/reliability/test_kill chain
+#      ib), a rank under a small memlock limit (tests/ib/test_ib_comm).
 # Exit status: 0 when every test passed, 1 otherwise.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -260,6 +261,17 @@ else
 	notok "rank 1 killed mid all-reduce (survivors done after $dt ms)"
 	for f in "$logs"/kill/rank.*.out; do diag "$f"; done
 fi
+
+# the wait-for chain over ib (tests/reliability/test_kill chain ib, the test of
+# chain_tcp.sh): 4 ranks, rank r < 3 receives from r+1; rank 3 (a) idle outside
+# the library, (b) stopped, (c) never calls the all-reduce the others are in.
+# Only rank 0 has a short IBC_TIMEOUT_MS; every survivor's error must blame
+# rank 3 "on ib" and show the chain. Times x CHAIN_SCALE for TCG (rank 0's
+# timeout 2 s x S, bound 5 s x S, rank 3 holds 7 s x S).
+CHAIN_SCALE=${CHAIN_SCALE:-2}
+IBC_TEST_TIME_SCALE=$CHAIN_SCALE tap "wait-for chain over ib, 4 ranks, rank 3 idle / stopped / outside an all-reduce, times x $CHAIN_SCALE" \
+	"$logs/chain.log" timeout -k 10 $((120 * CHAIN_SCALE)) tests/reliability/test_kill chain ib
+grep '^# detect' "$logs/chain.log" | sed 's/^# /#   /'
 
 # a rank under a small memlock limit: its error names ulimit -l and the value
 RANK_WRAP_1="setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock" \
