@@ -138,21 +138,24 @@ static void run_case(const char *transport, const char *mode, int warm, enum pee
 	for (i = 1; i < NR; i++) {
 		struct rel_res r;
 		int found;
+		int good;
 
 		if ((fate == PEER_STOPPED || fate == PEER_KILLED) && i == 1)
 			continue;
 		found = rel_expect_res(&ps[i], "async", rel_now_ms() + 10000, &r) == 1;
 		if (fate == PEER_IDLE) {
-			tap_ok(found && r.status == IBC_ERR_REMOTE && rel_names_rank(r.text, 0) &&
-			       strstr(r.text, "aborted") && r.t_ms - t_abort <= 2000,
-			       "%s: rank %d learns that rank 0 aborted within 2 s (%lld ms)", what, i,
-			       found ? (long long)(r.t_ms - t_abort) : -1LL);
+			good = found && r.status == IBC_ERR_REMOTE && rel_names_rank(r.text, 0) &&
+			       strstr(r.text, "aborted") && r.t_ms - t_abort <= 2000;
+			tap_ok(good, "%s: rank %d learns that rank 0 aborted within 2 s (%lld ms)", what,
+			       i, found ? (long long)(r.t_ms - t_abort) : -1LL);
 		} else {
-			tap_ok(found && r.status != IBC_OK, "%s: rank %d reports an error (%s)", what,
-			       i, found ? ibc_status_str(r.status) : "none");
+			good = found && r.status != IBC_OK;
+			tap_ok(good, "%s: rank %d reports an error (%s)", what, i,
+			       found ? ibc_status_str(r.status) : "none");
 		}
-		if (found && (r.status == IBC_OK || !rel_names_rank(r.text, 0)))
-			tap_diag("rank %d said: %s", i, r.text);
+		/* what it said, whenever the check failed (a flake in 1 of about 10 runs) */
+		if (found && (!good || !rel_names_rank(r.text, 0)))
+			tap_diag("rank %d said (%s): %s", i, ibc_status_str(r.status), r.text);
 		found = rel_expect_res(&ps[i], "destroy", rel_now_ms() + 10000, &r) == 1;
 		tap_ok(found && r.el_ms < 3000, "%s: rank %d destroys within 3 s", what, i);
 		rel_reap(&ps[i], rel_now_ms() + 10000);
