@@ -441,7 +441,7 @@ static void tune_shape(const struct ibc_tune_model *m, int coll, int algo, doubl
 			h = ibc_dtree_height(n);
 			c = IBC_MIN(IBC_MAX(C, ceil(half / IBC_SCHED_MAX_CHUNKS)), half);
 			k = IBC_MAX(1.0, ceil(half / IBC_MAX(c, 1.0)));
-			*S = 2.0 * (h + k - 1) * ibc_tune_step_factor(m, n);
+			*S = 2.0 * (h + k - 1);       /* every rank sends: factor 1 */
 			*B = 4.0 * c * (h + k - 1);
 			*G = 2.0 * c * (h + k - 1) + N;
 			return;
