@@ -50,6 +50,24 @@ fi
 if grep -q '^check-extra:' Makefile; then
 	run_suite "make check-extra" make check-extra
 fi
+# Name what failed, here at the end, where a CI log's tail shows it: each
+# failed test's "not ok" lines with their diagnostics, or the log's last
+# lines when it has none (a crash, a timeout, a bail-out).
+if [ $rc -ne 0 ]; then
+	echo
+	echo "=== failed tests"
+	find . -name '*.trs' | sort | while read -r trs; do
+		grep -qE '^:test-result: (FAIL|ERROR|XPASS)' "$trs" || continue
+		log=${trs%.trs}.log
+		echo "--- ${log#./}:"
+		if grep -qE '^(not ok|Bail out)' "$log" 2>/dev/null; then
+			awk '/^(not ok|Bail out)/ { show = 1; print; next }
+			     show && /^#/ { print; next } { show = 0 }' "$log" | head -n 40
+		else
+			tail -n 20 "$log" 2>/dev/null
+		fi
+	done
+fi
 end=$(date +%s)
 echo
 echo "=== test summary ($((end - start)) s)"
