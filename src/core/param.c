@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "param.h"
 #include "util.h"
@@ -26,6 +27,42 @@ static const struct ibc_param_info param_info[IBC_PARAM_COUNT] = {
 #undef IBC_PARAM_INT
 #undef IBC_PARAM_STR
 };
+
+/*
+ * String parameters with a fixed set of values, checked here like the
+ * integers' ranges (an invalid value is a WARN and the default). Others
+ * (IBC_TRANSPORT, IBC_ALGO, ...) are parsed and checked by their owners.
+ */
+static const struct {
+	int idx;
+	const char *const choices[4];
+} str_choices[] = {
+	{ IBC_PARAM_IDX_SOCKET_FAMILY, { "AF_INET", "AF_INET6", NULL } },
+};
+
+/* 1 if @val is one of the values allowed for string parameter @idx (or any is) */
+static int str_allowed(int idx, const char *val, char *list, size_t len)
+{
+	size_t k;
+	size_t j;
+
+	for (k = 0; k < sizeof(str_choices) / sizeof(str_choices[0]); k++) {
+		size_t off = 0;
+
+		if (str_choices[k].idx != idx)
+			continue;
+		list[0] = '\0';
+		for (j = 0; str_choices[k].choices[j]; j++) {
+			if (!strcmp(val, str_choices[k].choices[j]))
+				return 1;
+			if (off < len)
+				off += (size_t)snprintf(list + off, len - off, "%s%s", j ? ", " : "",
+							str_choices[k].choices[j]);
+		}
+		return 0;
+	}
+	return 1;
+}
 
 struct param_state {
 	int loaded;             /* read with acquire; set under param_lock */
@@ -86,7 +123,13 @@ static void param_load_locked(int idx)
 	ps->ival = pi->def_int;
 	ps->rejected[0] = '\0';
 	if (env && *env) {
-		if (pi->type == IBC_PARAM_TYPE_STR) {
+		char list[96];
+
+		if (pi->type == IBC_PARAM_TYPE_STR && !str_allowed(idx, env, list, sizeof(list))) {
+			snprintf(ps->rejected, sizeof(ps->rejected), "%s=%s is not one of %s",
+				 envname, env, list);
+			IBC_LOG_WARN(ENV, "%s; using the default %s", ps->rejected, pi->def_str);
+		} else if (pi->type == IBC_PARAM_TYPE_STR) {
 			ps->sval = strdup(env);
 			ps->from_env = ps->sval != NULL;
 		} else {

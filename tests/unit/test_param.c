@@ -90,6 +90,23 @@ int main(void)
 	tap_ok(ibc_param_env_rejected(IBC_PARAM_IDX_SOCKET_NSOCKS) == NULL,
 	       "reset and unset: nothing refused");
 
+	/* a string with a fixed set of values: another one -> WARN and default */
+	setenv("IBC_SOCKET_FAMILY", "inet6", 1);
+	ibc_param_reset_all();
+	ibc_log_set_last_error("");
+	tap_is_str(ibc_param_socket_family(), "AF_INET", "IBC_SOCKET_FAMILY=inet6 falls back to AF_INET");
+	tap_is_str(ibc_param_env_rejected(IBC_PARAM_IDX_SOCKET_FAMILY) ?
+		   ibc_param_env_rejected(IBC_PARAM_IDX_SOCKET_FAMILY) : "(null)",
+		   "IBC_SOCKET_FAMILY=inet6 is not one of AF_INET, AF_INET6", "the refusal lists the values");
+	tap_ok(strstr(ibc_last_error(), "IBC_SOCKET_FAMILY=inet6 is not one of AF_INET, AF_INET6; using the default AF_INET") != NULL,
+	       "and so does the warning: '%s'", ibc_last_error());
+	setenv("IBC_SOCKET_FAMILY", "AF_INET6", 1);
+	ibc_param_reset_all();
+	tap_is_str(ibc_param_socket_family(), "AF_INET6", "IBC_SOCKET_FAMILY=AF_INET6 is taken");
+	tap_ok(ibc_param_env_rejected(IBC_PARAM_IDX_SOCKET_FAMILY) == NULL, "and not refused");
+	unsetenv("IBC_SOCKET_FAMILY");
+	ibc_param_reset_all();
+
 	/* registry: every row has a name and help text, defaults inside range */
 	for (i = 0; i < IBC_PARAM_COUNT; i++) {
 		const struct ibc_param_info *pi = ibc_param_info(i);
