@@ -306,6 +306,12 @@ static int print_tuning(void)
 	       "# coefficients%s; a communicator measures its own at its first collective\n"
 	       "# (IBC_TUNING_PROBE) and logs them with IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=TUNING.\n",
 	       file && *file ? " replaced by IBC_TUNING_FILE rows" : "");
+	if (ibc_comm_transport_parse(want_tp, NULL) != 0) {
+		/* as the library does: an unknown transport means auto */
+		fprintf(stderr, "ibc_info: IBC_TRANSPORT=%s is not auto, shm, tcp or ib; showing every transport (the library uses auto)\n",
+			want_tp);
+		want_tp = "auto";
+	}
 	for (tp = 0; tp < IBC_TUNE_TP_COUNT; tp++) {
 		if (tp == IBC_TUNE_TP_IB && !bi->have_verbs)
 			continue;

@@ -6,7 +6,7 @@
 info="$top_builddir/tools/ibc_info"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..8"
+echo "1..9"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
 
@@ -22,6 +22,10 @@ IBC_TRANSPORT=shm IBC_NRANKS=8 "$info" --tuning > "$tmp/one" 2>&1
 c=$(grep -c '^# tuning model:' "$tmp/one")
 [ "$c" = 1 ] && grep -q '^# allreduce, 8 ranks over shm: chosen algorithm per size' "$tmp/one"
 ok $? "IBC_TRANSPORT and IBC_NRANKS narrow it to one model"
+IBC_TRANSPORT=foo IBC_NRANKS=8 "$info" --tuning > "$tmp/bad" 2>&1
+c=$(grep -c '^# tuning model:' "$tmp/bad")
+[ "$c" -ge 2 ] && grep -q 'IBC_TRANSPORT=foo is not auto, shm, tcp or ib' "$tmp/bad"
+ok $? "an unknown IBC_TRANSPORT says so and shows every transport, as the library uses auto ($c models)"
 # the first all-reduce range starts at 1 B and the last ends at 1 GiB
 sed -n '/^# allreduce/,/^# broadcast/p' "$tmp/one" | grep -q '^ *1 B \.\. ' &&
 	sed -n '/^# allreduce/,/^# broadcast/p' "$tmp/one" | grep -q '\.\. 1 GiB'
