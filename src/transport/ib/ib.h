@@ -306,9 +306,7 @@ struct ibc_ib_qp {
 	int sig_head;
 	int sig_tail;
 	int rq_posted;          /* receives posted and not completed */
-	int drain_sq_done;      /* teardown markers completed */
-	int drain_rq_done;
-	int drain_rq_nomarker;  /* no receive marker posted: drained when rq_posted is 0 */
+	int drain_sq_done;      /* teardown: the send marker completed (receives: rq_posted is 0) */
 };
 
 /* struct ibc_ib_qp_dest - what QP transitions need to know about the peer */
@@ -343,7 +341,6 @@ enum ibc_ib_wr_kind {
 	IBC_IB_WR_QP = 1,       /* other send WR (CTS, NACK, unsignaled data): struct ibc_ib_qp */
 	IBC_IB_WR_RECV = 2,     /* posted receive: struct ibc_ib_qp */
 	IBC_IB_WR_DRAIN_SQ = 3, /* teardown marker: struct ibc_ib_qp */
-	IBC_IB_WR_DRAIN_RQ = 4,
 	IBC_IB_WR_PROBE = 5,    /* keep-alive probe (zero-byte write): struct ibc_ib_qp */
 };
 #define IBC_IB_WR_KIND_MASK 0x7ull

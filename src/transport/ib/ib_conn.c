@@ -1740,9 +1740,6 @@ void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc)
 	case IBC_IB_WR_DRAIN_SQ:
 		((struct ibc_ib_qp *)ptr)->drain_sq_done = 1;
 		break;
-	case IBC_IB_WR_DRAIN_RQ:
-		((struct ibc_ib_qp *)ptr)->drain_rq_done = 1;
-		break;
 	default:
 		IBC_LOG_WARN(IB, "completion with unknown wr_id 0x%llx (internal error)",
 			     (unsigned long long)wc->wr_id);
@@ -1763,23 +1760,27 @@ static int conn_drained(const struct ibc_ib_conn *conn)
 
 		if (!qp->qp)
 			continue;
-		if (!qp->drain_sq_done)
-			return 0;
-		if (!qp->drain_rq_done && !(qp->drain_rq_nomarker && qp->rq_posted == 0))
+		if (!qp->drain_sq_done || qp->rq_posted > 0)
 			return 0;
 	}
 	return 1;
 }
 
-/* move every QP to ERROR and post the markers that complete after all flushes */
+/*
+ * Move every QP to ERROR and post the send marker, which completes after
+ * every earlier send WR (signalled or not) has been flushed. Receives need no
+ * marker: each completes on its own (flushed), and rq_posted counts those
+ * outstanding. A receive marker posted after the move to ERROR never
+ * completes on Soft-RoCE under Linux 6.1 (the receives posted before it are
+ * flushed, the marker is not), which held every connection for the whole
+ * IB_DRAIN_MS (2 s) and left it a zombie.
+ */
 static void conn_start_drain(struct ibc_ib_conn *conn)
 {
 	int i;
 
 	for (i = 0; i < conn->nqps; i++) {
 		struct ibc_ib_qp *qp = &conn->qps[i];
-		struct ibv_recv_wr rwr;
-		struct ibv_recv_wr *bad_r = NULL;
 		struct ibv_send_wr swr;
 		struct ibv_send_wr *bad_s = NULL;
 
@@ -1792,10 +1793,6 @@ static void conn_start_drain(struct ibc_ib_conn *conn)
 		swr.send_flags = IBV_SEND_SIGNALED;
 		if (!conn->established || ibv_post_send(qp->qp, &swr, &bad_s))
 			qp->drain_sq_done = 1; /* nothing was ever sent, or the marker is refused */
-		memset(&rwr, 0, sizeof(rwr));
-		rwr.wr_id = ibc_ib_wr_id(qp, IBC_IB_WR_DRAIN_RQ);
-		if (qp->rq_posted == 0 || ibv_post_recv(qp->qp, &rwr, &bad_r))
-			qp->drain_rq_nomarker = 1;
 	}
 }
 
@@ -1835,8 +1832,14 @@ void ibc_ib_conn_destroy(struct ibc_ib_conn *conn)
 		ibc_ib_ctx_poll(ctx);
 	}
 	if (!conn_drained(conn)) {
+		int i;
+
 		IBC_LOG_DEBUG(IB, "connection to peer rank %d did not drain in %d ms: kept until the context closes",
 			      conn->peer, IB_DRAIN_MS);
+		for (i = 0; i < conn->nqps; i++)
+			IBC_LOG_DEBUG(IB, "  QP %d: send marker %s, %d receives not flushed", i,
+				      conn->qps[i].drain_sq_done ? "flushed" : "missing",
+				      conn->qps[i].rq_posted);
 		conn_release_resources(conn);
 		conn->next = ctx->zombies;
 		ctx->zombies = conn;

@@ -262,8 +262,12 @@ int ibc_ib_qp_post_recvs(struct ibc_ib_qp *qp, int n)
 			wrs[i].next = i + 1 < k ? &wrs[i + 1] : NULL;
 		}
 		ret = ibv_post_recv(qp->qp, wrs, &bad);
-		if (ret)
+		if (ret) {
+			/* the WRs before @bad were posted: the teardown drain counts them */
+			for (i = 0; i < k && &wrs[i] != bad; i++)
+				qp->rq_posted++;
 			return ret;
+		}
 		qp->rq_posted += k;
 		done += k;
 	}
