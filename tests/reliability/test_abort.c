@@ -153,7 +153,7 @@ static void run_case(const char *transport, const char *mode, int warm, enum pee
 			tap_ok(good, "%s: rank %d reports an error (%s)", what, i,
 			       found ? ibc_status_str(r.status) : "none");
 		}
-		/* what it said, whenever the check failed (a flake in 1 of about 10 runs) */
+		/* what it said, whenever the check failed */
 		if (found && (!good || !rel_names_rank(r.text, 0)))
 			tap_diag("rank %d said (%s): %s", i, ibc_status_str(r.status), r.text);
 		found = rel_expect_res(&ps[i], "destroy", rel_now_ms() + 10000, &r) == 1;
