@@ -186,7 +186,10 @@ ibc_status_t ibc_sock_parse_hostport(const char *str, int family, union ibc_sock
 	hints.ai_socktype = SOCK_STREAM;
 	ret = getaddrinfo(host, port, &hints, &res);
 	if (ret != 0 || !res) {
-		IBC_LOG_ERROR(BOOT, "cannot resolve '%s': %s", host, gai_strerror(ret));
+		IBC_LOG_ERROR(BOOT, "cannot resolve '%s'%s: %s", host,
+			      family == AF_INET6 ? " to an IPv6 address (IBC_SOCKET_FAMILY=AF_INET6)"
+			      : family == AF_INET ? " to an IPv4 address" : "",
+			      gai_strerror(ret));
 		return IBC_ERR_INVALID_ARG;
 	}
 	memset(addr_p, 0, sizeof(*addr_p));
