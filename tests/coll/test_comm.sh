@@ -3,7 +3,8 @@
 # test_comm.sh - tests/coll/comm_check: ibc_comm_split (colors, keys, opting
 # out, nested) over shm and tcp, ranks and sizes from each launcher's
 # variables (IBC_RANK, Open MPI, PMI, PMIx, Slurm), a rank that never
-# starts (the others fail within the bootstrap timeout, naming it), and an in-place int8
+# starts (the others fail within the bootstrap timeout, naming it), 3 ranks
+# over tcp on IPv6 loopback (SKIP without ::1), and an in-place int8
 # all-reduce of 2^31 + 7 elements on 2 ranks (needs about 5 GiB of free
 # memory, else that test SKIPs). Every run bounded (launcher timeouts).
 b=$top_builddir
@@ -11,7 +12,7 @@ run=$top_srcdir/tests/scripts/run_local_ranks.sh
 cc=$b/tests/coll/comm_check
 log=$(mktemp)
 trap 'rm -f "$log" "$log".*' EXIT
-echo "1..9"
+echo "1..10"
 n=0
 result() { # want_pass_lines description rc
 	n=$((n + 1))
@@ -64,6 +65,26 @@ launch_vars 2 PMIX_RANK PMI_SIZE
 result 4 "2 ranks: rank from PMIX_RANK" $?
 launch_vars 3 SLURM_PROCID SLURM_NTASKS
 result 6 "3 ranks: rank and size from SLURM_PROCID/SLURM_NTASKS" $?
+# IPv6: IBC_SOCKET_FAMILY=AF_INET6 and IBC_ROOT=[::1]:port, 3 ranks over tcp
+if [ -r /proc/net/if_inet6 ] && grep -q '^00000000000000000000000000000001 ' /proc/net/if_inet6; then
+	port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000))
+	secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+	rm -f "$log".*
+	pids=
+	for r in 0 1 2; do
+		env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE IBC_RANK=$r IBC_NRANKS=3 \
+			IBC_ROOT="[::1]:$port" IBC_SECRET=$secret IBC_SOCKET_FAMILY=AF_INET6 \
+			IBC_TRANSPORT=tcp IBC_TIMEOUT_MS=30000 timeout -k 5 60 "$cc" >"$log.$r" 2>&1 &
+		pids="$pids $!"
+	done
+	st=0
+	for p in $pids; do wait "$p" || st=$?; done
+	cat "$log".[0-9]* >"$log"
+	result 3 "3 ranks, tcp over IPv6 (IBC_SOCKET_FAMILY=AF_INET6, IBC_ROOT=[::1]:port)" $st
+else
+	n=$((n + 1))
+	echo "ok $n # SKIP no IPv6 loopback (::1) on this machine"
+fi
 avail=$(awk '/^MemAvailable:/ { print int($2 / 1048576) }' /proc/meminfo)
 if [ "${avail:-0}" -ge 6 ]; then
 	start=$(date +%s)
