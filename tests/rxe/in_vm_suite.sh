@@ -55,10 +55,19 @@ tap() {
 		grep -E '^(not ok|#|1\.\.0)' "$log" | head -n 40 | sed 's/^/#   /'
 	fi
 }
-wait_gids() { # the link-local GIDs come back after a link flap (DAD)
+# After a link flap or an MTU change, wait (at most 10 s) until both ports
+# are ACTIVE, both link-local GIDs are back and no IPv6 address of the veth
+# pair is still tentative (DAD): a QP's move to RTR resolves the peer's
+# address, and with a tentative source it failed with "Connection timed out"
+# (once, test_ib_loop right after `ip link set veth0 mtu 9000`, 2026-11-30).
+wait_gids() {
 	for i in $(seq 100); do
 		grep -q '^fe80' /sys/class/infiniband/rxe0/ports/1/gids/0 2>/dev/null &&
-			grep -q '^fe80' /sys/class/infiniband/rxe1/ports/1/gids/0 2>/dev/null && return 0
+			grep -q '^fe80' /sys/class/infiniband/rxe1/ports/1/gids/0 2>/dev/null &&
+			grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null &&
+			grep -q ACTIVE /sys/class/infiniband/rxe1/ports/1/state 2>/dev/null &&
+			[ -z "$(ip -6 addr show dev veth0 tentative 2>/dev/null)" ] &&
+			[ -z "$(ip -6 addr show dev veth1 tentative 2>/dev/null)" ] && return 0
 		sleep 0.1
 	done
 	return 1
@@ -130,9 +139,11 @@ IBT_EXPECT_GID_CLASS="RoCE v2 link-local" IBT_LINK_DOWN_NETDEV=veth1 \
 ip link set veth1 up
 wait_gids || { notok "rxe1 link-local GID back after the link flap"; }
 ip link set veth0 mtu 9000
+wait_gids || { notok "rxe0 active again after the MTU change"; }
 IBT_EXPECT_MTU_DIFF=1 IBT_QUICK=1 tap "test_ib_loop with different MTUs (rxe0 4096 on veth0 mtu 9000, rxe1 1024)" \
 	"$logs/test_ib_loop_mtu.log" tests/ib/test_ib_loop
 ip link set veth0 mtu 1500
+wait_gids || { notok "rxe0 active again after the MTU change back"; }
 tap "test_ib_memlock under ulimit -l 64 without CAP_IPC_LOCK" "$logs/test_ib_memlock.log" \
 	bash -c 'ulimit -l 64 && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock tests/ib/test_ib_memlock'
 
