@@ -714,10 +714,17 @@ static void root_timeout(struct boot_root *r)
 		uint8_t buf[IBC_BOOT_TEXT_MAX + 4];
 		size_t len = ibc_boot_pack_fail(IBC_ERR_TIMEOUT, text, buf, sizeof(buf));
 		uint64_t deadline = ibc_time_ms() + 500;
+		int pass;
 
-		for (i = 0; i < r->nconns; i++)
-			if (r->conns[i].rank >= 0)
-				frame_write(r->conns[i].fd, IBC_BOOT_FAIL, buf, len, deadline);
+		/*
+		 * Rank 0 last: it runs in this process, and once told it fails
+		 * and may exit, ending this (detached) thread before the others
+		 * hear why (test_comm saw rank 1 get "sent no valid table").
+		 */
+		for (pass = 0; pass < 2; pass++)
+			for (i = 0; i < r->nconns; i++)
+				if (r->conns[i].rank >= 0 && (r->conns[i].rank == 0) == pass)
+					frame_write(r->conns[i].fd, IBC_BOOT_FAIL, buf, len, deadline);
 	}
 }
 
@@ -735,6 +742,7 @@ static void root_fail(struct boot_root *r, ibc_status_t st, const char *fmt, ...
 	uint64_t deadline = ibc_time_ms() + 500;
 	va_list ap;
 	size_t len;
+	int pass;
 	int i;
 
 	va_start(ap, fmt);
@@ -745,12 +753,15 @@ static void root_fail(struct boot_root *r, ibc_status_t st, const char *fmt, ...
 	IBC_LOG_WARN(BOOT, "bootstrap root on %s: %s; telling the %d ranks that joined", r->addr,
 		     r->fail_text, r->njoined);
 	len = ibc_boot_pack_fail(st, r->fail_text, buf, sizeof(buf));
-	for (i = r->nconns - 1; i >= 0; i--) {
-		if (r->conns[i].rank < 0)
-			continue;
-		frame_write(r->conns[i].fd, IBC_BOOT_FAIL, buf, len, deadline);
-		root_tell(r, r->conns[i].rank);
-		root_close(r, i);
+	/* rank 0 last, as in root_timeout(): it may exit once told */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = r->nconns - 1; i >= 0; i--) {
+			if (r->conns[i].rank < 0 || (r->conns[i].rank == 0) != pass)
+				continue;
+			frame_write(r->conns[i].fd, IBC_BOOT_FAIL, buf, len, deadline);
+			root_tell(r, r->conns[i].rank);
+			root_close(r, i);
+		}
 	}
 }
 
