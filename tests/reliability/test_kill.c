@@ -279,6 +279,7 @@ static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int
 	char *argv_between[] = { "coll", "--count", "1024", "--iters", "2", "--gap-ms", "1500", NULL };
 	char **argv = mid ? argv_mid : argv_between;
 	long long moved = -1;
+	int aimed_done = -1;    /* a survivor that completed the aimed allreduce */
 	int64_t t_in0 = 0;
 	int64_t t_out = INT64_MAX;
 	int64_t t_kill;
@@ -366,8 +367,11 @@ static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int
 			continue;
 		found = rel_expect_res(&ps[i], mid ? "coll" : "async", t_kill + bound_ms + 5000, &r) == 1;
 		/* survivors may finish the aimed allreduce if the victim sent all they needed */
-		while (mid && found && r.status == IBC_OK && r.idx < MID_TIMED + 2)
+		while (mid && found && r.status == IBC_OK && r.idx < MID_TIMED + 2) {
+			if (r.idx == MID_TIMED + 1 && aimed_done < 0)
+				aimed_done = i;
 			found = rel_expect_res(&ps[i], "coll", t_kill + bound_ms + 5000, &r) == 1;
+		}
 		if (found && r.status != IBC_OK && r.status != 100)
 			tap_diag("rank %d said: %s", i, r.text);
 		if (found && bytes_moved(r.text) > moved)
@@ -384,9 +388,16 @@ static void case_coll(int n, int victim, int mid, int sig, int64_t bound_ms, int
 			       found ? (long long)r2.el_ms : -1LL);
 		}
 	}
+	/*
+	 * A survivor that completed the aimed allreduce got all of it from the
+	 * victim, which died at its very end: the survivor then fails in the
+	 * next one, rightly with 0 bytes moved (seen once on 2 shm ranks in a
+	 * clean-clone run). The 256 MiB it received are the data that was moving.
+	 */
 	if (mid)
-		tap_ok(moved > 0, "%s: data was moving when the victim went (%lld bytes moved)", what,
-		       moved);
+		tap_ok(moved > 0 || aimed_done >= 0,
+		       "%s: data was moving when the victim went (%lld bytes moved%s)", what, moved,
+		       aimed_done >= 0 ? "; a survivor completed the aimed allreduce, then failed in the next" : "");
 	finish(what, ps, n, victim);
 	tap_diag("detect %s: worst %lld ms", what, (long long)worst);
 	if (worst > g_worst_ms)
