@@ -168,6 +168,8 @@ static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer
 	char msg[1024];
 	const struct ibc_request *cur;
 	int local = flags & FAIL_LOCAL;
+	uint64_t grace = 0;     /* ms to wait for a first error from elsewhere */
+	uint64_t deadline;
 
 	vsnprintf(cause, sizeof(cause), fmt, ap);
 	if (local && __atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE)) {
@@ -179,13 +181,9 @@ static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer
 		 * ahead of the abort notice (seen in 4 of 80 test_abort runs under
 		 * load). Wait (bounded) for the abort's own poison.
 		 */
-		uint64_t deadline = ibc_time_ms() + 1000;
-
-		while (!__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE) && ibc_time_ms() < deadline)
-			usleep(100);
-	}
-	if (local && !(flags & FAIL_NO_GRACE) && ((st == IBC_ERR_REMOTE && peer >= 0) || st == IBC_ERR_TIMEOUT) && comm->bs &&
-	    !__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE)) {
+		grace = 1000;
+	} else if (local && !(flags & FAIL_NO_GRACE) &&
+		   ((st == IBC_ERR_REMOTE && peer >= 0) || st == IBC_ERR_TIMEOUT) && comm->bs) {
 		/*
 		 * A connection to @peer broke, or a wait timed out. If another rank
 		 * died or stalled first, @peer may just be a survivor that already
@@ -194,9 +192,7 @@ static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer
 		 * own report a moment to name the rank that failed first (it usually
 		 * takes < 10 ms).
 		 */
-		uint64_t grace = (uint64_t)ibc_param_failure_grace_ms();
-		uint64_t deadline;
-
+		grace = (uint64_t)ibc_param_failure_grace_ms();
 		/*
 		 * A timeout: the rank this one waits on may itself be waiting on
 		 * the culprit, and its own timeout fires as much later as its last
@@ -205,12 +201,11 @@ static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer
 		 */
 		if (st == IBC_ERR_TIMEOUT)
 			grace = IBC_MAX(grace, IBC_MIN((uint64_t)comm->timeout_ms / 2, 2000));
-		deadline = ibc_time_ms() + grace;
-
-		while (!__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE) &&
-		       ibc_time_ms() < deadline)
-			usleep(1000);
 	}
+	/* until the communicator is poisoned (by that report, or the abort), at most @grace ms */
+	deadline = ibc_time_ms() + grace;
+	while (grace && !__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE) && ibc_time_ms() < deadline)
+		usleep(1000);
 	pthread_mutex_lock(&comm->lock);
 	cur = comm->cur;
 	if (cur) {

@@ -46,7 +46,7 @@ static int str_allowed(int idx, const char *val, char *list, size_t len)
 	size_t k;
 	size_t j;
 
-	for (k = 0; k < sizeof(str_choices) / sizeof(str_choices[0]); k++) {
+	for (k = 0; k < IBC_ARRAY_SIZE(str_choices); k++) {
 		size_t off = 0;
 
 		if (str_choices[k].idx != idx)
