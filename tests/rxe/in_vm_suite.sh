@@ -60,7 +60,7 @@ tap() {
 # pair is still tentative (DAD): a QP's move to RTR resolves the peer's
 # address, and with a tentative source it failed with "Connection timed out"
 # (once, test_ib_loop right after `ip link set veth0 mtu 9000`, 2026-11-30).
-wait_gids() {
+wait_links() {
 	for i in $(seq 100); do
 		grep -q '^fe80' /sys/class/infiniband/rxe0/ports/1/gids/0 2>/dev/null &&
 			grep -q '^fe80' /sys/class/infiniband/rxe1/ports/1/gids/0 2>/dev/null &&
@@ -137,13 +137,13 @@ IBT_EXPECT_GID_CLASS="RoCE v2 link-local" IBT_LINK_DOWN_NETDEV=veth1 \
 	tap "test_ib_loop rxe0 <-> rxe1 (auto GID = link-local, port down at the end)" \
 	"$logs/test_ib_loop.log" tests/ib/test_ib_loop
 ip link set veth1 up
-wait_gids || { notok "rxe1 link-local GID back after the link flap"; }
+wait_links || { notok "rxe1 link-local GID back after the link flap"; }
 ip link set veth0 mtu 9000
-wait_gids || { notok "rxe0 active again after the MTU change"; }
+wait_links || { notok "rxe0 active again after the MTU change"; }
 IBT_EXPECT_MTU_DIFF=1 IBT_QUICK=1 tap "test_ib_loop with different MTUs (rxe0 4096 on veth0 mtu 9000, rxe1 1024)" \
 	"$logs/test_ib_loop_mtu.log" tests/ib/test_ib_loop
 ip link set veth0 mtu 1500
-wait_gids || { notok "rxe0 active again after the MTU change back"; }
+wait_links || { notok "rxe0 active again after the MTU change back"; }
 tap "test_ib_memlock under ulimit -l 64 without CAP_IPC_LOCK" "$logs/test_ib_memlock.log" \
 	bash -c 'ulimit -l 64 && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock tests/ib/test_ib_memlock'
 
