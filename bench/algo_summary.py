@@ -144,6 +144,50 @@ def main():
                 cells.append(f"{slow:.0f} ({pa}/{pp})" if slow > 10 else f"{slow:.0f}")
             print(f"| {r['name']} | " + " | ".join(cells) + f" | {ok}/{tot} |")
 
+    reproducibility(runs, confs)
+
+
+def reproducibility(runs, confs):
+    """The tuner against an oracle that knows the best measured configuration
+    of another pass: how often is the best configuration of pass j within
+    10 % of the best in pass i (i != j, same configuration and size)? Where
+    that is below 100 %, the best configuration itself is not reproducible
+    from pass to pass, and no pick can be within 10 % in every pass."""
+    sel = [r for r in runs if r["kind"] == "eval"]
+    if not sel:
+        return
+    print("\nReproducibility: the tuner's pick within 10 % of the best (cells), against the best "
+          "configuration of another pass of the same configuration priced in this pass "
+          "(pairs of passes):\n")
+    print("| ranks | transport | tuner | best of another pass |")
+    print("| --- | --- | --- | --- |")
+    tot = [0, 0, 0, 0]
+    for tp, n in confs:
+        rs = [r for r in sel if (r["tp"], r["n"]) == (tp, n)]
+        t_ok = t_n = o_ok = o_n = 0
+        for size in sorted({x["bytes"] for r in rs for x in r["rows"]}):
+            times = []
+            for r in rs:
+                times.append({(x["algo"], x["proto"]): x["time"] for x in r["rows"]
+                              if x["bytes"] == size and not x["algo"].startswith("auto:")})
+                by = [x for x in r["summary"] if x["bytes"] == size]
+                if by:
+                    t_n += 1
+                    t_ok += by[0]["slow"] <= 10
+            for i, ti in enumerate(times):
+                for j, tj in enumerate(times):
+                    if i == j or not ti or not tj:
+                        continue
+                    best_j = min(tj, key=tj.get)
+                    if best_j in ti:
+                        o_n += 1
+                        o_ok += ti[best_j] <= 1.10 * min(ti.values())
+        print(f"| {n} | {tp} | {t_ok}/{t_n} | {o_ok}/{o_n} |")
+        tot = [tot[0] + t_ok, tot[1] + t_n, tot[2] + o_ok, tot[3] + o_n]
+    if tot[1] and tot[3]:
+        print(f"| all | | {tot[0]}/{tot[1]} ({100 * tot[0] / tot[1]:.1f} %) | "
+              f"{tot[2]}/{tot[3]} ({100 * tot[2] / tot[3]:.1f} %) |")
+
 
 if __name__ == "__main__":
     main()

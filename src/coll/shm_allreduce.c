@@ -56,8 +56,9 @@
  * all-gather of everyone's result follows, after which rank 0 unlinks the
  * name (nothing is left in /dev/shm, even if a rank dies later). If any
  * rank failed or declined, all of them use the ring instead for the life of
- * the communicator. The segment is 2 (n + 1) C bytes of tmpfs, pages
- * allocated as they are first touched.
+ * the communicator. The segment is 2 (n + 1) C bytes of tmpfs, reserved
+ * and mapped when it is created (ibc_shm_map(): a /dev/shm too full for it
+ * means the ring, with a WARN, not a SIGBUS later).
  *
  * Source: the shared-buffer reduce-then-broadcast of R. L. Graham and G.
  * Shipman, "MPI Support for Multi-core Architectures: Optimized Shared
@@ -162,15 +163,15 @@ void ibc_shmar_destroy(struct ibc_shmar *s)
 	ibc_free(s);
 }
 
-/* map the segment open on @fd (closed here); 1 on success */
-static int shmar_map(struct ibc_shmar *s, int fd)
+/* map the segment open on @fd (closed here; @create: this rank made it); 1 on success */
+static int shmar_map(struct ibc_shmar *s, int fd, int create)
 {
-	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	char err[256];
+
+	s->base = ibc_shm_map(fd, s->size, create, err, sizeof(err));
 	close(fd);
-	if (s->base == MAP_FAILED) {
-		s->base = NULL;
-		IBC_LOG_WARN(COLL, "shm all-reduce: mmap %zu bytes: %s; using the ring", s->size,
-			     strerror(errno));
+	if (!s->base) {
+		IBC_LOG_WARN(COLL, "shm all-reduce: %s; using the ring", err);
 		return 0;
 	}
 	shmar_wire(s);
@@ -198,7 +199,7 @@ static int shmar_create(struct ibc_comm *comm, struct ibc_shmar *s, struct shmar
 		shm_unlink(m->name);
 		return 0;
 	}
-	if (!shmar_map(s, fd)) {
+	if (!shmar_map(s, fd, 1)) {
 		shm_unlink(m->name);
 		return 0;
 	}
@@ -223,7 +224,7 @@ static int shmar_attach(struct ibc_shmar *s, const struct shmar_msg *m)
 			     strerror(errno));
 		return 0;
 	}
-	if (!shmar_map(s, fd))
+	if (!shmar_map(s, fd, 0))
 		return 0;
 	if (__atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) != SHMAR_MAGIC ||
 	    s->hdr->nranks != (uint32_t)s->n || s->hdr->chunk != s->chunk) {

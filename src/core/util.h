@@ -125,6 +125,9 @@ void *ibc_aligned_alloc(size_t align, size_t nbytes, const char *what);
 char *ibc_strdup(const char *s, const char *what);
 void ibc_free(void *p);
 
+/* alloc.c: map a /dev/shm segment, reserved (creator) and populated */
+void *ibc_shm_map(int fd, size_t size, int create, char *err, size_t err_len);
+
 /* fault.c: IBC_FAULT_INJECT=<site>:<n> makes the n-th call at <site> fail. */
 enum ibc_fault_site {
 	IBC_FAULT_ALLOC = 0,

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -344,8 +345,15 @@ static ibc_status_t conn_alloc(struct shm_ctx *ctx, int peer, struct ibc_tconn *
 	return IBC_OK;
 }
 
-static ibc_status_t seg_map(struct ibc_tconn *c, const char *name, int create, size_t size)
+/*
+ * Open (or, with @create, create) and map segment @name of @size bytes.
+ * @nospc_p: when not NULL, a creator that finds /dev/shm too full (ENOSPC)
+ * sets it to 1 and logs at DEBUG only: the caller tries a smaller ring.
+ */
+static ibc_status_t seg_map(struct ibc_tconn *c, const char *name, int create, size_t size,
+			    int *nospc_p)
 {
+	char err[256];
 	int fd;
 	void *p;
 
@@ -366,10 +374,20 @@ static ibc_status_t seg_map(struct ibc_tconn *c, const char *name, int create, s
 		shm_unlink(name);
 		return IBC_ERR_SYSTEM;
 	}
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = ibc_shm_map(fd, size, create, err, sizeof(err));
+	if (!p && errno == ENOSPC && nospc_p) {
+		*nospc_p = 1;
+		IBC_LOG_DEBUG(SHM, "shm ring with rank %d (%s), %u slots: %s", c->peer, name,
+			      c->nslots, err);
+		close(fd);
+		shm_unlink(name);
+		return IBC_ERR_SYSTEM;
+	}
 	close(fd);
-	if (p == MAP_FAILED) {
-		IBC_LOG_ERROR(SHM, "mmap of %s (%zu bytes) failed: %s", name, size, strerror(errno));
+	if (!p) {
+		IBC_LOG_ERROR(SHM, "shm ring with rank %d (%s): %s%s", c->peer, name, err,
+			      create && errno == ENOSPC ? " (even with 2 slots; or IBC_TRANSPORT=tcp)"
+							: "");
 		if (create)
 			shm_unlink(name);
 		return IBC_ERR_SYSTEM;
@@ -396,6 +414,39 @@ static int want_cma(struct shm_ctx *ctx, int can)
 	return ctx->cma_mode == 0 ? 0 : can;
 }
 
+/*
+ * The slots of a new ring where /dev/shm is small. Rings are reserved whole
+ * (ibc_shm_map), so the first pairs to connect could take all the room and
+ * leave none for the last: each ring gets at most /dev/shm's size shared by
+ * every pair of this host's ranks (and the shm all-reduce's segment), the
+ * configured count halved down to 2 until it fits. Every rank computes the
+ * same from the filesystem's size, not from its free space, which the
+ * others are consuming. 8 ranks in a container's 64 MiB: 4 slots, where 8
+ * (4 MiB a ring) left the last of 16 pairs without room. *@budget_p: the
+ * budget per ring, bytes (0: not known), for the WARN.
+ */
+/* the smaller-ring WARN is logged once per process, later rings at DEBUG */
+static int ring_shrink_warned;
+
+static uint32_t ring_slots_fit(const struct ibc_tconn *c, int nlocal, double *budget_p)
+{
+	struct statvfs v;
+	uint32_t ns = c->nslots;
+	double shares;
+	size_t h;
+	size_t d;
+	size_t l;
+
+	*budget_p = 0;
+	if (nlocal < 2 || statvfs("/dev/shm", &v) != 0)
+		return ns;
+	shares = (double)nlocal * (nlocal - 1) / 2 + (ibc_param_shm_allreduce() ? 1 : 0);
+	*budget_p = (double)v.f_blocks * (double)v.f_frsize / shares;
+	while (ns > 2 && (double)seg_layout(ns, c->slot_bytes, c->ll_lines, &h, &d, &l) > *budget_p)
+		ns = IBC_MAX(ns / 2, 2u);
+	return ns;
+}
+
 /* lower rank: create, announce, open the doorbell; then unlink on ACK and answer FIN */
 static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_tconn **conn_p)
 {
@@ -410,6 +461,8 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		size_t hdr_off;
 		size_t data_off;
 		size_t ll_off;
+		double budget;
+		uint32_t want;
 
 		IBC_CHECK(conn_alloc(ctx, peer, &c));
 		pd->c = c;
@@ -419,8 +472,33 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		c->ll_lines = c->ll_max ? LL_RING_MSGS * ll_nlines(c->ll_max) : 0;
 		snprintf(pd->name, sizeof(pd->name), "/ibc-%02x%02x%02x%02x-%d-%d-%d", id[0], id[1],
 			 id[2], id[3], comm->rank, peer, (int)getpid());
-		IBC_CHECK(seg_map(c, pd->name, 1, seg_layout(c->nslots, c->slot_bytes, c->ll_lines,
-							       &hdr_off, &data_off, &ll_off)));
+		/*
+		 * A /dev/shm too full for the ring: halve its slots, down to 2
+		 * (the higher rank takes the count from the header), rather
+		 * than fail a job whose rings would mostly carry small messages
+		 * (docs/reliability.md, guarantee 7).
+		 */
+		want = c->nslots;
+		c->nslots = ring_slots_fit(c, comm->nlocal, &budget);
+		for (;;) {
+			int nospc = 0;
+
+			st = seg_map(c, pd->name, 1, seg_layout(c->nslots, c->slot_bytes, c->ll_lines,
+							      &hdr_off, &data_off, &ll_off),
+				     c->nslots > 2 ? &nospc : NULL);
+			if (st == IBC_OK)
+				break;
+			if (!nospc)
+				return st;
+			c->nslots = IBC_MAX(c->nslots / 2, 2u);
+		}
+		if (c->nslots < want && !__atomic_exchange_n(&ring_shrink_warned, 1, __ATOMIC_RELAXED))
+			IBC_LOG_WARN(SHM, "shm ring with rank %d: /dev/shm has no room for %u slots of %zu bytes per direction (%.1f MiB a ring for %d ranks' pairs, or full), using %u (less bandwidth; enlarge /dev/shm, e.g. docker run --shm-size=1g)",
+				     peer, want, c->slot_bytes, budget / 1048576.0, comm->nlocal,
+				     c->nslots);
+		else if (c->nslots < want)
+			IBC_LOG_DEBUG(SHM, "shm ring with rank %d: %u slots instead of %u (/dev/shm)", peer,
+				      c->nslots, want);
 		c->sh->hdr.nslots = c->nslots;
 		c->sh->hdr.slot_bytes = (uint32_t)c->slot_bytes;
 		c->sh->hdr.ll_lines = c->ll_lines;
@@ -477,7 +555,7 @@ static ibc_status_t shm_connect_higher(struct shm_ctx *ctx, int peer, struct ibc
 		info.name[sizeof(info.name) - 1] = '\0';
 		IBC_CHECK(conn_alloc(ctx, peer, &c));
 		pd->c = c;
-		IBC_CHECK(seg_map(c, info.name, 0, (size_t)info.size));
+		IBC_CHECK(seg_map(c, info.name, 0, (size_t)info.size, NULL));
 		/*
 		 * Unlink at once (the lower rank does too, on ACK; ENOENT then is
 		 * fine): a lower rank that dies before our ACK arrives no longer
