@@ -182,8 +182,18 @@ static int shmar_map(struct ibc_shmar *s, int fd, int create)
 static int shmar_create(struct ibc_comm *comm, struct ibc_shmar *s, struct shmar_msg *m)
 {
 	const uint8_t *id = ibc_bootstrap_comm_id(comm->bs);
+	char why[160];
 	int fd;
 
+	/*
+	 * The segment is optional: where /dev/shm is small it must not take
+	 * the room the pair rings need (reserved whole, after it).
+	 */
+	if (!ibc_shm_optional_fits(s->size, comm->nlocal, why, sizeof(why))) {
+		IBC_LOG_WARN(COLL, "shm all-reduce: its %zu-byte segment would leave too little room for the rings (%s); using the ring",
+			     s->size, why);
+		return 0;
+	}
 	snprintf(m->name, sizeof(m->name), "/ibc-ar-%02x%02x%02x%02x%02x%02x-%d", id[0], id[1], id[2],
 		 id[3], id[4], id[5], (int)getpid());
 	fd = shm_open(m->name, O_CREAT | O_EXCL | O_RDWR, 0600);

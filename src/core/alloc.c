@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/statvfs.h>
 
+#include "core/param.h"
 #include "util.h"
 
 void *ibc_malloc(size_t nbytes, const char *what)
@@ -153,4 +154,100 @@ void *ibc_shm_map(int fd, size_t size, int create, char *err, size_t err_len)
 		return NULL;
 	}
 	return p;
+}
+
+/* the largest host group of any communicator this process made (ibc_shm_budget) */
+static int shm_max_nlocal;
+
+/**
+ * ibc_shm_note_nlocal() - Record a new communicator's ranks on this host
+ * (communicator set-up), for ibc_shm_budget(): every process learns the
+ * world's size before a split, also one that never creates a world ring
+ * (the highest rank only maps the rings its peers create).
+ * @nlocal: [in] ranks of the communicator on this host. Thread-safe.
+ */
+void ibc_shm_note_nlocal(int nlocal)
+{
+	int n = __atomic_load_n(&shm_max_nlocal, __ATOMIC_RELAXED);
+
+	while (nlocal > n &&
+	       !__atomic_compare_exchange_n(&shm_max_nlocal, &n, nlocal, 0, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+/**
+ * ibc_shm_budget() - The most bytes one new segment should take in /dev/shm.
+ * @nlocal: [in] ranks of the communicator on this host.
+ * @why:    [out] how the figure came about, for a WARN; @why_len bytes.
+ * @why_len: [in] size of @why.
+ *
+ * Segments are reserved whole (ibc_shm_map), so the first to be created
+ * could take all the room and leave none for the last. Each gets at most
+ * the smaller of /dev/shm's size shared by every pair of the host's ranks
+ * and the shm all-reduce segment (n (n - 1) / 2 + 1 shares), and the free
+ * space now shared by the n - 1 rings a rank may still open (other users of
+ * /dev/shm, other communicators). n is the largest host group of any
+ * communicator this process has made, so a split's rings get no larger
+ * share than the world's (measured: 2-rank splits of a 5-rank world in
+ * 20 MiB took 8-slot rings while the world's had 2, and the next ring did
+ * not fit). 8 ranks in a container's 64 MiB: 2.2 MiB, 4 ring slots.
+ * Return: bytes; SIZE_MAX where /dev/shm cannot be read or n < 2.
+ * Thread-safe.
+ */
+size_t ibc_shm_budget(int nlocal, char *why, size_t why_len)
+{
+	struct statvfs v;
+	double total;
+	double freeb;
+	double shares;
+	double b;
+	int n;
+
+	ibc_shm_note_nlocal(nlocal);
+	n = __atomic_load_n(&shm_max_nlocal, __ATOMIC_RELAXED);
+	if (why_len)
+		why[0] = '\0';
+	if (n < 2 || statvfs("/dev/shm", &v) != 0)
+		return SIZE_MAX;
+	total = (double)v.f_blocks * (double)v.f_frsize;
+	freeb = (double)v.f_bavail * (double)v.f_frsize;
+	shares = (double)n * (n - 1) / 2 + (ibc_param_shm_allreduce() ? 1 : 0);
+	b = IBC_MIN(total / shares, freeb / (n - 1));
+	snprintf(why, why_len, "%.1f MiB a segment: /dev/shm has %.1f of %.1f MiB free, for %d ranks",
+		 b / 1048576.0, freeb / 1048576.0, total / 1048576.0, n);
+	return b >= (double)SIZE_MAX ? SIZE_MAX : (size_t)b;
+}
+
+/**
+ * ibc_shm_optional_fits() - Whether an optional segment (the shm all-reduce's)
+ * of @size bytes leaves room in /dev/shm for the pair rings of a
+ * communicator with @nlocal ranks on this host at their smallest (2 slots
+ * per direction of IBC_SHM_SLOT_BYTES, ibc_shm_budget()).
+ * @size:    [in] bytes of the optional segment.
+ * @nlocal:  [in] ranks of the communicator on this host.
+ * @why:     [out] the free space and what the rings need, for a WARN.
+ * @why_len: [in] size of @why.
+ *
+ * 2 ranks in a 2 MiB /dev/shm: the all-reduce's 1.5 MiB, reserved at
+ * communicator creation, left no room for a 1 MiB ring, and the job failed
+ * where it runs without the segment. 8 ranks in 64 MiB: 4.5 MiB against
+ * 28 rings of 1 MiB at their smallest: it fits.
+ * Return: 1 if it fits (or /dev/shm cannot be read), else 0. Thread-safe.
+ */
+int ibc_shm_optional_fits(size_t size, int nlocal, char *why, size_t why_len)
+{
+	struct statvfs v;
+	double freeb;
+	double rings;
+
+	if (why_len)
+		why[0] = '\0';
+	if (statvfs("/dev/shm", &v) != 0)
+		return 1;
+	freeb = (double)v.f_bavail * (double)v.f_frsize;
+	rings = (double)nlocal * (nlocal - 1) / 2 * 4.0 * (double)ibc_param_shm_slot_bytes();
+	snprintf(why, why_len, "/dev/shm has %.1f MiB free, and %d ranks' rings need %.1f MiB at 2 slots",
+		 freeb / 1048576.0, nlocal, rings / 1048576.0);
+	return freeb - rings >= (double)size;
 }

@@ -611,6 +611,7 @@ static void comm_choose_spin(struct ibc_comm *comm)
 		if (i < comm->rank && ibc_bootstrap_same_host(comm->bs, i))
 			comm->local_rank++;
 	}
+	ibc_shm_note_nlocal(comm->nlocal);
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		ncpu = CPU_COUNT(&set);
 	comm->spin_ns = (uint64_t)ibc_param_spin_us() * 1000;

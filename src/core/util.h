@@ -125,8 +125,11 @@ void *ibc_aligned_alloc(size_t align, size_t nbytes, const char *what);
 char *ibc_strdup(const char *s, const char *what);
 void ibc_free(void *p);
 
-/* alloc.c: map a /dev/shm segment, reserved (creator) and populated */
+/* alloc.c: map a /dev/shm segment, reserved (creator) and populated; a new one's room */
 void *ibc_shm_map(int fd, size_t size, int create, char *err, size_t err_len);
+size_t ibc_shm_budget(int nlocal, char *why, size_t why_len);
+void ibc_shm_note_nlocal(int nlocal);
+int ibc_shm_optional_fits(size_t size, int nlocal, char *why, size_t why_len);
 
 /* fault.c: IBC_FAULT_INJECT=<site>:<n> makes the n-th call at <site> fail. */
 enum ibc_fault_site {

@@ -9,16 +9,24 @@
 #      found no page died of SIGBUS, silently), and a rank that could not
 #      reserve its ring names /dev/shm and its free space.
 #   2. 2 ranks over shm, 5 MiB: the pair ring fits, the shm all-reduce's
-#      segment does not. The all-reduce falls back to the ring with a WARN,
-#      and ibc_bench's all-reduces from 8 B to 2 MiB are exact.
+#      segment (6 MiB with 1 MiB chunks) would leave no room for it. The
+#      all-reduce falls back to the ring with a WARN, and ibc_bench's
+#      all-reduces from 8 B to 2 MiB are exact.
 #   3. 2 ranks over shm, 3 MiB, no shm all-reduce: the 8-slot ring (4 MiB)
-#      does not fit, the lower rank halves it to 4 slots with a WARN, and
-#      the all-reduces are exact.
+#      is more than the 3 MiB share, the lower rank halves it to 4 slots
+#      with a WARN, and the all-reduces are exact.
 #   4. 8 ranks over shm, 64 MiB (a container's default): every ring gets 4
 #      slots (the size shared by the 28 pairs), one WARN per rank that made
 #      a ring, and the all-reduces from 8 B to 16 MiB are exact. Reserving 8-slot
 #      rings whole, the first pairs took all the room and a later pair's
 #      connection failed.
+#   5. 2 ranks, 2 MiB, defaults: the shm all-reduce's segment (1.5 MiB)
+#      would leave no room for a 2-slot ring (1 MiB): it gives way (WARN),
+#      and the job runs exact. Before, it took the room and the ring failed.
+#   6. 5 ranks, 20 MiB: comm_check, whose split communicators each open
+#      rings and an all-reduce segment, passes on every rank. Before, a rank
+#      that had made no ring of the world sized a 2-rank split's rings for
+#      2 ranks (8 slots) and a later ring did not fit.
 # SKIPs where a mount namespace cannot be made (not root, no unshare).
 # Every wait is bounded: IBC_TIMEOUT_MS=20000 and the launcher's 120 s.
 b=$top_builddir
@@ -30,7 +38,7 @@ if ! unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm' 2>/dev/null; th
 	echo "1..0 # SKIP cannot mount a tmpfs in a new mount namespace (needs root and unshare)"
 	exit 0
 fi
-echo "1..5"
+echo "1..7"
 
 # each rank's exit status, for telling an error from a signal
 cat >"$dir/rank.sh" <<'EOW'
@@ -103,13 +111,30 @@ bench_case() {
 # case 2: the ring (4 MiB) fits, the shm all-reduce segment (2 (n + 1)
 # chunks of 1 MiB = 6 MiB) does not, whichever is mapped first
 bench_case 3 "the shm all-reduce falls back to the ring" 5m 2 7 \
-	'shm all-reduce: cannot reserve [0-9]* bytes in /dev/shm: No space left on device.*; using the ring' \
+	'IBC WARN COLL .*shm all-reduce: its [0-9]*-byte segment would leave too little room for the rings (/dev/shm has .* MiB free, and 2 ranks. rings need 1.0 MiB at 2 slots); using the ring' \
 	4M IBC_SHM_ALLREDUCE_CHUNK_BYTES=1048576
 # case 3: no shm all-reduce; the 8-slot ring does not fit, 4 slots do
 bench_case 4 "the ring is halved to 4 slots" 3m 2 7 \
-	'IBC WARN SHM .*shm ring with rank 1: /dev/shm has no room for 8 slots of 262144 bytes per direction (.*), using 4' \
+	'IBC WARN SHM .*shm ring with rank 1: 4 slots of 262144 bytes per direction instead of 8 (3.0 MiB a segment: /dev/shm has .* free, for 2 ranks' \
 	4M IBC_SHM_ALLREDUCE=0
 # case 4: 8 ranks in a container's default: every ring's share is 4 slots
 bench_case 5 "rings of 4 slots, the share of 28 pairs" 64m 8 8 \
-	'IBC WARN SHM .*/dev/shm has no room for 8 slots of 262144 bytes per direction (.* for 8 ranks.*), using 4' \
+	'IBC WARN SHM .*shm ring with rank [0-9]: 4 slots of 262144 bytes per direction instead of 8 (2.2 MiB a segment: /dev/shm has .* of 64.0 MiB free, for 8 ranks' \
 	16M
+# case 5: 2 ranks in 2 MiB: the optional segment gives way to the ring
+bench_case 6 "the shm all-reduce gives way to a 2-slot ring" 2m 2 7 \
+	'IBC WARN COLL .*shm all-reduce: its 1573312-byte segment would leave too little room for the rings' \
+	4M
+
+# case 6: comm_check's splits on 5 ranks in 20 MiB
+IBC_TRANSPORT=shm IBC_TIMEOUT_MS=30000 IBC_DEBUG=WARN unshare -m sh -c '
+	mount -t tmpfs -o size=20m tmpfs /dev/shm || exit 99
+	exec "$0" -n 5 -t 120 -- "$1"' "$run" "$b/tests/coll/comm_check" >"$dir/c7.log" 2>&1
+rc=$?
+npass=$(grep -c '^rank [0-9]*: PASS: ' "$dir/c7.log")
+if [ "$rc" -eq 0 ] && [ "$npass" -eq 5 ]; then
+	echo "ok 7 - 20m /dev/shm, 5 ranks: comm_check with its split communicators passes on every rank"
+else
+	echo "not ok 7 - 20m /dev/shm, 5 ranks: comm_check rc $rc, $npass of 5 ranks passed"
+	grep 'IBC ERROR\|FAIL' "$dir/c7.log" | head -5 | sed 's/^/# /'
+fi

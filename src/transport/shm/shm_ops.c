@@ -52,7 +52,6 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -386,8 +385,9 @@ static ibc_status_t seg_map(struct ibc_tconn *c, const char *name, int create, s
 	close(fd);
 	if (!p) {
 		IBC_LOG_ERROR(SHM, "shm ring with rank %d (%s): %s%s", c->peer, name, err,
-			      create && errno == ENOSPC ? " (even with 2 slots; or IBC_TRANSPORT=tcp)"
-							: "");
+			      create && errno == ENOSPC
+				      ? " (even with 2 slots; or lower IBC_SHM_SLOT_BYTES, IBC_SHM_ALLREDUCE=0, IBC_TRANSPORT=tcp)"
+				      : "");
 		if (create)
 			shm_unlink(name);
 		return IBC_ERR_SYSTEM;
@@ -414,35 +414,23 @@ static int want_cma(struct shm_ctx *ctx, int can)
 	return ctx->cma_mode == 0 ? 0 : can;
 }
 
-/*
- * The slots of a new ring where /dev/shm is small. Rings are reserved whole
- * (ibc_shm_map), so the first pairs to connect could take all the room and
- * leave none for the last: each ring gets at most /dev/shm's size shared by
- * every pair of this host's ranks (and the shm all-reduce's segment), the
- * configured count halved down to 2 until it fits. Every rank computes the
- * same from the filesystem's size, not from its free space, which the
- * others are consuming. 8 ranks in a container's 64 MiB: 4 slots, where 8
- * (4 MiB a ring) left the last of 16 pairs without room. *@budget_p: the
- * budget per ring, bytes (0: not known), for the WARN.
- */
 /* the smaller-ring WARN is logged once per process, later rings at DEBUG */
 static int ring_shrink_warned;
 
-static uint32_t ring_slots_fit(const struct ibc_tconn *c, int nlocal, double *budget_p)
+/*
+ * The slots of a new ring where /dev/shm is small: the configured count
+ * halved, down to 2, until the ring fits ibc_shm_budget() (rings are
+ * reserved whole, and the first pairs must not take the room of the last).
+ */
+static uint32_t ring_slots_fit(const struct ibc_tconn *c, int nlocal, char *why, size_t why_len)
 {
-	struct statvfs v;
+	size_t budget = ibc_shm_budget(nlocal, why, why_len);
 	uint32_t ns = c->nslots;
-	double shares;
 	size_t h;
 	size_t d;
 	size_t l;
 
-	*budget_p = 0;
-	if (nlocal < 2 || statvfs("/dev/shm", &v) != 0)
-		return ns;
-	shares = (double)nlocal * (nlocal - 1) / 2 + (ibc_param_shm_allreduce() ? 1 : 0);
-	*budget_p = (double)v.f_blocks * (double)v.f_frsize / shares;
-	while (ns > 2 && (double)seg_layout(ns, c->slot_bytes, c->ll_lines, &h, &d, &l) > *budget_p)
+	while (ns > 2 && seg_layout(ns, c->slot_bytes, c->ll_lines, &h, &d, &l) > budget)
 		ns = IBC_MAX(ns / 2, 2u);
 	return ns;
 }
@@ -461,7 +449,8 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		size_t hdr_off;
 		size_t data_off;
 		size_t ll_off;
-		double budget;
+		char why[160];
+		uint32_t fitted;
 		uint32_t want;
 
 		IBC_CHECK(conn_alloc(ctx, peer, &c));
@@ -479,7 +468,8 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		 * (docs/reliability.md, guarantee 7).
 		 */
 		want = c->nslots;
-		c->nslots = ring_slots_fit(c, comm->nlocal, &budget);
+		c->nslots = ring_slots_fit(c, comm->nlocal, why, sizeof(why));
+		fitted = c->nslots;
 		for (;;) {
 			int nospc = 0;
 
@@ -493,9 +483,11 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 			c->nslots = IBC_MAX(c->nslots / 2, 2u);
 		}
 		if (c->nslots < want && !__atomic_exchange_n(&ring_shrink_warned, 1, __ATOMIC_RELAXED))
-			IBC_LOG_WARN(SHM, "shm ring with rank %d: /dev/shm has no room for %u slots of %zu bytes per direction (%.1f MiB a ring for %d ranks' pairs, or full), using %u (less bandwidth; enlarge /dev/shm, e.g. docker run --shm-size=1g)",
-				     peer, want, c->slot_bytes, budget / 1048576.0, comm->nlocal,
-				     c->nslots);
+			IBC_LOG_WARN(SHM, "shm ring with rank %d: %u slots of %zu bytes per direction instead of %u (%s%s; less bandwidth; enlarge /dev/shm, e.g. docker run --shm-size=1g)",
+				     peer, c->nslots, c->slot_bytes, want,
+				     fitted < want ? why : "/dev/shm had no room",
+				     fitted < want && c->nslots < fitted ? ", then /dev/shm had no room"
+									 : "");
 		else if (c->nslots < want)
 			IBC_LOG_DEBUG(SHM, "shm ring with rank %d: %u slots instead of %u (/dev/shm)", peer,
 				      c->nslots, want);
