@@ -1525,12 +1525,13 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 		double a2 = 0;
 		double all2 = 0;
 
-		if (m->share <= 1)
+		if (m->share <= 1) {
 			IBC_CHECK(probe_pingpong(comm, req, partner, init, 4, 0, PROBE_SMALL, 40,
 						 PROBE_SMALL_NS, sbuf, rbuf, &a2));
-		if (ll && m->share <= 1)
-			IBC_CHECK(probe_pingpong(comm, req, partner, init, 5, 1, PROBE_SMALL, 40,
-						 PROBE_SMALL_NS, sbuf, rbuf, &all2));
+			if (ll)
+				IBC_CHECK(probe_pingpong(comm, req, partner, init, 5, 1, PROBE_SMALL,
+							 40, PROBE_SMALL_NS, sbuf, rbuf, &all2));
+		}
 		if (init)
 			IBC_LOG_DEBUG(TUNING, "probe pair %d-%d: 8 B one-way %.2f then %.2f us (ll %.2f then %.2f), 512 KiB one-way %.1f us",
 				      comm->rank, partner, a, a2, all, all2, big);

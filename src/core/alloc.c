@@ -75,6 +75,18 @@ void ibc_free(void *p)
 	free(p);
 }
 
+/* /dev/shm's size and free space, bytes; 0 on success, -1 where it cannot be read */
+static int shm_space(double *total_p, double *free_p)
+{
+	struct statvfs v;
+
+	if (statvfs("/dev/shm", &v) != 0)
+		return -1;
+	*total_p = (double)v.f_blocks * (double)v.f_frsize;
+	*free_p = (double)v.f_bavail * (double)v.f_frsize;
+	return 0;
+}
+
 /**
  * ibc_shm_map() - Map a POSIX shared-memory segment with its pages allocated
  * and mapped now, not at their first touch.
@@ -132,14 +144,14 @@ void *ibc_shm_map(int fd, size_t size, int create, char *err, size_t err_len)
 		}
 	}
 	if (ret) {
-		struct statvfs v;
+		double total;
+		double freeb;
 
-		if (ret == ENOSPC && statvfs("/dev/shm", &v) == 0)
+		if (ret == ENOSPC && shm_space(&total, &freeb) == 0)
 			snprintf(err, err_len,
 				 "cannot reserve %zu bytes in /dev/shm: %s%s (%.1f of %.1f MiB free; a container needs a larger /dev/shm, e.g. docker run --shm-size=1g)",
 				 size, strerror(ret), injected ? " (injected: IBC_FAULT_INJECT)" : "",
-				 (double)v.f_bavail * (double)v.f_frsize / 1048576.0,
-				 (double)v.f_blocks * (double)v.f_frsize / 1048576.0);
+				 freeb / 1048576.0, total / 1048576.0);
 		else
 			snprintf(err, err_len, "cannot reserve %zu bytes in /dev/shm: %s%s", size,
 				 strerror(ret), injected ? " (injected: IBC_FAULT_INJECT)" : "");
@@ -197,21 +209,16 @@ void ibc_shm_note_nlocal(int nlocal)
  */
 size_t ibc_shm_budget(int nlocal, char *why, size_t why_len)
 {
-	struct statvfs v;
 	double total;
 	double freeb;
 	double shares;
 	double b;
-	int n;
+	int n = IBC_MAX(nlocal, __atomic_load_n(&shm_max_nlocal, __ATOMIC_RELAXED));
 
-	ibc_shm_note_nlocal(nlocal);
-	n = __atomic_load_n(&shm_max_nlocal, __ATOMIC_RELAXED);
 	if (why_len)
 		why[0] = '\0';
-	if (n < 2 || statvfs("/dev/shm", &v) != 0)
+	if (n < 2 || shm_space(&total, &freeb) != 0)
 		return SIZE_MAX;
-	total = (double)v.f_blocks * (double)v.f_frsize;
-	freeb = (double)v.f_bavail * (double)v.f_frsize;
 	shares = (double)n * (n - 1) / 2 + (ibc_param_shm_allreduce() ? 1 : 0);
 	b = IBC_MIN(total / shares, freeb / (n - 1));
 	snprintf(why, why_len, "%.1f MiB a segment: /dev/shm has %.1f of %.1f MiB free, for %d ranks",
@@ -237,15 +244,14 @@ size_t ibc_shm_budget(int nlocal, char *why, size_t why_len)
  */
 int ibc_shm_optional_fits(size_t size, int nlocal, char *why, size_t why_len)
 {
-	struct statvfs v;
+	double total;
 	double freeb;
 	double rings;
 
 	if (why_len)
 		why[0] = '\0';
-	if (statvfs("/dev/shm", &v) != 0)
+	if (shm_space(&total, &freeb) != 0)
 		return 1;
-	freeb = (double)v.f_bavail * (double)v.f_frsize;
 	rings = (double)nlocal * (nlocal - 1) / 2 * 4.0 * (double)ibc_param_shm_slot_bytes();
 	snprintf(why, why_len, "/dev/shm has %.1f MiB free, and %d ranks' rings need %.1f MiB at 2 slots",
 		 freeb / 1048576.0, nlocal, rings / 1048576.0);

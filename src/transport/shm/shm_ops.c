@@ -374,24 +374,24 @@ static ibc_status_t seg_map(struct ibc_tconn *c, const char *name, int create, s
 		return IBC_ERR_SYSTEM;
 	}
 	p = ibc_shm_map(fd, size, create, err, sizeof(err));
-	if (!p && errno == ENOSPC && nospc_p) {
-		*nospc_p = 1;
-		IBC_LOG_DEBUG(SHM, "shm ring with rank %d (%s), %u slots: %s", c->peer, name,
-			      c->nslots, err);
-		close(fd);
-		shm_unlink(name);
-		return IBC_ERR_SYSTEM;
-	}
-	close(fd);
 	if (!p) {
-		IBC_LOG_ERROR(SHM, "shm ring with rank %d (%s): %s%s", c->peer, name, err,
-			      create && errno == ENOSPC
-				      ? " (even with 2 slots; or lower IBC_SHM_SLOT_BYTES, IBC_SHM_ALLREDUCE=0, IBC_TRANSPORT=tcp)"
-				      : "");
+		int nospc = create && errno == ENOSPC;
+
+		close(fd);
+		if (nospc && nospc_p) {
+			*nospc_p = 1;
+			IBC_LOG_DEBUG(SHM, "shm ring with rank %d (%s), %u slots: %s", c->peer, name,
+				      c->nslots, err);
+		} else {
+			IBC_LOG_ERROR(SHM, "shm ring with rank %d (%s): %s%s", c->peer, name, err,
+				      nospc ? " (even with 2 slots; or lower IBC_SHM_SLOT_BYTES, IBC_SHM_ALLREDUCE=0, IBC_TRANSPORT=tcp)"
+					    : "");
+		}
 		if (create)
 			shm_unlink(name);
 		return IBC_ERR_SYSTEM;
 	}
+	close(fd);
 	c->sh = p;
 	c->seg_size = size;
 	return IBC_OK;
