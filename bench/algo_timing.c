@@ -20,12 +20,15 @@
  *        algo_timing --fit-from OUTPUT --tune FILE
  *                    (fit again from the output of an earlier run, no run)
  *        algo_timing --pick-from OUTPUT [--lone-us A] [--gamma-cache G --l2 BYTES]
+ *                    [--no-race]
  *                    (replay: the tuner of this build picks again from the
  *                    probe model in an earlier run's header, and the summary
  *                    prices its picks with that run's forced measurements;
  *                    --lone-us gives a lone pair's latency, which outputs
  *                    from before the lone-pair probe lack; --gamma-cache
- *                    and --l2 likewise for the cache term)
+ *                    and --l2 likewise for the cache term; the output's
+ *                    "# race:" lines are the race's ratios, used unless
+ *                    --no-race)
  */
 #include "config.h"
 
@@ -53,6 +56,7 @@ struct opts {
 	double file_lone_us;    /* lone-pair latency in --pick-from's output (0: none) */
 	double gamma_cache;     /* --gamma-cache: in-cache gamma for --pick-from, ns/B */
 	long long l2;           /* --l2: the core's L2 for --pick-from, bytes */
+	int no_race;            /* --no-race: --pick-from without the output's race */
 };
 
 /* written by rank 0, read by the parent */
@@ -82,6 +86,17 @@ static int rank_main(int rank, int n, void *arg)
 	r = calloc(1, maxb + 64);
 	if (!res || !s || !r || ibc_comm_init_env(&comm) != IBC_OK)
 		return 10;
+	/*
+	 * Written pages: calloc's large blocks are fresh mappings that read as
+	 * the kernel's one zero page until written, and an input that is never
+	 * written stays 4 KiB of cache however large it is. Measured on 2 shm
+	 * ranks at 2 MiB: the ring took 508 us on such an input, and 618 us here
+	 * and 670 us in ibc_bench on written pages, as applications have
+	 * (bench/RESULTS.md, "The race"). 1.0f: sums stay exact.
+	 */
+	for (si = 0; si < (int)((maxb + 64) / sizeof(float)); si++)
+		((float *)s)[si] = 1.0f;
+	memset(r, 0, maxb + 64);
 	*res = sh->res;
 	if (bench_tune_measure(comm, o.coll, s, r, o.reps, o.warmup, res) != IBC_OK)
 		return 12;
@@ -132,7 +147,7 @@ static void usage(void)
 	fprintf(stderr, "usage: algo_timing -n N [-t shm|tcp] [-c allreduce|broadcast|reduce] [-s 8,64,4k,...]\n"
 			"                   [-r reps] [-w warmup] [--tune FILE]\n"
 			"       algo_timing --fit-from OUTPUT --tune FILE\n"
-			"       algo_timing --pick-from OUTPUT [--lone-us A] [--gamma-cache G --l2 BYTES]\n");
+			"       algo_timing --pick-from OUTPUT [--lone-us A] [--gamma-cache G --l2 BYTES] [--no-race]\n");
 }
 
 /* fill sh->res from an earlier run's output (its header, model line, rows) */
@@ -149,6 +164,8 @@ static int load_output(const char *path)
 	double lone = 0;
 	double gc = 0;
 	long long l2 = 0;
+	struct ibc_tune_race race[IBC_TUNE_RACE_ANCHORS];
+	int nrace = 0;
 	int got = 0;
 	FILE *f = fopen(path, "r");
 
@@ -193,6 +210,23 @@ static int load_output(const char *path)
 			got |= 2;
 			continue;
 		}
+		if (!strncmp(line, "# race: ", 8) && nrace < IBC_TUNE_RACE_ANCHORS) {
+			struct ibc_tune_race *r = &race[nrace++];
+			char name[40];
+			double v;
+			int used = 0;
+			const char *q;
+
+			memset(r, 0, sizeof(*r));
+			r->nbytes = atoll(line + 8);
+			q = strchr(line + 8, ' ');
+			while (q && sscanf(q, " %39s %lf%n", name, &v, &used) == 2) {
+				if (ibc_algo_parse(name) >= 0)
+					r->ratio[ibc_algo_parse(name)] = v;
+				q += used;
+			}
+			continue;
+		}
 		if (!strncmp(line, "# summary", 9))
 			break;
 		if (sscanf(line, "%zu %39s %15s %zu %lf %lf %lf %lf", &bytes, algo, proto, &chunk, &t,
@@ -227,6 +261,9 @@ static int load_output(const char *path)
 	/* --gamma-cache < 0: the term off */
 	sh->res.model.gamma_cache_ns = o.gamma_cache > 0 ? o.gamma_cache : o.gamma_cache < 0 ? 0 : gc;
 	sh->res.model.cache_bytes = o.l2 > 0 ? o.l2 : l2;
+	/* the race's ratios (outputs before the race have none; --no-race drops them) */
+	if (!o.no_race)
+		memcpy(sh->res.model.race, race, sizeof(race[0]) * (size_t)nrace);
 	sh->res.coll = o.coll;
 	sh->res.nranks = o.n;
 	sh->res.have_model = 1;
@@ -326,6 +363,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--l2") && v) {
 			o.l2 = atoll(v);
 			i++;
+		} else if (!strcmp(argv[i], "--no-race")) {
+			o.no_race = 1;
 		} else if (!strcmp(argv[i], "--lone-us") && v) {
 			o.lone_us = atof(v);
 			i++;

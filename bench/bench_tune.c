@@ -250,6 +250,19 @@ void bench_tune_print(const struct bench_tune_result *res, FILE *f)
 			(long long)res->model.cache_bytes,
 			(res->model.source & IBC_TUNE_SRC_FILE) ? "file" : "",
 			(res->model.source & IBC_TUNE_SRC_PROBE) ? "probe" : "");
+	/* the race's measured / predicted ratios (select.c), for --pick-from */
+	for (i = 0; res->have_model && i < IBC_TUNE_RACE_ANCHORS; i++) {
+		const struct ibc_tune_race *r = &res->model.race[i];
+		int a;
+
+		if (r->nbytes <= 0)
+			continue;
+		fprintf(f, "# race: %lld", (long long)r->nbytes);
+		for (a = 0; a < IBC_ALGO_COUNT; a++)
+			if (r->ratio[a] > 0)
+				fprintf(f, " %s %.4f", ibc_algo_name(a), r->ratio[a]);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "%10s %-13s %-6s %9s %12s %10s %12s %12s\n", "bytes", "algo", "proto", "chunk",
 		"time_us", "busbw_GBps", "min_us", "max_us");
 	for (si = 0; si < res->nsizes; si++) {

@@ -32,39 +32,59 @@ ibc_status_t ibc_coll_scratch(struct ibc_comm *comm, size_t nbytes, void **p)
 	return IBC_OK;
 }
 
-/* all-reduce, broadcast, reduce: the tuner's (or the forced) algorithm */
-static ibc_status_t coll_run_tuned(struct ibc_comm *comm, struct ibc_request *req)
+/**
+ * ibc_coll_run_choice() - Run an all-reduce, broadcast or reduce with a
+ * given algorithm, protocol and chunk (the tuner's choice, or the race's
+ * candidate at init, select.c).
+ * @comm: [in] communicator. @req: [in,out] the operation (host buffers).
+ * @c:    [in] the choice; an algorithm that does not implement req->coll
+ *        runs the ring (broadcast, reduce) as the tuner never picks it.
+ * Return: IBC_OK, or the algorithm's error, with which @comm is failed and
+ * logged: IBC_ERR_REMOTE or IBC_ERR_TIMEOUT (a peer died or is late past
+ * IBC_TIMEOUT_MS), IBC_ERR_INVALID_USAGE (ranks made mismatched calls),
+ * IBC_ERR_NO_MEMORY (scratch), IBC_ERR_SYSTEM (a transport's system call).
+ * Blocking; the thread running @comm's operations.
+ */
+ibc_status_t ibc_coll_run_choice(struct ibc_comm *comm, struct ibc_request *req,
+				 const struct ibc_algo_choice *c)
 {
-	struct ibc_algo_choice c;
 	ibc_sched_gen_fn gen = NULL;
 
-	IBC_CHECK(ibc_tuner_select(comm, req, &c));
-	req->proto_flags = c.proto == IBC_PROTO_LL ? IBC_DESC_F_LL : 0;
+	req->proto_flags = c->proto == IBC_PROTO_LL ? IBC_DESC_F_LL : 0;
 	switch (req->coll) {
 	case IBC_COLL_ALLREDUCE:
-		if (c.algo == IBC_ALGO_TREE)
+		if (c->algo == IBC_ALGO_TREE)
 			gen = ibc_dtree_allreduce_prog;
-		else if (c.algo == IBC_ALGO_RD)
+		else if (c->algo == IBC_ALGO_RD)
 			gen = ibc_rd_allreduce_prog;
-		else if (c.algo == IBC_ALGO_RAB)
+		else if (c->algo == IBC_ALGO_RAB)
 			gen = ibc_rab_allreduce_prog;
-		else if (c.algo == IBC_ALGO_SHM)
+		else if (c->algo == IBC_ALGO_SHM)
 			return ibc_shm_allreduce(comm, req);
 		else
 			return ibc_ring_allreduce(comm, req);
 		break;
 	case IBC_COLL_BROADCAST:
-		if (c.algo != IBC_ALGO_TREE)
+		if (c->algo != IBC_ALGO_TREE)
 			return ibc_ring_broadcast(comm, req);
 		gen = ibc_binomial_bcast_prog;
 		break;
 	default:
-		if (c.algo != IBC_ALGO_TREE)
+		if (c->algo != IBC_ALGO_TREE)
 			return ibc_ring_reduce(comm, req);
 		gen = ibc_binomial_reduce_prog;
 		break;
 	}
-	return ibc_sched_run(comm, req, gen, c.chunk_bytes);
+	return ibc_sched_run(comm, req, gen, c->chunk_bytes);
+}
+
+/* all-reduce, broadcast, reduce: the tuner's (or the forced) algorithm */
+static ibc_status_t coll_run_tuned(struct ibc_comm *comm, struct ibc_request *req)
+{
+	struct ibc_algo_choice c;
+
+	IBC_CHECK(ibc_tuner_select(comm, req, &c));
+	return ibc_coll_run_choice(comm, req, &c);
 }
 
 ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req)

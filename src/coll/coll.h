@@ -15,6 +15,10 @@
 
 /* run @req on @comm: pick the algorithm, execute it; IBC_OK or an error (logged) */
 ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req);
+/* run all-reduce/broadcast/reduce @req with the algorithm, protocol and chunk of @c (coll.c) */
+struct ibc_algo_choice;
+ibc_status_t ibc_coll_run_choice(struct ibc_comm *comm, struct ibc_request *req,
+				 const struct ibc_algo_choice *c);
 
 /* descriptor of message @step of @req (step encodes phase, ring step and chunk) */
 static inline void ibc_coll_desc(const struct ibc_request *req, uint32_t step, int accum,

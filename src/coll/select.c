@@ -207,6 +207,7 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 	m->ring_chunk = ibc_param_ring_chunk_bytes();
 	m->force_chunk = ibc_param_tree_chunk_bytes();
 	m->probe = (int32_t)ibc_param_tuning_probe();
+	m->race_ms = (int32_t)ibc_param_tuning_race_ms();
 	m->shm_chunk = IBC_ALIGN_UP(ibc_param_shm_allreduce_chunk_bytes(), 64);
 	m->shm_small = IBC_MIN(ibc_param_shm_allreduce_small_bytes(), m->shm_chunk);
 	/* the slowest link is shm: every rank shares this host (a communicator
@@ -642,6 +643,133 @@ static int tune_algo_ok(const struct ibc_tune_model *m, int coll, int algo)
 	return ibc_algo_applies(coll, algo) && (algo != IBC_ALGO_SHM || m->shm_ok);
 }
 
+/*
+ * The race. The model prices ring, shm, rd and Rabenseifner alike where they
+ * move and reduce the same bytes (on 2 ranks from 32 KiB to 2 MiB, B = N
+ * for all four, and they differ in a few alphas and half a gamma pass),
+ * while their measured times differ by 10-30 % in ways no term of the
+ * model follows. On 2 shm ranks over 40 passes, rd was within 10 % of the
+ * best at 32 KiB in 37, the ring at 256 KiB in 36 and the shm all-reduce
+ * at 2 MiB in 38, and the probe-only model in 61 of those 120 cells; on
+ * inputs that were written (those runs read the zero page) its picks were
+ * 17, 29 and 20 % slower than the best at 32 KiB, 256 KiB and 2 MiB
+ * (bench/RESULTS.md, "The race"). So where every rank has a core (share 1;
+ * on a time-shared host a few ms of timing measure the scheduler more than
+ * the algorithm) and the probe ran, the all-reduce algorithms the model
+ * prices within IBC_TUNE_RACE_MARGIN of the best at an anchor (8 B to
+ * 2 MiB, every 8x) are timed there once, at init (tuner_race():
+ * a warm-up and IBC_TUNE_RACE_REPS repetitions each, interleaved, the
+ * slowest rank's fastest repetition), and from 2^-1.5 to 2^1.5 times the
+ * anchor each
+ * timed algorithm is priced at its prediction x its measured / predicted
+ * ratio. The race only re-orders the algorithms it timed: where the model's
+ * own choice at a size was not timed (it was more than the margin behind
+ * at the anchor), that choice stands; where it was, only timed algorithms
+ * compete, even if an untimed one is predicted cheaper than their scaled
+ * prices, and the model's choice is kept unless it is priced more than
+ * IBC_TUNE_RACE_KEEP x the fastest: within 10 % the race, a few ms of
+ * timing, does not overrule the model, so that it does no harm where the
+ * model is right. Replayed on the same 20 passes of 2 ranks
+ * (bench/RESULTS.md, "The race"), the rule kept 3 tcp cells at 256 KiB
+ * within 10 % of the best and lost 7 shm cells: 336 against 340 of 360,
+ * within the noise; without the race, 309. Not with IBC_ALGO, a tuning file (fitted rows), or
+ * IBC_TUNING_RACE_MS=0. IBC_TUNING_RACE_MS
+ * bounds the wall time of the probe and the race together: anchors are
+ * raced smallest first, each only if the time taken since the probe
+ * started (the slowest rank's, agreed by a max all-reduce) plus its
+ * expected cost (predicted x the larger of RACE_COST_FACTOR and the last
+ * raced anchor's measured / predicted) fits; the rest are skipped,
+ * so the budget is overrun only by an anchor's misprediction, and a probe
+ * slowed by a loaded machine leaves the race less time.
+ * A ratio measured with the protocol and chunk an algorithm had at the
+ * anchor is applied to whatever protocol and chunk it has at the size.
+ * This is FFTW's "measure" planning in miniature (M. Frigo and S. G.
+ * Johnson, "The Design and Implementation of FFTW3", Proc. IEEE 93(2),
+ * 2005), with the model choosing what is worth measuring.
+ */
+#define RACE_REP_US 50.0        /* a timed repetition: at least this long, predicted */
+/*
+ * An anchor's expected cost: its operations' predicted time x this. On 2
+ * ranks here the raced operations took 1.1-2.3x their prediction, 1.3x
+ * summed over an anchor's candidates at 2 MiB.
+ */
+#define RACE_COST_FACTOR 1.5
+
+/* the raced anchor whose band holds @nbytes, or NULL */
+static const struct ibc_tune_race *tune_race_at(const struct ibc_tune_model *m, int coll,
+						size_t nbytes)
+{
+	int i;
+
+	if (coll != IBC_TUNE_ALLREDUCE || nbytes == 0)
+		return NULL;
+	for (i = 0; i < IBC_TUNE_RACE_ANCHORS; i++) {
+		const struct ibc_tune_race *r = &m->race[i];
+
+		if (r->nbytes > 0 && fabs(log2((double)nbytes) - log2((double)r->nbytes)) < 1.5)
+			return r;
+	}
+	return NULL;
+}
+
+/**
+ * ibc_tune_race_plan() - What the race (above) times on a model: the
+ * anchors, smallest first, where at least two all-reduce algorithms are
+ * predicted within IBC_TUNE_RACE_MARGIN of the best and whose expected
+ * cost (RACE_COST_FACTOR x the predicted time of its operations) fits
+ * m->race_ms on its own. Which of them run is decided as the race goes,
+ * on the time it has taken (tuner_race()).
+ * @m:    [in]  the agreed model (the same on every rank, so is the plan).
+ * @plan: [out] up to IBC_TUNE_RACE_ANCHORS anchors.
+ *
+ * Return: the number of anchors planned; 0 where the race does not apply
+ * (m->race_ms 0, no probe, tuning-file rows, IBC_ALGO, share > 1, 1 rank).
+ * Pure.
+ */
+int ibc_tune_race_plan(const struct ibc_tune_model *m,
+		       struct ibc_tune_race_plan plan[IBC_TUNE_RACE_ANCHORS])
+{
+	int np = 0;
+	int i;
+
+	if (m->race_ms <= 0 || !m->probe || (m->source & IBC_TUNE_SRC_FILE) ||
+	    m->force_algo >= 0 || m->share > 1 || m->nranks < 2)
+		return 0;
+	for (i = 0; i < IBC_TUNE_RACE_ANCHORS; i++) {
+		size_t nb = (size_t)IBC_TUNE_RACE_FIRST << (3 * i);
+		struct ibc_tune_race_plan *p = &plan[np];
+		struct ibc_algo_choice t[IBC_ALGO_COUNT];
+		double v[IBC_ALGO_COUNT];
+		double best = HUGE_VAL;
+		double sum = 0;
+		int a;
+
+		for (a = 0; a < IBC_ALGO_COUNT; a++) {
+			v[a] = HUGE_VAL;
+			if (tune_algo_ok(m, IBC_TUNE_ALLREDUCE, a))
+				v[a] = tune_best_for_algo(m, IBC_TUNE_ALLREDUCE, a, nb, &t[a]);
+			best = IBC_MIN(best, v[a]);
+		}
+		if (!(best > 0) || best == HUGE_VAL)
+			continue;
+		memset(p, 0, sizeof(*p));
+		p->nbytes = (int64_t)nb;
+		for (a = 0; a < IBC_ALGO_COUNT; a++)
+			if (v[a] <= IBC_TUNE_RACE_MARGIN * best) {
+				p->c[p->n++] = t[a];
+				sum += v[a];
+			}
+		if (p->n < 2)
+			continue;
+		p->iters = (int)IBC_MAX(1.0, ceil(RACE_REP_US / best));
+		p->cost_us = RACE_COST_FACTOR * (IBC_TUNE_RACE_REPS + 1) * p->iters * sum;
+		if (p->cost_us > m->race_ms * 1000.0)
+			continue;
+		np++;
+	}
+	return np;
+}
+
 /**
  * ibc_tune_choose() - The predicted-fastest algorithm, protocol and chunk.
  * @m:      [in]  model (its force_* fields are honoured where they apply).
@@ -651,13 +779,22 @@ static int tune_algo_ok(const struct ibc_tune_model *m, int coll, int algo)
  *
  * Ties go to the earlier algorithm and chunk in enum order and to LL over
  * simple, so the result is a pure function of the arguments (the same on
- * every rank).
+ * every rank). Near an anchor of m->race (all-reduce), the algorithms the
+ * race timed are priced at prediction x measured / predicted ratio, if the
+ * model's own choice is one of them, and the fastest replaces the model's
+ * choice where that is priced over IBC_TUNE_RACE_KEEP x the fastest (above,
+ * "The race"); predicted_us is then that product.
  */
 void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 		     struct ibc_algo_choice *c)
 {
+	struct ibc_algo_choice t[IBC_ALGO_COUNT];
+	double v[IBC_ALGO_COUNT];
+	const struct ibc_tune_race *r;
 	double best = HUGE_VAL;
 	int algo;
+	int own;
+	int win = 0;
 
 	memset(c, 0, sizeof(*c));
 	c->algo = IBC_ALGO_RING;
@@ -667,17 +804,35 @@ void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 		return;
 	}
 	for (algo = 0; algo < IBC_ALGO_COUNT; algo++) {
-		struct ibc_algo_choice t;
-		double v;
-
+		v[algo] = HUGE_VAL;
 		if (!tune_algo_ok(m, coll, algo))
 			continue;
-		v = tune_best_for_algo(m, coll, algo, nbytes, &t);
-		if (v < best) {
-			best = v;
-			*c = t;
+		v[algo] = tune_best_for_algo(m, coll, algo, nbytes, &t[algo]);
+		if (v[algo] < best) {
+			best = v[algo];
+			*c = t[algo];
 		}
 	}
+	/*
+	 * Near a raced anchor the timed algorithms are re-ordered by their
+	 * times, but the model's choice is overturned only where it was timed
+	 * more than IBC_TUNE_RACE_KEEP slower than the best.
+	 */
+	r = tune_race_at(m, coll, nbytes);
+	if (!r || r->ratio[c->algo] <= 0)
+		return;
+	own = c->algo;
+	best = HUGE_VAL;
+	for (algo = 0; algo < IBC_ALGO_COUNT; algo++) {
+		if (r->ratio[algo] <= 0 || v[algo] == HUGE_VAL || v[algo] * r->ratio[algo] >= best)
+			continue;
+		best = v[algo] * r->ratio[algo];
+		win = algo;
+	}
+	if (v[own] * r->ratio[own] <= IBC_TUNE_RACE_KEEP * best)
+		win = own;
+	*c = t[win];
+	c->predicted_us = v[win] * r->ratio[win];
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1133,6 +1288,30 @@ static void source_text(const struct ibc_tune_model *m, char *buf, size_t len)
 											  : "defaults");
 }
 
+/* the race at anchor @i: "256 KiB: ring 47.7 us (predicted 38.5), shm ..." */
+static void race_text(const struct ibc_tune_model *m, int i, char *buf, size_t len)
+{
+	const struct ibc_tune_race *r = &m->race[i];
+	size_t n;
+	int a;
+
+	fmt_bytes((size_t)r->nbytes, buf, len);
+	n = strlen(buf);
+	for (a = 0; a < IBC_ALGO_COUNT && n < len; a++) {
+		struct ibc_algo_choice c;
+		double v;
+
+		if (r->ratio[a] <= 0)
+			continue;
+		v = tune_best_for_algo(m, IBC_TUNE_ALLREDUCE, a, (size_t)r->nbytes, &c);
+		/* two decimals below 10 us, where the LL and latency terms differ */
+		n += (size_t)snprintf(buf + n, len - n, "%s %s %.*f us (predicted %.*f)",
+				      n > 0 && buf[n - 1] == ')' ? "," : ":", algo_names[a],
+				      v * r->ratio[a] < 10 ? 2 : 1, v * r->ratio[a], v < 10 ? 2 : 1,
+				      v);
+	}
+}
+
 /**
  * ibc_tune_print() - The model's coefficients and its choice per size
  * range of every collective (evaluated at powers of two), for ibc_info.
@@ -1158,6 +1337,14 @@ void ibc_tune_print(const struct ibc_tune_model *m, FILE *f)
 	if (ibc_tune_step_factor(m, 1) < 1)
 		fprintf(f, "# messages in flight: a lone pair's latency is %.2f of alpha; a step with m of %d messages costs alpha x %.2f..1\n",
 			m->lone_frac, m->nranks, ibc_tune_step_factor(m, 1));
+	for (c = 0; c < IBC_TUNE_RACE_ANCHORS; c++) {
+		char buf[512];
+
+		if (m->race[c].nbytes <= 0)
+			continue;
+		race_text(m, c, buf, sizeof(buf));
+		fprintf(f, "# race, all-reduce timed at init (used from 0.35x to 2.8x the size): %s\n", buf);
+	}
 	if (m->force_algo >= 0 || m->force_proto >= 0 || m->force_chunk > 0)
 		fprintf(f, "# overrides: algorithm %s, protocol %s, chunk %lld bytes\n",
 			m->force_algo >= 0 ? algo_names[m->force_algo] : "auto",
@@ -1304,6 +1491,23 @@ static void internal_req(const struct ibc_request *req, int coll, void *buf, siz
 	out->seq = req->seq;
 }
 
+/* the median of @n > 0 values (the upper one of an even count), sorting @x in place */
+static double probe_median(double *x, int n)
+{
+	int i;
+	int j;
+
+	/* insertion sort: at most 64 values */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && x[j - 1] > x[j]; j--) {
+			double y = x[j];
+
+			x[j] = x[j - 1];
+			x[j - 1] = y;
+		}
+	return x[n / 2];
+}
+
 /*
  * One ping-pong series with @partner: the initiator times round trips of
  * @nbytes and tells the responder in the payload's first byte when to stop
@@ -1349,20 +1553,8 @@ static ibc_status_t probe_pingpong(struct ibc_comm *comm, const struct ibc_reque
 		if (stop)
 			break;
 	}
-	if (initiator) {
-		int i;
-		int j;
-
-		/* median by insertion sort (at most 64 values) */
-		for (i = 1; i < nrt; i++)
-			for (j = i; j > 0 && rt[j - 1] > rt[j]; j--) {
-				double x = rt[j];
-
-				rt[j] = rt[j - 1];
-				rt[j - 1] = x;
-			}
-		*oneway_us_p = nrt ? rt[nrt / 2] / 2.0 : 0.0;
-	}
+	if (initiator)
+		*oneway_us_p = nrt ? probe_median(rt, nrt) / 2.0 : 0.0;
 	return IBC_OK;
 }
 
@@ -1583,6 +1775,136 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 	return IBC_OK;
 }
 
+/*
+ * The race (above, "The race"): time the plan's candidates at each anchor
+ * that still fits IBC_TUNING_RACE_MS counted from @t0, the probe's start
+ * (the slowest rank's time, a max all-reduce before each anchor), out of
+ * place on float32 zeros (an exact sum), a warm-up and
+ * IBC_TUNE_RACE_REPS repetitions of plan.iters operations each, the
+ * candidates interleaved within a repetition so that a slow moment of the
+ * machine costs all of them. Every rank keeps its fastest repetition per
+ * candidate (another job's time slice only adds time: with the median of 3,
+ * 2 of 15 tcp passes had a raced pick 20-27 % slower than the model's) and
+ * the slowest rank's counts (a max all-reduce), so the ratios, and every
+ * later choice, are the same bits on every rank. Collective; the operations
+ * run on the sequence number of @req, as the probe's, and each announces
+ * itself to the shm all-reduce's mismatch check (within an anchor every
+ * operation has the same descriptor, and an anchor's first candidate is
+ * never the shm all-reduce, last in enum order with at least two
+ * candidates, so no rank waits in it while another still shows an earlier
+ * descriptor); @req is announced again before the last agreement.
+ */
+static ibc_status_t tuner_race(struct ibc_comm *comm, struct ibc_request *req,
+			       struct ibc_tune_model *m, uint64_t t0)
+{
+	struct ibc_tune_race_plan plan[IBC_TUNE_RACE_ANCHORS];
+	double fast[IBC_TUNE_RACE_ANCHORS * IBC_ALGO_COUNT];
+	struct ibc_request ar;
+	ibc_status_t st;
+	double took[2];                 /* us since @t0; slow, agreed */
+	double slow = 0;                /* measured / predicted of the last raced anchor */
+	size_t maxb = 0;
+	char *buf;
+	int np;
+	int i;
+	int k;
+
+	memset(m->race, 0, sizeof(m->race));
+	np = ibc_tune_race_plan(m, plan);
+	if (np == 0)
+		return IBC_OK;
+	for (i = 0; i < np; i++)
+		maxb = IBC_MAX(maxb, (size_t)plan[i].nbytes);
+	buf = ibc_aligned_alloc(4096, 2 * maxb, "tuner race");
+	if (!buf)
+		return ibc_comm_fail(comm, IBC_ERR_NO_MEMORY, -1,
+				     "cannot allocate %zu bytes for the tuner's race", 2 * maxb);
+	memset(buf, 0, 2 * maxb);
+	memset(fast, 0, sizeof(fast));
+	for (i = 0; i < np; i++) {
+		const struct ibc_tune_race_plan *p = &plan[i];
+		double t[IBC_ALGO_COUNT][IBC_TUNE_RACE_REPS];
+		double pred = 0;
+		double meas = 0;
+		int rep;
+
+		/*
+		 * The slowest rank's time since @t0 and its measured / predicted
+		 * time of the last raced anchor decide, the same on every rank:
+		 * a loaded machine runs the operations slower than predicted,
+		 * and the next anchor's cost is scaled up by as much (the last
+		 * anchor, not all: below 4 KiB operations take 2-3x their
+		 * prediction on an idle machine, and cost little).
+		 */
+		took[0] = (double)(ibc_time_ns() - t0) / 1000.0;
+		took[1] = slow;
+		internal_req(req, IBC_COLL_ALLREDUCE, took, 2, IBC_FLOAT64, &ar);
+		ar.op = IBC_MAX;
+		IBC_CHECK_GOTO(ibc_ring_allreduce(comm, &ar), st, out);
+		if (took[0] + p->cost_us * IBC_MAX(1.0, took[1] / RACE_COST_FACTOR) >
+		    m->race_ms * 1000.0) {
+			plan[i].n = 0;  /* not raced */
+			continue;
+		}
+
+		for (rep = -1; rep < IBC_TUNE_RACE_REPS; rep++)
+			for (k = 0; k < p->n; k++) {
+				uint64_t ts = ibc_time_ns();
+				int it;
+
+				for (it = 0; it < p->iters; it++) {
+					internal_req(req, IBC_COLL_ALLREDUCE, buf,
+						     (size_t)p->nbytes / 4, IBC_FLOAT32, &ar);
+					ar.recvbuf = buf + maxb;
+					ibc_shmar_announce(comm, &ar);
+					IBC_CHECK_GOTO(ibc_coll_run_choice(comm, &ar, &p->c[k]), st,
+						       out);
+				}
+				if (rep >= 0)
+					t[k][rep] = (double)(ibc_time_ns() - ts) / 1000.0 / p->iters;
+			}
+		for (k = 0; k < p->n; k++) {
+			double *f = &fast[i * IBC_ALGO_COUNT + k];
+
+			/* the fastest repetition: another job's time slice only adds */
+			*f = t[k][0];
+			for (rep = 1; rep < IBC_TUNE_RACE_REPS; rep++)
+				*f = IBC_MIN(*f, t[k][rep]);
+			pred += p->c[k].predicted_us;
+			meas += *f;
+		}
+		slow = meas / pred;
+	}
+	ibc_free(buf);
+	/*
+	 * @req again before the last agreement: a rank that leaves it may run
+	 * @req with the shm all-reduce and check the others' announcements
+	 * while a slower rank is still in this all-reduce, which no rank
+	 * leaves before every rank has entered it (and so announced @req).
+	 */
+	ibc_shmar_announce(comm, req);
+	internal_req(req, IBC_COLL_ALLREDUCE, fast, (size_t)np * IBC_ALGO_COUNT, IBC_FLOAT64,
+		     &ar);
+	ar.op = IBC_MAX;
+	IBC_CHECK(ibc_ring_allreduce(comm, &ar));
+	for (i = 0; i < np; i++) {
+		struct ibc_tune_race *r = &m->race[i];
+
+		if (plan[i].n == 0)
+			continue;
+		r->nbytes = plan[i].nbytes;
+		for (k = 0; k < plan[i].n; k++) {
+			const struct ibc_algo_choice *c = &plan[i].c[k];
+
+			r->ratio[c->algo] = fast[i * IBC_ALGO_COUNT + k] / c->predicted_us;
+		}
+	}
+	return IBC_OK;
+out:
+	ibc_free(buf);
+	return st;
+}
+
 struct log_ranges {
 	char buf[1024];
 	size_t len;
@@ -1599,7 +1921,8 @@ static void log_range(void *arg, size_t lo, size_t hi, const struct ibc_algo_cho
 					    lr->len ? "; " : "", t);
 }
 
-static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms, double init_ms)
+static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms, double race_took_ms,
+			    double init_ms)
 {
 	char src[64];
 	int c;
@@ -1616,6 +1939,14 @@ static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms, dou
 		     1.0 / m->base[IBC_PROTO_SIMPLE].beta_ns : 0.0,
 		     m->base[IBC_PROTO_SIMPLE].gamma_ns, (int)m->share, m->gamma_cache_ns,
 		     (long long)m->cache_bytes, m->lone_frac);
+	for (c = 0; c < IBC_TUNE_RACE_ANCHORS; c++) {
+		char buf[512];
+
+		if (m->race[c].nbytes <= 0)
+			continue;
+		race_text(m, c, buf, sizeof(buf));
+		IBC_LOG_INFO(TUNING, "race (%.1f ms of the probe's in all) at %s", race_took_ms, buf);
+	}
 	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++) {
 		struct log_ranges lr;
 
@@ -1634,6 +1965,7 @@ static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struc
 	cpu_set_t cpus;
 	uint64_t t0 = ibc_time_ns();
 	double probe_ms = 0;
+	double race_took_ms = 0;
 	int tp = IBC_TUNE_TP_SHM;
 	int has_ll = 1;
 	int i;
@@ -1672,13 +2004,21 @@ static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struc
 	/* everyone adopts rank 0's settings and file rows */
 	internal_req(req, IBC_COLL_BROADCAST, &m, sizeof(m), IBC_UINT8, &br);
 	IBC_CHECK(ibc_ring_broadcast(comm, &br));
-	if (m.probe && !(m.source & IBC_TUNE_SRC_FILE))
+	if (m.probe && !(m.source & IBC_TUNE_SRC_FILE)) {
+		uint64_t tp0 = ibc_time_ns();
+		uint64_t tr;
+
 		IBC_CHECK(tuner_probe(comm, req, &m, &probe_ms));
+		tr = ibc_time_ns();
+		IBC_CHECK(tuner_race(comm, req, &m, tp0));
+		race_took_ms = (double)(ibc_time_ns() - tr) / 1e6;
+		probe_ms += race_took_ms;
+	}
 	t->m = m;
 	t->ready = 1;
 	tuner_apply_force(t);
 	if (comm->rank == 0)
-		tuner_log_model(&m, probe_ms, (double)(ibc_time_ns() - t0) / 1e6);
+		tuner_log_model(&m, probe_ms, race_took_ms, (double)(ibc_time_ns() - t0) / 1e6);
 	return IBC_OK;
 }
 

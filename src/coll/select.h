@@ -83,6 +83,30 @@ struct ibc_tune_coef {
 };
 
 /*
+ * The race (select.c, "The race"): at the anchors 8 B, 64 B, 512 B, 4 KiB,
+ * 32 KiB, 256 KiB and 2 MiB the all-reduce algorithms predicted within
+ * IBC_TUNE_RACE_MARGIN of the best are timed once, at init, and from
+ * 2^-1.5 to 2^1.5 times an anchor each of them is priced at its prediction
+ * x its measured / predicted time; the model's own pick stands unless it
+ * is priced over IBC_TUNE_RACE_KEEP x the fastest.
+ */
+#define IBC_TUNE_RACE_ANCHORS 7
+#define IBC_TUNE_RACE_FIRST 8           /* bytes of the first anchor; x 8 per anchor */
+#define IBC_TUNE_RACE_MARGIN 1.5        /* candidates: predicted <= margin x the best */
+#define IBC_TUNE_RACE_KEEP 1.1          /* the model's pick stands within this x the fastest */
+
+/*
+ * struct ibc_tune_race - one raced anchor.
+ * @nbytes: anchor, bytes; 0 where not raced.
+ * @ratio:  per enum ibc_algo: measured / predicted time of its choice at the
+ *          anchor (the slowest rank's fastest repetition); 0 where not timed.
+ */
+struct ibc_tune_race {
+	int64_t nbytes;
+	double ratio[IBC_ALGO_COUNT];
+};
+
+/*
  * struct ibc_tune_model - everything a decision depends on; plain data, the
  * same bits on every rank of a communicator (rank 0's settings, averaged
  * probe results), so every rank picks the same algorithm.
@@ -109,6 +133,9 @@ struct ibc_tune_model {
 	double gamma_cache_ns;  /* reduction speed from the core's cache, ns/B (probe on
 				 * PROBE_GAMMA_CACHE bytes); 0: not measured, gamma everywhere */
 	int64_t cache_bytes;    /* the core's L2 cache, bytes (0: unknown) */
+	int32_t race_ms;        /* IBC_TUNING_RACE_MS: wall-time budget of the probe and race */
+	/* all-reduce candidates timed at init where the model cannot tell them apart */
+	struct ibc_tune_race race[IBC_TUNE_RACE_ANCHORS];
 	struct ibc_tune_coef base[IBC_PROTO_COUNT];     /* measured or default, per protocol */
 	/* fitted (tuning file); alpha_us < 0 where absent */
 	struct ibc_tune_coef coef[IBC_TUNE_COLL_COUNT][IBC_ALGO_COUNT][IBC_PROTO_COUNT];
@@ -126,6 +153,26 @@ struct ibc_algo_choice {
 	size_t chunk_bytes;
 	double predicted_us;
 };
+
+/*
+ * struct ibc_tune_race_plan - what the race times at one anchor.
+ * @nbytes: anchor, bytes.
+ * @n:      candidates in @c (>= 2).
+ * @c:      each candidate algorithm's choice (protocol, chunk, predicted us).
+ * @iters:  operations per timed repetition (a repetition is >= 50 us predicted).
+ * @cost_us: its expected time: 1.5 x the predicted time of all its
+ *          operations (tuner_race() scales it by the last anchor's
+ *          measured / predicted where that is larger).
+ */
+struct ibc_tune_race_plan {
+	int64_t nbytes;
+	int n;
+	struct ibc_algo_choice c[IBC_ALGO_COUNT];
+	int iters;
+	double cost_us;
+};
+
+#define IBC_TUNE_RACE_REPS 3            /* timed repetitions per candidate (+1 warm-up) */
 
 /* one measured time, input of ibc_tune_fit() */
 struct ibc_tune_sample {
@@ -160,6 +207,9 @@ double ibc_tune_predict(const struct ibc_tune_model *m, int coll, int algo, int 
 /* the model's choice for @coll on @nbytes, honouring the model's overrides */
 void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 		     struct ibc_algo_choice *c);
+/* the anchors and candidates the race may time on @m (kernel-doc in select.c) */
+int ibc_tune_race_plan(const struct ibc_tune_model *m,
+		       struct ibc_tune_race_plan plan[IBC_TUNE_RACE_ANCHORS]);
 /* 1 if the transport has an LL path and every message of @algo fits IBC_LL_MAX_BYTES */
 int ibc_tune_ll_applies(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
 			size_t chunk_bytes);

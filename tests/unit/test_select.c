@@ -4,8 +4,9 @@
  * cost model's predictions against hand-computed values, the choice per
  * size (latency-bound sizes pick a logarithmic algorithm, large ones the
  * ring), overrides, the least-squares fit (recovers known coefficients),
- * the tuning file (round trip, nearest rank count, malformed lines) and
- * the printed table of ibc_info --tuning.
+ * the tuning file (round trip, nearest rank count, malformed lines), the
+ * race's plan and how its ratios re-order the choice, and the printed
+ * table of ibc_info --tuning.
  */
 #include "config.h"
 
@@ -511,6 +512,196 @@ static void test_cache(void)
 	       "the cache term does not change a broadcast");
 }
 
+/* the race (select.c, "The race"): its plan, and how its ratios re-order the choice */
+static void test_race(void)
+{
+	struct ibc_tune_race_plan plan[IBC_TUNE_RACE_ANCHORS];
+	struct ibc_tune_race_plan p2[IBC_TUNE_RACE_ANCHORS];
+	struct ibc_tune_model m;
+	struct ibc_tune_model g;
+	struct ibc_algo_choice c;
+	struct ibc_algo_choice c0;
+	double spent = 0;
+	int np;
+	int ok = 1;
+	int i;
+	int k;
+
+	/* 2 shm ranks with the coefficients the probe measures on this machine */
+	ibc_tune_model_init(&m, 2, IBC_TUNE_TP_SHM, 1);
+	m.ring_chunk = 1 << 20;
+	m.force_algo = -1;
+	m.force_proto = -1;
+	m.force_chunk = 0;
+	m.shm_ok = 1;
+	m.shm_chunk = 1 << 18;
+	m.shm_small = 4096;
+	m.probe = 1;
+	m.race_ms = 30;
+	m.source = IBC_TUNE_SRC_PROBE;
+	m.base[IBC_PROTO_SIMPLE] = (struct ibc_tune_coef){ 0.6, 0.13, 0.074 };
+	m.base[IBC_PROTO_LL] = (struct ibc_tune_coef){ 0.25, 0.13, 0.074 };
+	m.gamma_cache_ns = 0.025;
+	m.cache_bytes = 2 << 20;
+	np = ibc_tune_race_plan(&m, plan);
+	tap_ok(np >= 2, "2 shm ranks: the race plans %d anchors", np);
+	for (i = 0; i < np; i++) {
+		double best = HUGE_VAL;
+		int a;
+		int n = 0;
+
+		ok &= plan[i].n >= 2 && plan[i].iters >= 1 && plan[i].cost_us > 0;
+		ok &= i == 0 || plan[i].nbytes > plan[i - 1].nbytes;
+		for (k = 0; k < IBC_TUNE_RACE_ANCHORS; k++)
+			n += plan[i].nbytes == (int64_t)IBC_TUNE_RACE_FIRST << (3 * k);
+		ok &= n == 1;
+		for (a = 0; a < IBC_ALGO_COUNT; a++) {
+			struct ibc_algo_choice x;
+			struct ibc_tune_model f = m;
+
+			/* every algorithm runs here (shm_ok): forcing it prices it */
+			f.force_algo = a;
+			ibc_tune_choose(&f, IBC_TUNE_ALLREDUCE, (size_t)plan[i].nbytes, &x);
+			best = IBC_MIN(best, x.predicted_us);
+		}
+		for (a = 0; a < IBC_ALGO_COUNT; a++) {
+			struct ibc_algo_choice x;
+			struct ibc_tune_model f = m;
+			int in = 0;
+
+			f.force_algo = a;
+			ibc_tune_choose(&f, IBC_TUNE_ALLREDUCE, (size_t)plan[i].nbytes, &x);
+			for (k = 0; k < plan[i].n; k++)
+				in |= plan[i].c[k].algo == a;
+			/* candidates: predicted within the margin of the best, and only those */
+			ok &= in == (x.predicted_us <= IBC_TUNE_RACE_MARGIN * best);
+		}
+		/* each fits the budget on its own; the race decides on time taken */
+		ok &= plan[i].cost_us <= m.race_ms * 1000.0;
+		spent += plan[i].cost_us;
+	}
+	tap_ok(ok, "each anchor times every algorithm within %.1fx of the best, >= 2 of them, and fits the %d ms budget (%.1f ms expected in all)",
+	       IBC_TUNE_RACE_MARGIN, (int)m.race_ms, spent / 1000);
+	g = m;
+	g.race_ms = (int32_t)ceil(plan[0].cost_us / 1000.0);
+	k = ibc_tune_race_plan(&g, p2);
+	ok = k >= 1 && k < np && p2[0].nbytes == plan[0].nbytes;
+	for (i = 0; i < k; i++)
+		ok &= p2[i].cost_us <= g.race_ms * 1000.0;
+	tap_ok(ok, "a budget of %d ms keeps the first anchor and drops those that cannot fit it (%d of %d)",
+	       (int)g.race_ms, k, np);
+	g = m;
+	g.race_ms = 0;
+	ok = ibc_tune_race_plan(&g, p2) == 0;
+	g = m;
+	g.share = 2;
+	ok &= ibc_tune_race_plan(&g, p2) == 0;
+	g = m;
+	g.source |= IBC_TUNE_SRC_FILE;
+	ok &= ibc_tune_race_plan(&g, p2) == 0;
+	g = m;
+	g.force_algo = IBC_ALGO_RING;
+	ok &= ibc_tune_race_plan(&g, p2) == 0;
+	g = m;
+	g.probe = 0;
+	ok &= ibc_tune_race_plan(&g, p2) == 0;
+	g = m;
+	g.nranks = 1;
+	ok &= ibc_tune_race_plan(&g, p2) == 0;
+	tap_ok(ok, "no race with IBC_TUNING_RACE_MS=0, a shared core, a tuning file, IBC_ALGO, no probe or 1 rank");
+
+	/* at 256 KiB the model prices shm ahead of the ring (alpha LL vs simple) */
+	ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, 256u << 10, &c0);
+	tap_ok(c0.algo == IBC_ALGO_SHM, "without a race, 256 KiB on 2 shm ranks: %s",
+	       ibc_algo_name(c0.algo));
+	g = m;
+	g.race[1].nbytes = 256 << 10;
+	g.race[1].ratio[IBC_ALGO_SHM] = 1.6;
+	g.race[1].ratio[IBC_ALGO_RING] = 1.2;
+	g.race[1].ratio[IBC_ALGO_RD] = 1.5;
+	ibc_tune_choose(&g, IBC_TUNE_ALLREDUCE, 256u << 10, &c);
+	{
+		struct ibc_tune_model f = m;
+		struct ibc_algo_choice r;
+
+		f.force_algo = IBC_ALGO_RING;
+		ibc_tune_choose(&f, IBC_TUNE_ALLREDUCE, 256u << 10, &r);
+		tap_ok(c.algo == IBC_ALGO_RING && near(c.predicted_us, 1.2 * r.predicted_us, 1e-12),
+		       "raced at 256 KiB (shm 1.6, ring 1.2, rd 1.5 x predicted): the ring, priced %.1f us",
+		       c.predicted_us);
+	}
+	ok = 1;
+	for (i = 0; i < 2; i++) {
+		/* the band: 2^-1.5 .. 2^1.5 x the anchor, exclusive */
+		size_t in = i ? (size_t)(262144 * 2.82) : (size_t)(262144 / 2.82);
+		size_t out = i ? (size_t)(262144 * 2.83) : (size_t)(262144 / 2.83);
+		struct ibc_algo_choice a;
+		struct ibc_algo_choice b;
+		double best = HUGE_VAL;
+		int want = -1;
+		int x;
+
+		/* inside: the lowest of prediction x ratio among the timed three */
+		for (x = 0; x < IBC_ALGO_COUNT; x++) {
+			struct ibc_tune_model f = m;
+			struct ibc_algo_choice r;
+
+			if (g.race[1].ratio[x] <= 0)
+				continue;
+			f.force_algo = x;
+			ibc_tune_choose(&f, IBC_TUNE_ALLREDUCE, in, &r);
+			if (r.predicted_us * g.race[1].ratio[x] < best) {
+				best = r.predicted_us * g.race[1].ratio[x];
+				want = x;
+			}
+		}
+		ibc_tune_choose(&g, IBC_TUNE_ALLREDUCE, in, &a);
+		ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, in, &b);
+		ok &= a.algo == want && near(a.predicted_us, best, 1e-12) &&
+		      (b.algo == IBC_ALGO_SHM || b.algo == IBC_ALGO_RING);
+		ibc_tune_choose(&g, IBC_TUNE_ALLREDUCE, out, &a);
+		ibc_tune_choose(&m, IBC_TUNE_ALLREDUCE, out, &b);
+		ok &= a.algo == b.algo && a.predicted_us == b.predicted_us;
+	}
+	tap_ok(ok, "the ratios hold from 1/2.82 to 2.82 x the anchor, not at 1/2.83 or 2.83 x");
+	{
+		/* the model's pick (shm) stands within IBC_TUNE_RACE_KEEP of the fastest */
+		struct ibc_tune_model f = m;
+		struct ibc_algo_choice pr;
+		struct ibc_tune_model h = g;
+		struct ibc_algo_choice a;
+		struct ibc_algo_choice b;
+
+		f.force_algo = IBC_ALGO_RING;
+		ibc_tune_choose(&f, IBC_TUNE_ALLREDUCE, 256u << 10, &pr);
+		h.race[1].ratio[IBC_ALGO_RING] = 1.0;
+		h.race[1].ratio[IBC_ALGO_RD] = 0;
+		h.race[1].ratio[IBC_ALGO_SHM] = 1.09 * pr.predicted_us / c0.predicted_us;
+		ibc_tune_choose(&h, IBC_TUNE_ALLREDUCE, 256u << 10, &a);
+		h.race[1].ratio[IBC_ALGO_SHM] = 1.11 * pr.predicted_us / c0.predicted_us;
+		ibc_tune_choose(&h, IBC_TUNE_ALLREDUCE, 256u << 10, &b);
+		tap_ok(a.algo == IBC_ALGO_SHM && near(a.predicted_us, 1.09 * pr.predicted_us, 1e-9) &&
+		       b.algo == IBC_ALGO_RING && near(b.predicted_us, pr.predicted_us, 1e-9),
+		       "the model's pick timed 9 %% slower than the fastest stands, 11 %% slower does not (%s, %s)",
+		       ibc_algo_name(a.algo), ibc_algo_name(b.algo));
+	}
+	g.race[1].ratio[IBC_ALGO_SHM] = 0;
+	g.race[1].ratio[IBC_ALGO_RING] = 0.1;
+	ibc_tune_choose(&g, IBC_TUNE_ALLREDUCE, 256u << 10, &c);
+	tap_ok(c.algo == c0.algo && c.predicted_us == c0.predicted_us,
+	       "the model's own choice was not timed: it stands (the race only re-orders what it timed)");
+	g.race[1].ratio[IBC_ALGO_SHM] = 1.6;
+	g.force_algo = IBC_ALGO_SHM;
+	ibc_tune_choose(&g, IBC_TUNE_ALLREDUCE, 256u << 10, &c);
+	tap_ok(c.algo == IBC_ALGO_SHM && c.predicted_us == c0.predicted_us,
+	       "a forced algorithm ignores the race");
+	g.force_algo = -1;
+	ibc_tune_choose(&g, IBC_TUNE_BCAST, 256u << 10, &c);
+	ibc_tune_choose(&m, IBC_TUNE_BCAST, 256u << 10, &c0);
+	tap_ok(c.algo == c0.algo && c.predicted_us == c0.predicted_us,
+	       "the race is all-reduce's: a broadcast is not re-ordered");
+}
+
 static void test_fit(void)
 {
 	struct ibc_tune_model m;
@@ -709,6 +900,7 @@ int main(void)
 	test_share();
 	test_lone();
 	test_cache();
+	test_race();
 	test_fit();
 	test_fit_coll();
 	test_file();

@@ -1,0 +1,139 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# test_race.sh - the tuner's race (src/coll/select.c, "The race"): on 2
+# ranks (a core each) over shm and tcp, the first tuned collective times
+# the all-reduce candidates at the anchors and logs each raced anchor; at an
+# anchor the choice is a timed candidate within 10 % of the fastest (the
+# model's own choice is always a candidate there, and stands within 10 %).
+# Results stay exact at sizes in the raced bands (ibc_bench's check;
+# coll_check in place and out of place over shm and tcp), and with a
+# broadcast as the first collective (the race's operations announce
+# themselves to the shm all-reduce's mismatch check). No race with
+# IBC_TUNING_RACE_MS=0 or 1 (the probe's own time is counted), IBC_ALGO,
+# IBC_TUNING_PROBE=0 or 2 ranks on one core.
+# Emits TAP.
+set -u
+
+top_builddir=${top_builddir:-.}
+top_srcdir=${top_srcdir:-.}
+bench=$top_builddir/bench/ibc_bench
+check=$top_builddir/tests/coll/coll_check
+run=$top_srcdir/tests/scripts/run_local_ranks.sh
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+if [ ! -x "$bench" ]; then
+	echo "1..0 # SKIP $bench not built"
+	exit 0
+fi
+cores=$(nproc 2>/dev/null || echo 1)
+if [ "$cores" -lt 2 ]; then
+	echo "1..0 # SKIP $cores core: the race needs a core per rank for 2 ranks"
+	exit 0
+fi
+
+echo "1..12"
+n=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; sed 's/^/# /' "$tmp/log" | tail -n 12; fi; }
+
+# run ibc_bench with the tuner's INFO lines; $1 ranks, $2 transport, the rest ibc_bench's
+run() {
+	nr=$1
+	tp=$2
+	shift 2
+	IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=TUNING IBC_TUNING_FILE= IBC_TIMEOUT_MS=30000 \
+		timeout -k 5 120 "$bench" --local "$nr" -t "$tp" "$@" > "$tmp/log" 2>&1
+}
+
+# the result column of every data row is 0 wrong (ibc_bench's check)
+exact() {
+	awk '!/^ *#/ && NF >= 12 && $1 ~ /^[0-9]+$/ { rows++; if ($11 != 0) bad++ }
+	     END { exit !(rows > 0 && bad == 0) }' "$tmp/log"
+}
+
+for tp in shm tcp; do
+	run 2 "$tp" allreduce -b 16K -e 4M -f 2 -n 3 -w 1
+	rc=$?
+	races=$(grep -c 'TUNING race (' "$tmp/log")
+	[ $rc = 0 ] && [ "$races" -ge 1 ] && exact
+	ok $? "$tp, 2 ranks: $races raced anchors logged, every size from 16 KiB to 4 MiB exact (rc $rc)"
+	# at each raced anchor, the decision names a timed candidate within 10 % of
+	# the fastest (IBC_TUNE_RACE_KEEP: the model's pick stands within it; 1 %
+	# more for the log's rounding)
+	bad=0
+	checked=0
+	for line in $(grep 'TUNING race (' "$tmp/log" |
+		sed -n 's/.* at \([0-9]*\) \([KM]*i*B\): \(.*\)/\1\2:\3/p' | tr ' ' '_'); do
+		sz=${line%%:*}
+		b=
+		case $sz in
+		*KiB) b=$((${sz%KiB} * 1024)) ;;
+		*MiB) b=$((${sz%MiB} * 1048576)) ;;
+		*B) b=${sz%B} ;;
+		esac
+		[ -n "$b" ] || continue
+		echo "${line#*:}" | tr ',' '\n' | sed 's/^_*\([a-z]*\)_\([0-9.]*\)_us.*/\2 \1/' |
+			sort -n > "$tmp/times"
+		got=$(grep "\[rank 0\] .*TUNING allreduce of $b bytes" "$tmp/log" | head -n 1 |
+			sed 's/.*over [a-z]*: \([a-z]*\)\/.*/\1/')
+		[ -n "$got" ] || continue
+		checked=$((checked + 1))
+		awk -v a="$got" 'NR == 1 { f = $1 } $2 == a { g = $1 }
+			END { exit !(g != "" && g <= 1.1 * f * 1.01 + 0.01) }' "$tmp/times" ||
+			{ bad=$((bad + 1)); echo "# $b bytes: chose $got; timed: $(tr '\n' ' ' < "$tmp/times")"; }
+	done
+	[ "$checked" -ge 1 ] && [ "$bad" = 0 ]
+	ok $? "$tp, 2 ranks: at $checked raced anchor(s) the choice is timed within 10 % of the fastest"
+done
+
+# coll_check: exact values, in place and out of place, both modes, several
+# dtypes and ops, at counts in the 32 KiB, 256 KiB and 2 MiB bands
+for tp in shm tcp; do
+	IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=TUNING IBC_TUNING_FILE= IBC_TRANSPORT=$tp \
+		IBC_TIMEOUT_MS=60000 "$run" -n 2 -t 200 -- "$check" -c allreduce \
+		-n 7,8192,65537,524287 -d int32,float32,float64 -o sum,max --large-from 1000000 \
+		--no-errors --no-bf16-case > "$tmp/log" 2>&1
+	rc=$?
+	[ $rc = 0 ] && grep -q 'TUNING race (' "$tmp/log"
+	ok $? "$tp, 2 ranks: coll_check all-reduce in and out of place after the race, exact (rc $rc)"
+done
+
+run 2 shm broadcast -b 8 -e 1M -f 8 -n 3 -w 1
+rc=$?
+[ $rc = 0 ] && grep -q 'TUNING race (' "$tmp/log" && exact
+ok $? "shm, 2 ranks, a broadcast first: the race runs inside it, and it is exact (rc $rc)"
+
+IBC_TUNING_RACE_MS=0 run 2 shm allreduce -b 8 -e 8 -n 1 -w 0
+rc=$?
+[ $rc = 0 ] && grep -q 'TUNING model for 2 ranks' "$tmp/log" && ! grep -q 'TUNING race (' "$tmp/log"
+ok $? "IBC_TUNING_RACE_MS=0: no race"
+
+# the budget counts the probe's own time: 1 ms is spent before the first anchor
+IBC_TUNING_RACE_MS=1 run 2 shm allreduce -b 8 -e 8 -n 1 -w 0
+rc=$?
+[ $rc = 0 ] && grep -q 'TUNING model for 2 ranks' "$tmp/log" && ! grep -q 'TUNING race (' "$tmp/log"
+ok $? "IBC_TUNING_RACE_MS=1, less than the probe takes: no anchor raced"
+
+IBC_ALGO=ring run 2 shm allreduce -b 8 -e 8 -n 1 -w 0
+rc=$?
+[ $rc = 0 ] && grep -q 'TUNING model for 2 ranks' "$tmp/log" && ! grep -q 'TUNING race (' "$tmp/log"
+ok $? "IBC_ALGO=ring: no race"
+
+IBC_TUNING_PROBE=0 run 2 shm allreduce -b 8 -e 8 -n 1 -w 0
+rc=$?
+[ $rc = 0 ] && grep -q 'TUNING model for 2 ranks' "$tmp/log" && ! grep -q 'TUNING race (' "$tmp/log"
+ok $? "IBC_TUNING_PROBE=0: no race"
+
+# both ranks on one core: share 2 (the tuner counts the cores of sched_getaffinity)
+if command -v taskset > /dev/null 2>&1; then
+	IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=TUNING IBC_TUNING_FILE= IBC_TIMEOUT_MS=30000 \
+		timeout -k 5 120 taskset -c 0 "$bench" --local 2 -t shm allreduce -b 8 -e 8 -n 1 -w 0 \
+		> "$tmp/log" 2>&1
+	rc=$?
+	[ $rc = 0 ] && grep -q "TUNING model for 2 ranks .* x 2 (time sharing)" "$tmp/log" &&
+		! grep -q 'TUNING race (' "$tmp/log"
+	ok $? "2 ranks bound to one core (share 2): no race"
+else
+	n=$((n + 1))
+	echo "ok $n # SKIP taskset not found"
+fi
