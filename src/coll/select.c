@@ -2039,7 +2039,8 @@ static int tune_coll_of(int coll)
 static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 			       const struct ibc_algo_choice *c)
 {
-	char alt[256];
+	const struct ibc_tune_race *r;
+	char alt[384];
 	size_t len = 0;
 	int bucket = 0;
 	int a;
@@ -2052,6 +2053,7 @@ static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 	if (!ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_TUNING))
 		return;
 	alt[0] = '\0';
+	r = tune_race_at(&t->m, coll, nbytes);
 	for (a = 0; a < IBC_ALGO_COUNT; a++) {
 		struct ibc_algo_choice x;
 		double v;
@@ -2061,6 +2063,10 @@ static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 		v = tune_best_for_algo(&t->m, coll, a, nbytes, &x);
 		len += (size_t)snprintf(alt + len, sizeof(alt) - len, "%s%s %.1f", len ? ", " : "",
 					algo_names[a], v);
+		/* the race's price where it timed this algorithm near this size */
+		if (len < sizeof(alt) && r && r->ratio[a] > 0)
+			len += (size_t)snprintf(alt + len, sizeof(alt) - len, " (timed %.1f)",
+						v * r->ratio[a]);
 		if (len >= sizeof(alt))
 			break;
 	}

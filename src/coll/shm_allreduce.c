@@ -105,6 +105,7 @@ struct shmar_hdr {
 	uint64_t magic;
 	uint64_t size;
 	uint64_t chunk;
+	uint64_t small_max;     /* rank 0's IBC_SHM_ALLREDUCE_SMALL_BYTES, adopted by all */
 	uint32_t nranks;
 	uint32_t pad;
 } __attribute__((aligned(64)));
@@ -215,6 +216,7 @@ static int shmar_create(struct ibc_comm *comm, struct ibc_shmar *s, struct shmar
 	}
 	s->hdr->size = s->size;
 	s->hdr->chunk = s->chunk;
+	s->hdr->small_max = s->small_max;
 	s->hdr->nranks = (uint32_t)s->n;
 	__atomic_store_n(&s->hdr->magic, SHMAR_MAGIC, __ATOMIC_RELEASE);
 	m->size = s->size;
@@ -242,6 +244,16 @@ static int shmar_attach(struct ibc_shmar *s, const struct shmar_msg *m)
 			     m->name);
 		return 0;
 	}
+	/*
+	 * One small-message threshold for all: ranks that took different
+	 * paths for one call would read each other's slab as the wrong thing
+	 * (IBC_SHM_ALLREDUCE_SMALL_BYTES 64 on rank 0 and 65536 on rank 1 gave
+	 * rank 0 garbage in half of a 4000-byte result, without an error).
+	 */
+	if (s->hdr->small_max != s->small_max)
+		IBC_LOG_INFO(COLL, "shm all-reduce: IBC_SHM_ALLREDUCE_SMALL_BYTES is %zu here and %llu on rank 0; using rank 0's",
+			     s->small_max, (unsigned long long)s->hdr->small_max);
+	s->small_max = (size_t)s->hdr->small_max;
 	return 1;
 }
 

@@ -8,7 +8,9 @@
 #      segment and the all-reduces run on the ring, with IBC_ALGO=shm forced
 #      (no hang, no wrong result);
 #   3. 3 ranks over tcp: no segment at all (IBC_ALGO=shm is not honoured);
-#   4. nothing named /dev/shm/ibc-ar-* is left behind by these runs.
+#   4. ranks with different IBC_SHM_ALLREDUCE_SMALL_BYTES adopt rank 0's
+#      (they took different paths for one call before: a wrong result);
+#   5. nothing named /dev/shm/ibc-ar-* is left behind by these runs.
 # Every wait is bounded: IBC_TIMEOUT_MS=20000 and the launcher's 120 s.
 b=$top_builddir
 run=$top_srcdir/tests/scripts/run_local_ranks.sh
@@ -23,7 +25,7 @@ exec "$b/tests/coll/coll_check" --quick -c allreduce -d int32,float32,bfloat16 -
 EOW
 chmod +x "$wrap"
 before=$(ls /dev/shm 2>/dev/null | grep -c '^ibc-ar-')
-echo "1..7"
+echo "1..8"
 dbg="IBC_DEBUG=DEBUG IBC_DEBUG_SUBSYS=COLL,TUNING IBC_TIMEOUT_MS=20000"
 
 # shellcheck disable=SC2086 # word splitting of $dbg is intended
@@ -41,7 +43,7 @@ nshm=$(grep -c ' over shm: shm/simple' "$log")
 # reaches a millisecond, and then recursive doubling's 3 steps beat the
 # shm all-reduce's 2 synchronisations per 256 KiB chunk at 2 chunks.
 nother=$(grep ' IBC INFO TUNING allreduce of [0-9]* bytes on ' "$log" | grep -vc ' over shm: shm/simple')
-noffer=$(grep ' IBC INFO TUNING allreduce of [0-9]* bytes on ' "$log" | grep -vc ', shm [0-9.]* us)')
+noffer=$(grep ' IBC INFO TUNING allreduce of [0-9]* bytes on ' "$log" | grep -vc ', shm [0-9.]*\( (timed [0-9.]*)\)\{0,1\} us)')
 if [ "$rc" -eq 0 ] && [ "$npass" -eq 3 ]; then echo "ok 1 - shm, 3 ranks: exact results on every rank"
 else echo "not ok 1 - shm, 3 ranks: rc $rc, $npass of 3 ranks passed"; tail -20 "$log" | sed 's/^/# /'; fi
 if [ "$nmap" -eq 3 ] && [ "$nnot" -eq 0 ]; then echo "ok 2 - the segment is mapped on every rank"
@@ -77,6 +79,25 @@ else
 	echo "not ok 6 - IBC_ALGO=shm over tcp: $nshm shm decisions"; grep 'TUNING' "$log" | head -5 | sed 's/^/# /'
 fi
 
+# ranks with different small-message thresholds: rank 0's is used by all
+cat >"$wrap" <<EOW
+#!/bin/sh
+[ "\$IBC_RANK" = 0 ] && export IBC_SHM_ALLREDUCE_SMALL_BYTES=64
+[ "\$IBC_RANK" = 1 ] && export IBC_SHM_ALLREDUCE_SMALL_BYTES=65536
+exec "$b/tests/coll/coll_check" -c allreduce -n 1,7,16,17,1000,16384,65537 -d int32,float32 \
+	-o sum,max -p out,in --no-errors --no-bf16-case
+EOW
+# shellcheck disable=SC2086
+env $dbg IBC_TRANSPORT=shm IBC_ALGO=shm "$run" -n 3 -t 120 -- "$wrap" >"$log" 2>&1
+rc=$?
+npass=$(grep -c '^coll_check rank .*: PASS:' "$log")
+nadopt=$(grep -c 'IBC_SHM_ALLREDUCE_SMALL_BYTES is 65536 here and 64 on rank 0' "$log")
+if [ "$rc" -eq 0 ] && [ "$npass" -eq 3 ] && [ "$nadopt" -ge 1 ]; then
+	echo "ok 7 - IBC_SHM_ALLREDUCE_SMALL_BYTES 64 on rank 0, 65536 on rank 1: rank 0's is used, exact results"
+else
+	echo "not ok 7 - thresholds differ: rc $rc, $npass of 3 passed, $nadopt adoption lines"; grep -v '^ok' "$log" | tail -20 | sed 's/^/# /'
+fi
+
 after=$(ls /dev/shm 2>/dev/null | grep -c '^ibc-ar-')
-if [ "$after" -le "$before" ]; then echo "ok 7 - no /dev/shm/ibc-ar-* segment left ($before before, $after after)"
-else echo "not ok 7 - /dev/shm/ibc-ar-* segments left: $before before, $after after"; fi
+if [ "$after" -le "$before" ]; then echo "ok 8 - no /dev/shm/ibc-ar-* segment left ($before before, $after after)"
+else echo "not ok 8 - /dev/shm/ibc-ar-* segments left: $before before, $after after"; fi
