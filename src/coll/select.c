@@ -2094,7 +2094,13 @@ ibc_status_t ibc_tuner_select(struct ibc_comm *comm, struct ibc_request *req,
 	}
 	IBC_CHECK(tuner_get(comm, &t));
 	if (!t->ready) {
-		IBC_CHECK(tuner_init(comm, t, req));
+		ibc_status_t st;
+
+		/* errors during it say so instead of counting its bytes as the operation's */
+		__atomic_store_n(&comm->cur_tuning, 1, __ATOMIC_RELAXED);
+		st = tuner_init(comm, t, req);
+		__atomic_store_n(&comm->cur_tuning, 0, __ATOMIC_RELAXED);
+		IBC_CHECK(st);
 		/* the probe's traffic is not the operation's: "bytes moved" in errors */
 		__atomic_store_n(&comm->cur_bytes_done, 0, __ATOMIC_RELAXED);
 		comm->cur_bytes_total = 0;

@@ -215,13 +215,20 @@ static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer
 		int has_peer = cur->coll == IBC_COLL_SEND || cur->coll == IBC_COLL_RECV;
 
 		char who[32] = "";
+		char moved[64];
 
 		if (has_root || has_peer)
 			snprintf(who, sizeof(who), " %s %d", has_root ? "root" : "peer", cur->root);
-		snprintf(ctx, sizeof(ctx), "%s #%u (count %zu %s%s%s%s, %llu bytes moved so far) ",
+		/* the probe's and race's traffic is not the operation's (src/coll/select.c) */
+		if (__atomic_load_n(&comm->cur_tuning, __ATOMIC_RELAXED))
+			snprintf(moved, sizeof(moved), "in the tuner's start-up measurements");
+		else
+			snprintf(moved, sizeof(moved), "%llu bytes moved so far",
+				 (unsigned long long)__atomic_load_n(&comm->cur_bytes_done,
+								     __ATOMIC_RELAXED));
+		snprintf(ctx, sizeof(ctx), "%s #%u (count %zu %s%s%s%s, %s) ",
 			 ibc_coll_name(cur->coll), cur->seq, cur->count, ibc_dtype_name(cur->dtype),
-			 reduces ? " " : "", reduces ? ibc_redop_name(cur->op) : "", who,
-			 (unsigned long long)__atomic_load_n(&comm->cur_bytes_done, __ATOMIC_RELAXED));
+			 reduces ? " " : "", reduces ? ibc_redop_name(cur->op) : "", who, moved);
 	}
 	pthread_mutex_unlock(&comm->lock);
 	if (peer >= 0)

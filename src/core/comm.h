@@ -91,6 +91,7 @@ struct ibc_comm {
 	const struct ibc_request *cur;
 	uint64_t cur_bytes_total;             /* bytes this rank sends+receives in cur */
 	uint64_t cur_bytes_done;
+	int cur_tuning;                       /* cur runs the tuner's probe and race (atomic) */
 
 	/*
 	 * Wait-for state, read by the bootstrap service thread to answer

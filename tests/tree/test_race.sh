@@ -10,7 +10,8 @@
 # broadcast as the first collective (the race's operations announce
 # themselves to the shm all-reduce's mismatch check). No race with
 # IBC_TUNING_RACE_MS=0 or 1 (the probe's own time is counted), IBC_ALGO,
-# IBC_TUNING_PROBE=0 or 2 ranks on one core.
+# IBC_TUNING_PROBE=0 or 2 ranks on one core. An error during the race says
+# it happened in the tuner's start-up measurements.
 # Emits TAP.
 set -u
 
@@ -32,7 +33,7 @@ if [ "$cores" -lt 2 ]; then
 	exit 0
 fi
 
-echo "1..12"
+echo "1..13"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; sed 's/^/# /' "$tmp/log" | tail -n 12; fi; }
 
@@ -115,6 +116,24 @@ for setting in IBC_TUNING_RACE_MS=0 IBC_TUNING_RACE_MS=1 IBC_ALGO=ring IBC_TUNIN
 	[ $rc = 0 ] && grep -q 'TUNING model for 2 ranks' "$tmp/log" && ! grep -q 'TUNING race (' "$tmp/log"
 	ok $? "$setting: no anchor raced (rc $rc)"
 done
+
+# an error in the race names the tuner's measurements, not their bytes as the
+# operation's: the n-th allocation fails (IBC_FAULT_INJECT, both ranks), for
+# the n at which it is the race's buffer
+line=
+n_at=
+for f in $(seq 1 60); do
+	IBC_FAULT_INJECT=alloc:$f IBC_TIMEOUT_MS=10000 run 2 shm allreduce -b 8 -e 8 -n 1 -w 0
+	rc=$?
+	line=$(grep 'IBC ERROR COLL .*for the tuner.s race' "$tmp/log" | head -n 1)
+	if [ -n "$line" ]; then
+		n_at=$f
+		break
+	fi
+done
+[ -n "$line" ] && [ "$rc" != 0 ] && echo "$line" | grep -q "in the tuner's start-up measurements" &&
+	! echo "$line" | grep -q 'bytes moved so far'
+ok $? "the race's allocation failing (alloc:${n_at:-none}, rc ${rc:-none}): the error says it was in the tuner's start-up measurements"
 
 # both ranks on one core: share 2 (the tuner counts the cores of sched_getaffinity)
 if command -v taskset > /dev/null 2>&1; then
