@@ -695,6 +695,28 @@ static int tune_algo_ok(const struct ibc_tune_model *m, int coll, int algo)
  */
 #define RACE_COST_FACTOR 1.5
 
+/*
+ * Every algorithm's best protocol and chunk for @coll on @nbytes: @v its
+ * predicted time (HUGE_VAL where it does not apply), @t the choice. Returns
+ * the first algorithm with the lowest finite time (ties: enum order), or -1.
+ */
+static int tune_price_all(const struct ibc_tune_model *m, int coll, size_t nbytes,
+			  double v[IBC_ALGO_COUNT], struct ibc_algo_choice t[IBC_ALGO_COUNT])
+{
+	int best = -1;
+	int a;
+
+	for (a = 0; a < IBC_ALGO_COUNT; a++) {
+		v[a] = HUGE_VAL;
+		if (!tune_algo_ok(m, coll, a))
+			continue;
+		v[a] = tune_best_for_algo(m, coll, a, nbytes, &t[a]);
+		if (v[a] < (best < 0 ? HUGE_VAL : v[best]))
+			best = a;
+	}
+	return best;
+}
+
 /* the raced anchor whose band holds @nbytes, or NULL */
 static const struct ibc_tune_race *tune_race_at(const struct ibc_tune_model *m, int coll,
 						size_t nbytes)
@@ -740,16 +762,11 @@ int ibc_tune_race_plan(const struct ibc_tune_model *m,
 		struct ibc_tune_race_plan *p = &plan[np];
 		struct ibc_algo_choice t[IBC_ALGO_COUNT];
 		double v[IBC_ALGO_COUNT];
-		double best = HUGE_VAL;
+		double best;
 		double sum = 0;
-		int a;
+		int a = tune_price_all(m, IBC_TUNE_ALLREDUCE, nb, v, t);
 
-		for (a = 0; a < IBC_ALGO_COUNT; a++) {
-			v[a] = HUGE_VAL;
-			if (tune_algo_ok(m, IBC_TUNE_ALLREDUCE, a))
-				v[a] = tune_best_for_algo(m, IBC_TUNE_ALLREDUCE, a, nb, &t[a]);
-			best = IBC_MIN(best, v[a]);
-		}
+		best = a < 0 ? HUGE_VAL : v[a];
 		if (!(best > 0) || best == HUGE_VAL)
 			continue;
 		memset(p, 0, sizeof(*p));
@@ -791,7 +808,7 @@ void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 	struct ibc_algo_choice t[IBC_ALGO_COUNT];
 	double v[IBC_ALGO_COUNT];
 	const struct ibc_tune_race *r;
-	double best = HUGE_VAL;
+	double best;
 	int algo;
 	int own;
 	int win = 0;
@@ -803,25 +820,18 @@ void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 		tune_best_for_algo(m, coll, m->force_algo, nbytes, c);
 		return;
 	}
-	for (algo = 0; algo < IBC_ALGO_COUNT; algo++) {
-		v[algo] = HUGE_VAL;
-		if (!tune_algo_ok(m, coll, algo))
-			continue;
-		v[algo] = tune_best_for_algo(m, coll, algo, nbytes, &t[algo]);
-		if (v[algo] < best) {
-			best = v[algo];
-			*c = t[algo];
-		}
-	}
+	own = tune_price_all(m, coll, nbytes, v, t);
+	if (own < 0)
+		return;
+	*c = t[own];
 	/*
 	 * Near a raced anchor the timed algorithms are re-ordered by their
 	 * times, but the model's choice is overturned only where it was timed
 	 * more than IBC_TUNE_RACE_KEEP slower than the best.
 	 */
 	r = tune_race_at(m, coll, nbytes);
-	if (!r || r->ratio[c->algo] <= 0)
+	if (!r || r->ratio[own] <= 0)
 		return;
-	own = c->algo;
 	best = HUGE_VAL;
 	for (algo = 0; algo < IBC_ALGO_COUNT; algo++) {
 		if (r->ratio[algo] <= 0 || v[algo] == HUGE_VAL || v[algo] * r->ratio[algo] >= best)
