@@ -38,9 +38,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_tune.h"
-#include "core/util.h"
 #include "../tests/tree/fork_ranks.h"
+#include "base/util.h"
+#include "bench_tune.h"
 
 struct opts {
 	int n;

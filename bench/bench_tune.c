@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "bench_tune.h"
 #include "core/comm.h"
-#include "core/util.h"
 
 static ibc_status_t run_op(ibc_comm_h comm, int coll, void *s, void *r, size_t count)
 {

@@ -35,9 +35,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/param.h"
+#include "base/util.h"
 #include "transport/ib/ib.h"
-#include "core/param.h"
-#include "core/util.h"
 
 struct opts {
 	char dev[IBC_IB_NAME_LEN];

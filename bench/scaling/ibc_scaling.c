@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "scaling_model.h"
 
 enum cli_format { CLI_TEXT = 0, CLI_MD = 1 };

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "scaling_model.h"
 
 /* round up, forgiving the last bits of a floating-point quotient */

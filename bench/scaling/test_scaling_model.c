@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "scaling_model.h"
 #include "tap.h"
 

@@ -10,10 +10,10 @@
 
 #include <stdlib.h>
 
+#include "base/util.h"
 #include "coll/coll.h"
 #include "coll/select.h"
 #include "coll/tree/sched.h"
-#include "core/util.h"
 #include "cuda/cuda.h"
 
 ibc_status_t ibc_coll_scratch(struct ibc_comm *comm, size_t nbytes, void **p)

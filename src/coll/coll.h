@@ -9,9 +9,9 @@
 #ifndef IBC_COLL_H
 #define IBC_COLL_H
 
+#include "base/util.h"
 #include "core/comm.h"
 #include "core/net.h"
-#include "core/util.h"
 
 /* run @req on @comm: pick the algorithm, execute it; IBC_OK or an error (logged) */
 ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req);

@@ -7,8 +7,8 @@
  */
 #include "config.h"
 
+#include "base/util.h"
 #include "coll/coll.h"
-#include "core/util.h"
 
 enum { PHASE_P2P = 5, PHASE_A2A = 6, PHASE_BARRIER = 7 };
 

@@ -28,8 +28,8 @@
 #define RK_HAVE_X86 0
 #endif
 
+#include "base/util.h"
 #include "coll/reduce.h"
-#include "util.h"
 
 #define RK_INLINE static inline __attribute__((always_inline))
 

@@ -83,12 +83,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/param.h"
+#include "base/util.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
 #include "coll/select.h"
 #include "coll/tree/sched.h"
-#include "core/param.h"
-#include "core/util.h"
 
 #define TUNE_DEFAULT_CHUNK (256u << 10)         /* rd/rabenseifner chunk, bytes */
 #define TUNE_CACHE 8                            /* decisions cached per collective */

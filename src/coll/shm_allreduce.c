@@ -79,13 +79,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/log.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
 #include "coll/select.h"
 #include "core/bootstrap.h"
-#include "core/log.h"
-#include "core/param.h"
-#include "core/util.h"
 
 #define SHMAR_MAGIC 0x69626373686d6172ull /* "ibcshmar" */
 #define SHMAR_TAG (IBC_BOOT_TAG_COLL + 0)

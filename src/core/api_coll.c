@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "base/util.h"
 #include "comm.h"
 #include "cuda/cuda.h"
-#include "util.h"
 
 struct op_args {
 	int coll;

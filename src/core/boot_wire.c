@@ -12,8 +12,8 @@
 #include <openssl/sha.h>
 #include <sys/socket.h>
 
+#include "base/util.h"
 #include "boot_wire.h"
-#include "util.h"
 
 static void put16(uint8_t *p, uint16_t v)
 {

@@ -31,11 +31,11 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "base/param.h"
+#include "base/socket.h"
+#include "base/util.h"
 #include "boot_wire.h"
 #include "bootstrap.h"
-#include "param.h"
-#include "socket.h"
-#include "util.h"
 
 #define BOOT_MAX_PENDING 128    /* unauthenticated connections held at once */
 #define BOOT_ACCEPT_BURST 32    /* accepts per poll round, so pending hellos are read between */

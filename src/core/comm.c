@@ -16,15 +16,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/param.h"
+#include "base/socket.h"
+#include "base/util.h"
 #include "boot_wire.h"
-#include "comm.h"
 #include "coll/coll.h"
+#include "comm.h"
 #include "cuda/cuda.h"
 #include "net.h"
-#include "param.h"
-#include "socket.h"
 #include "topo/topo.h"
-#include "util.h"
 
 static void comm_q_changed(struct ibc_comm *comm);
 

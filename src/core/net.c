@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "base/param.h"
+#include "base/util.h"
 #include "net.h"
-#include "param.h"
-#include "util.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {

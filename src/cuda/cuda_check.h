@@ -13,7 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/util.h"
+#include "base/util.h"
 
 /* IBC_CUDA_CHECK_GOTO(call, st, label): a runtime call; IBC_ERR_CUDA on failure */
 #define IBC_CUDA_CHECK_GOTO(call, st, label)                                           \

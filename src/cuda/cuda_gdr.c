@@ -16,9 +16,9 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "core/build_info.h"
-#include "core/param.h"
-#include "core/util.h"
+#include "base/build_info.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "cuda/cuda.h"
 #include "topo/topo.h"
 

@@ -15,7 +15,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "cuda/cuda.h"
 
 /* ibv_reg_dmabuf_mr() declared by this rdma-core (configure, by feature) */

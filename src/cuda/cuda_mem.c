@@ -27,7 +27,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "cuda/cuda.h"
 #include "cuda/cuda_check.h"
 

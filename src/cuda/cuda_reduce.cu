@@ -32,7 +32,7 @@
 
 #include "cuda/cuda.h"
 extern "C" {
-#include "core/log.h"
+#include "base/log.h"
 }
 
 #define HD __host__ __device__ __forceinline__

@@ -39,9 +39,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/param.h"
+#include "base/util.h"
 #include "coll/coll.h"
-#include "core/param.h"
-#include "core/util.h"
 #include "cuda/cuda.h"
 
 #define STAGE_MAX_SLOTS 8

@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "cuda/cuda.h"
+#include "base/util.h"
 #include "core/comm.h"
-#include "core/util.h"
+#include "cuda/cuda.h"
 #include "ibcoll_cuda.h"
 
 enum gate_state { GATE_NEW = 0, GATE_SUBMITTED, GATE_CANCELLED };

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "core/param.h"
-#include "core/util.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "cuda/cuda.h"
 #include "topo_internal.h"
 

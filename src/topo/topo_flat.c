@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/param.h"
-#include "core/util.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "topo_internal.h"
 
 struct ibc_topo {

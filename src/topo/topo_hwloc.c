@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "core/param.h"
-#include "core/util.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "topo_internal.h"
 
 #define TOPO_SYS_IB_DIR "/sys/class/infiniband"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # test_shm_full.sh - a /dev/shm too small for ibcoll's segments
-# (src/core/alloc.c, ibc_shm_map; docs/reliability.md, guarantee 7), as in a
+# (src/base/alloc.c, ibc_shm_map; docs/reliability.md, guarantee 7), as in a
 # container with the default 64 MiB: each case runs in its own mount
 # namespace (unshare -m) with a small tmpfs on /dev/shm.
 #   1. 4 ranks over shm, 1 MiB: not even a 2-slot pair ring fits. Every rank

@@ -26,9 +26,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/param.h"
+#include "base/util.h"
 #include "coll/reduce.h"
-#include "core/param.h"
-#include "core/util.h"
 #include "cuda/cuda.h"
 #include "cuda_test.h"
 #include "ibcoll.h"

@@ -26,8 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/util.h"
 #include "coll/reduce.h"
-#include "core/util.h"
 #include "cuda/cuda.h"
 #include "tap.h"
 

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "cuda/cuda.h"
 #include "cuda_test.h"
 #include "ibcoll_cuda.h"

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/param.h"
-#include "core/util.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "cuda/cuda.h"
 #include "tap.h"
 #include "topo/topo.h"

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/util.h"
 #include "ib_test_util.h"
-#include "core/util.h"
 #include "tap.h"
 
 static int parse_dev(const char *s, char *dev, int *port)

@@ -11,9 +11,9 @@
 #include <arpa/inet.h>
 #include <stdlib.h>
 
-#include "transport/ib/ib.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "tap.h"
+#include "transport/ib/ib.h"
 
 static struct ibc_ib_gid_entry mk(int index, int type, const char *addr)
 {

@@ -8,9 +8,9 @@
 
 #include <stdlib.h>
 
-#include "transport/ib/ib.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "tap.h"
+#include "transport/ib/ib.h"
 
 static void check_parse_errors(void)
 {

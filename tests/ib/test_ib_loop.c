@@ -27,8 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/util.h"
 #include "ib_test_util.h"
-#include "core/util.h"
 #include "tap.h"
 
 #define GUARD 64

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
+#include "base/util.h"
 #include "ib_test_util.h"
-#include "core/util.h"
 #include "tap.h"
 
 /* 1 when the effective capability set has CAP_IPC_LOCK (bit 14) */

@@ -14,9 +14,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "transport/ib/ib.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "tap.h"
+#include "transport/ib/ib.h"
 
 struct fake {
 	int nreg;

@@ -8,9 +8,9 @@
 
 #include <stdlib.h>
 
-#include "transport/ib/ib.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "tap.h"
+#include "transport/ib/ib.h"
 
 /*
  * Send-queue accounting, and a late successful completion on a QP that

@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "ibcoll.h"
 
 #define REL_DATA_WRONG 100

@@ -35,9 +35,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "core/boot_wire.h"
 #include "core/bootstrap.h"
-#include "core/util.h"
 #include "ibcoll.h"
 #include "rel_harness.h"
 #include "tap.h"

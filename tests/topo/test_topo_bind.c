@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/build_info.h"
-#include "core/param.h"
-#include "core/util.h"
+#include "base/build_info.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "tap.h"
 #include "topo/topo.h"
 

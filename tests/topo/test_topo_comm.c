@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/build_info.h"
+#include "base/build_info.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "core/comm.h"
-#include "core/param.h"
-#include "core/util.h"
 #include "fork_ranks.h"
 #include "tap.h"
 #include "topo/topo.h"

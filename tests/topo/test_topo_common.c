@@ -21,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/build_info.h"
-#include "core/param.h"
-#include "core/util.h"
+#include "base/build_info.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "tap.h"
 #include "topo/topo_internal.h"
 

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "core/build_info.h"
-#include "core/param.h"
-#include "core/util.h"
+#include "base/build_info.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "tap.h"
 #include "topo/topo_internal.h"
 

@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/build_info.h"
-#include "core/param.h"
-#include "core/util.h"
+#include "base/build_info.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "tap.h"
 #include "topo/topo.h"
 

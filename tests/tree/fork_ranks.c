@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/param.h"
+#include "base/param.h"
 #include "fork_ranks.h"
 
 void *fork_ranks_shared(size_t nbytes)

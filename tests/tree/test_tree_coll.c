@@ -27,9 +27,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "coll/select.h"
 #include "core/comm.h"
-#include "core/util.h"
 #include "fork_ranks.h"
 #include "tap.h"
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # test_env_doc.sh - docs/env.md must be exactly what `ibc_info --env-md`
-# prints from src/core/params.def (run `make env-doc` after adding a parameter);
+# prints from src/base/params.def (run `make env-doc` after adding a parameter);
 # `ibc_info --params` marks environment values that are not used (an integer
 # the registry refuses, a string its owner's parser refuses) and shows the
 # default used instead.
@@ -9,7 +9,7 @@ echo "1..5"
 out=$("$top_builddir/tools/ibc_info" --env-md) || { echo "not ok 1 - ibc_info --env-md runs"; echo "not ok 2 - docs/env.md up to date"; exit 1; }
 echo "ok 1 - ibc_info --env-md runs"
 if printf '%s\n' "$out" | cmp -s - "$top_srcdir/docs/env.md"; then
-	echo "ok 2 - docs/env.md matches src/core/params.def"
+	echo "ok 2 - docs/env.md matches src/base/params.def"
 else
 	echo "not ok 2 - docs/env.md is stale: run 'make env-doc'"
 	printf '%s\n' "$out" | diff "$top_srcdir/docs/env.md" - | head -20 | sed 's/^/# /'

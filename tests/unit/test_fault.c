@@ -4,8 +4,8 @@
 
 #include <stdlib.h>
 
-#include "core/param.h"
-#include "core/util.h"
+#include "base/param.h"
+#include "base/util.h"
 #include "tap.h"
 
 int main(void)

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
-#include "core/socket.h"
+#include "base/log.h"
+#include "base/socket.h"
 #include "ibcoll.h"
 #include "tap.h"
 

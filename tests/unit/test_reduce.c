@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/util.h"
 #include "coll/reduce.h"
-#include "core/util.h"
 #include "tap.h"
 
 static const char *const isa_names[IBC_REDUCE_ISA_COUNT] = {"portable", "avx2"};

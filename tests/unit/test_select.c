@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/param.h"
+#include "base/util.h"
 #include "coll/select.h"
-#include "core/param.h"
-#include "core/util.h"
 #include "tap.h"
 
 static int near(double a, double b, double rel)

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "tap.h"
 
 int main(void)

@@ -30,10 +30,10 @@
  */
 #include "config.h"
 
+#include "base/param.h"
+#include "base/util.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
-#include "core/param.h"
-#include "core/util.h"
 
 #define RING_WINDOW 4
 

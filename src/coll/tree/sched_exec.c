@@ -21,11 +21,11 @@
  */
 #include "config.h"
 
+#include "base/param.h"
+#include "base/util.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
 #include "coll/tree/sched.h"
-#include "core/param.h"
-#include "core/util.h"
 
 #define SX_LOOKAHEAD 64         /* ops ahead of the current one whose receives may be posted */
 #define SX_NSLOTS 16            /* chunk buffers for RECV_REDUCE */

@@ -27,8 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/util.h"
 #include "ib.h"
-#include "util.h"
 
 #define IB_PAGE           4096
 #define IB_DRAIN_MS       2000  /* bound on the teardown drain of one connection */

@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/param.h"
+#include "base/util.h"
 #include "ib.h"
-#include "param.h"
-#include "util.h"
 
 #define IB_CQ_INITIAL_CQES  1024
 #define IB_POLL_BATCH       32

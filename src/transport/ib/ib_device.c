@@ -11,9 +11,9 @@
 #include <endian.h>
 #include <stdlib.h>
 
+#include "base/param.h"
+#include "base/util.h"
 #include "ib.h"
-#include "param.h"
-#include "util.h"
 
 /**
  * ibc_ib_hca_parse() - Parse an IBC_IB_HCA value (NCCL_IB_HCA syntax).

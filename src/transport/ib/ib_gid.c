@@ -15,8 +15,8 @@
 #include <arpa/inet.h>
 #include <stdio.h>
 
+#include "base/util.h"
 #include "ib.h"
-#include "util.h"
 
 static const char *const gid_class_names[IBC_IB_GID_CLASS_COUNT] = {
 	[IBC_IB_GID_V2_IPV4] = "RoCE v2 IPv4-mapped",

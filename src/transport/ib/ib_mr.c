@@ -27,8 +27,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "ib.h"
-#include "util.h"
 
 static uintptr_t mr_page_size(void)
 {

@@ -17,12 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/param.h"
+#include "base/util.h"
 #include "bootstrap.h"
 #include "comm.h"
 #include "ib.h"
-#include "param.h"
 #include "topo/topo.h"
-#include "util.h"
 
 #define IB_TAG_INFO  (IBC_BOOT_TAG_IB + 0)
 #define IB_TAG_READY (IBC_BOOT_TAG_IB + 1)

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/util.h"
 #include "ib.h"
-#include "util.h"
 
 /**
  * ibc_ib_qp_create() - Create one RC QP of a connection, in RESET state.

@@ -8,9 +8,9 @@
  */
 #include "config.h"
 
+#include "base/util.h"
 #include "transport/ib/ib_info.h"
 #include "transport/transport.h"
-#include "util.h"
 
 static ibc_status_t ib_stub_init(struct ibc_comm *comm, void **ctx_p)
 {

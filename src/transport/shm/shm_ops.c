@@ -55,10 +55,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/param.h"
+#include "base/socket.h"
+#include "base/util.h"
 #include "core/comm.h"
-#include "core/param.h"
-#include "core/socket.h"
-#include "core/util.h"
 #include "shm.h"
 
 #define SHM_MAGIC 0x31304d4853434249ull /* "IBCSHM01" */

@@ -25,10 +25,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/param.h"
+#include "base/socket.h"
+#include "base/util.h"
 #include "core/comm.h"
-#include "core/param.h"
-#include "core/socket.h"
-#include "core/util.h"
 #include "sock.h"
 
 #define SOCK_HDR_BYTES 48

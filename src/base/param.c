@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "param.h"
-#include "util.h"
+#include "base/param.h"
+#include "base/util.h"
 
 static const struct ibc_param_info param_info[IBC_PARAM_COUNT] = {
 #define IBC_PARAM_INT(NAME, lname, def, mn, mx, hlp) \
@@ -23,7 +23,7 @@ static const struct ibc_param_info param_info[IBC_PARAM_COUNT] = {
 #define IBC_PARAM_STR(NAME, lname, def, hlp) \
 	[IBC_PARAM_IDX_##NAME] = { .name = #NAME, .type = IBC_PARAM_TYPE_STR, .def_str = def, \
 				   .help = hlp },
-#include "params.def"
+#include "base/params.def"
 #undef IBC_PARAM_INT
 #undef IBC_PARAM_STR
 };

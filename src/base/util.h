@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/log.h"
 #include "ibcoll.h"
-#include "log.h"
 
 #define IBC_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define IBC_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "param.h"
-#include "util.h"
+#include "base/param.h"
+#include "base/util.h"
 
 int ibc_fault_armed;
 static int fault_site = -1;

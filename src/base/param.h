@@ -16,7 +16,7 @@ enum ibc_param_type {
 enum ibc_param_idx {
 #define IBC_PARAM_INT(NAME, lname, def, min, max, help) IBC_PARAM_IDX_##NAME,
 #define IBC_PARAM_STR(NAME, lname, def, help) IBC_PARAM_IDX_##NAME,
-#include "params.def"
+#include "base/params.def"
 #undef IBC_PARAM_INT
 #undef IBC_PARAM_STR
 	IBC_PARAM_COUNT
@@ -69,7 +69,7 @@ int ibc_param_parse_int(const char *str, int64_t *val_p);
 	{                                                                \
 		return ibc_param_get_str(IBC_PARAM_IDX_##NAME);          \
 	}
-#include "params.def"
+#include "base/params.def"
 #undef IBC_PARAM_INT
 #undef IBC_PARAM_STR
 

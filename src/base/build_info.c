@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "build_info.h"
+#include "base/build_info.h"
 
 #ifdef HAVE_VERBS
 #include <infiniband/verbs.h>

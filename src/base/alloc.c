@@ -13,8 +13,8 @@
 #include <sys/mman.h>
 #include <sys/statvfs.h>
 
-#include "core/param.h"
-#include "util.h"
+#include "base/param.h"
+#include "base/util.h"
 
 void *ibc_malloc(size_t nbytes, const char *what)
 {

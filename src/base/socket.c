@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "param.h"
-#include "socket.h"
-#include "util.h"
+#include "base/param.h"
+#include "base/socket.h"
+#include "base/util.h"
 
 int ibc_sock_match_ifname(const char *spec, const char *ifname)
 {

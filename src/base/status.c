@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
-#include "util.h"
+#include "base/util.h"
 
 const char *ibc_status_str(ibc_status_t st)
 {

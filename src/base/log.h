@@ -26,7 +26,7 @@ enum ibc_log_level {
 
 enum ibc_log_subsys {
 #define IBC_SUBSYS_DEF(name, bit) IBC_SUBSYS_##name = (1ULL << (bit)),
-#include "log_subsys.def"
+#include "base/log_subsys.def"
 #undef IBC_SUBSYS_DEF
 	IBC_SUBSYS_ALL = ~0ULL
 };

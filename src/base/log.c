@@ -15,8 +15,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #define IBC_LAST_ERROR_LEN 1024
 #define IBC_LOG_LINE_LEN   2048
@@ -41,7 +41,7 @@ static const struct {
 	uint64_t bit;
 } subsys_table[] = {
 #define IBC_SUBSYS_DEF(name, bit) { #name, 1ULL << (bit) },
-#include "log_subsys.def"
+#include "base/log_subsys.def"
 #undef IBC_SUBSYS_DEF
 };
 
