@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
+#include "base/log.h"
 #include "base/util.h"
 #include "scaling_model.h"
 

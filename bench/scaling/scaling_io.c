@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/util.h"
 #include "scaling_model.h"
 

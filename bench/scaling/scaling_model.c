@@ -19,7 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "scaling_model.h"
 
 /* round up, forgiving the last bits of a floating-point quotient */

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
 #include "scaling_model.h"
 #include "tap.h"
 

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/util.h"
 #include "scaling_model.h"
 #include "tap.h"
 

@@ -9,10 +9,12 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
+#include "base/fault.h"
+#include "base/log.h"
 #include "base/param.h"
-#include "base/util.h"
 
 int ibc_fault_armed;
 static int fault_site = -1;

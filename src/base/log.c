@@ -8,15 +8,18 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/log.h"
 #include "base/util.h"
+#include "ibcoll.h"
 
 #define IBC_LAST_ERROR_LEN 1024
 #define IBC_LOG_LINE_LEN   2048

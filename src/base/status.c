@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
-#include "base/util.h"
+#include "base/check.h"
+#include "base/log.h"
+#include "base/status.h"
 
 const char *ibc_status_str(ibc_status_t st)
 {

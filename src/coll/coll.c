@@ -10,6 +10,9 @@
 
 #include <stdlib.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/util.h"
 #include "coll/coll.h"
 #include "coll/select.h"

@@ -7,7 +7,8 @@
  */
 #include "config.h"
 
-#include "base/util.h"
+#include "base/alloc.h"
+#include "base/check.h"
 #include "coll/coll.h"
 
 enum { PHASE_P2P = 5, PHASE_A2A = 6, PHASE_BARRIER = 7 };

@@ -28,6 +28,7 @@
 #define RK_HAVE_X86 0
 #endif
 
+#include "base/check.h"
 #include "base/util.h"
 #include "coll/reduce.h"
 

@@ -83,6 +83,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
 #include "coll/coll.h"

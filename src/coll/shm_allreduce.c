@@ -79,8 +79,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
 #include "base/log.h"
 #include "base/param.h"
+#include "base/shmseg.h"
 #include "base/util.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"

@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "base/util.h"
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "comm.h"
 #include "cuda/cuda.h"
 

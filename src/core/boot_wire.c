@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "base/util.h"

@@ -31,8 +31,12 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/param.h"
 #include "base/socket.h"
+#include "base/status.h"
 #include "base/util.h"
 #include "boot_wire.h"
 #include "bootstrap.h"

@@ -16,8 +16,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/fault.h"
+#include "base/log.h"
 #include "base/param.h"
+#include "base/shmseg.h"
 #include "base/socket.h"
+#include "base/status.h"
 #include "base/util.h"
 #include "boot_wire.h"
 #include "coll/coll.h"

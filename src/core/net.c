@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "base/check.h"
+#include "base/log.h"
 #include "base/param.h"
+#include "base/status.h"
 #include "base/util.h"
 #include "net.h"
 

@@ -13,6 +13,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/fault.h"
+#include "base/log.h"
 #include "base/util.h"
 
 /* IBC_CUDA_CHECK_GOTO(call, st, label): a runtime call; IBC_ERR_CUDA on failure */

@@ -14,11 +14,12 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "base/build_info.h"
+#include "base/log.h"
 #include "base/param.h"
-#include "base/util.h"
 #include "cuda/cuda.h"
 #include "topo/topo.h"
 

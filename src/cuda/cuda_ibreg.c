@@ -15,7 +15,8 @@
 
 #include <infiniband/verbs.h>
 
-#include "base/util.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "cuda/cuda.h"
 
 /* ibv_reg_dmabuf_mr() declared by this rdma-core (configure, by feature) */

@@ -27,6 +27,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "base/log.h"
 #include "base/util.h"
 #include "cuda/cuda.h"
 #include "cuda/cuda_check.h"

@@ -33,6 +33,7 @@
 #include "cuda/cuda.h"
 extern "C" {
 #include "base/log.h"
+#include "base/util.h"
 }
 
 #define HD __host__ __device__ __forceinline__

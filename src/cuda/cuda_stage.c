@@ -39,6 +39,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/fault.h"
+#include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
 #include "coll/coll.h"

@@ -30,6 +30,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/util.h"
 #include "core/comm.h"
 #include "cuda/cuda.h"

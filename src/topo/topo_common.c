@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
 #include "cuda/cuda.h"

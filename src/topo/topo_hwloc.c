@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/param.h"
-#include "base/util.h"
 #include "topo_internal.h"
 
 #define TOPO_SYS_IB_DIR "/sys/class/infiniband"

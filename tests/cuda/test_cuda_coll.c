@@ -26,7 +26,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/fault.h"
 #include "base/param.h"
+#include "base/status.h"
 #include "base/util.h"
 #include "coll/reduce.h"
 #include "cuda/cuda.h"

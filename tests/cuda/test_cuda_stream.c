@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/util.h"
 #include "cuda/cuda.h"
 #include "cuda_test.h"
 #include "ibcoll_cuda.h"

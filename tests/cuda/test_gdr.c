@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "base/param.h"
-#include "base/util.h"
 #include "cuda/cuda.h"
 #include "tap.h"
 #include "topo/topo.h"

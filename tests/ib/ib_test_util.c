@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/check.h"
 #include "base/util.h"
 #include "ib_test_util.h"
 #include "tap.h"

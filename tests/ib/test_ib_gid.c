@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <stdlib.h>
 
-#include "base/util.h"
 #include "tap.h"
 #include "transport/ib/ib.h"
 

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
-#include "base/util.h"
 #include "ib_test_util.h"
 #include "tap.h"
 

@@ -14,7 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/fault.h"
 #include "tap.h"
 #include "transport/ib/ib.h"
 

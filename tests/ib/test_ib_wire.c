@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 
-#include "base/util.h"
 #include "tap.h"
 #include "transport/ib/ib.h"
 

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fault.h"
 #include "base/util.h"
 #include "ibcoll.h"
 

@@ -35,7 +35,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "base/util.h"
+#include "base/status.h"
 #include "core/boot_wire.h"
 #include "core/bootstrap.h"
 #include "ibcoll.h"

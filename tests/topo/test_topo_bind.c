@@ -8,13 +8,14 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/build_info.h"
 #include "base/param.h"
-#include "base/util.h"
 #include "tap.h"
 #include "topo/topo.h"
 

@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,6 @@
 
 #include "base/build_info.h"
 #include "base/param.h"
-#include "base/util.h"
 #include "core/comm.h"
 #include "fork_ranks.h"
 #include "tap.h"

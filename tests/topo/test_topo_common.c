@@ -18,10 +18,12 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/build_info.h"
+#include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
 #include "tap.h"

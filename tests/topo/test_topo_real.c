@@ -12,11 +12,12 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/build_info.h"
 #include "base/param.h"
-#include "base/util.h"
 #include "tap.h"
 #include "topo/topo_internal.h"
 

@@ -10,12 +10,14 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/build_info.h"
+#include "base/fault.h"
+#include "base/log.h"
 #include "base/param.h"
-#include "base/util.h"
 #include "tap.h"
 #include "topo/topo.h"
 

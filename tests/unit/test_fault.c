@@ -4,8 +4,9 @@
 
 #include <stdlib.h>
 
+#include "base/alloc.h"
+#include "base/fault.h"
 #include "base/param.h"
-#include "base/util.h"
 #include "tap.h"
 
 int main(void)

@@ -7,10 +7,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/log.h"
-#include "base/util.h"
+#include "ibcoll.h"
 #include "tap.h"
 
 int main(void)

@@ -6,9 +6,11 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
+#include "base/log.h"
 #include "base/param.h"
-#include "base/util.h"
+#include "ibcoll.h"
 #include "tap.h"
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/status.h"
 #include "base/util.h"
 #include "coll/reduce.h"
 #include "tap.h"

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "base/status.h"
 #include "base/util.h"
 #include "tap.h"
 

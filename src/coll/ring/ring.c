@@ -30,6 +30,7 @@
  */
 #include "config.h"
 
+#include "base/check.h"
 #include "base/param.h"
 #include "base/util.h"
 #include "coll/coll.h"

@@ -21,6 +21,8 @@
  */
 #include "config.h"
 
+#include "base/check.h"
+#include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
 #include "coll/coll.h"

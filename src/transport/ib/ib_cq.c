@@ -14,6 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/fault.h"
+#include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
 #include "ib.h"

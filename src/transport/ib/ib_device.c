@@ -11,8 +11,9 @@
 #include <endian.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
+#include "base/log.h"
 #include "base/param.h"
-#include "base/util.h"
 #include "ib.h"
 
 /**

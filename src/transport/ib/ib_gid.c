@@ -15,7 +15,7 @@
 #include <arpa/inet.h>
 #include <stdio.h>
 
-#include "base/util.h"
+#include "base/log.h"
 #include "ib.h"
 
 static const char *const gid_class_names[IBC_IB_GID_CLASS_COUNT] = {

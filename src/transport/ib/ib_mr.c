@@ -27,6 +27,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/fault.h"
+#include "base/log.h"
 #include "base/util.h"
 #include "ib.h"
 

@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
 #include "bootstrap.h"

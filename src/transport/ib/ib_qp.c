@@ -12,6 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/fault.h"
+#include "base/log.h"
+#include "base/status.h"
 #include "base/util.h"
 #include "ib.h"
 

@@ -8,7 +8,7 @@
  */
 #include "config.h"
 
-#include "base/util.h"
+#include "base/log.h"
 #include "transport/ib/ib_info.h"
 #include "transport/transport.h"
 

@@ -55,7 +55,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/fault.h"
+#include "base/log.h"
 #include "base/param.h"
+#include "base/shmseg.h"
 #include "base/socket.h"
 #include "base/util.h"
 #include "core/comm.h"

@@ -25,6 +25,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/fault.h"
+#include "base/log.h"
 #include "base/param.h"
 #include "base/socket.h"
 #include "base/util.h"
