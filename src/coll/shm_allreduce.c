@@ -85,10 +85,10 @@
 #include "base/param.h"
 #include "base/shmseg.h"
 #include "base/util.h"
+#include "boot/bootstrap.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
 #include "coll/select.h"
-#include "core/bootstrap.h"
 
 #define SHMAR_MAGIC 0x69626373686d6172ull /* "ibcshmar" */
 #define SHMAR_TAG (IBC_BOOT_TAG_COLL + 0)

@@ -25,7 +25,7 @@
 #include "base/socket.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "boot_wire.h"
+#include "boot/boot_wire.h"
 #include "coll/coll.h"
 #include "comm.h"
 #include "cuda/cuda.h"

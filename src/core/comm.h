@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "bootstrap.h"
+#include "boot/bootstrap.h"
 #include "ibcoll.h"
 #include "transport/transport.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_boot_wire.c - libFuzzer target over the bootstrap wire parsers
- * (src/core/boot_wire.c), everything a stranger's bytes reach before and
+ * (src/boot/boot_wire.c), everything a stranger's bytes reach before and
  * after authentication: frame headers, HELLO, TABLE, NOTICE, FAIL, text
  * payloads, peer infos and the unique id.
  *
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/boot_wire.h"
+#include "boot/boot_wire.h"
 
 #define CHECK(cond)                                                                    \
 	do {                                                                           \

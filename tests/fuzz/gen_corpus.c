@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "core/boot_wire.h"
+#include "boot/boot_wire.h"
 
 static uint8_t buf[1 << 16];
 static size_t blen;

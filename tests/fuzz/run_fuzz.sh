@@ -38,7 +38,7 @@ echo "1..4"
 # shellcheck disable=SC2086
 if "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-I"$builddir" -I"$srcdir/include" -I"$srcdir/src" -I"$srcdir/src/core" $crypto_cflags \
-	"$srcdir/tests/fuzz/fuzz_boot_wire.c" "$srcdir/src/core/boot_wire.c" \
+	"$srcdir/tests/fuzz/fuzz_boot_wire.c" "$srcdir/src/boot/boot_wire.c" \
 	$crypto_libs -o "$out/fuzz_boot_wire" 2>"$tmp/build.log"; then
 	echo "ok 1 - fuzz_boot_wire builds with -fsanitize=fuzzer,address,undefined"
 else

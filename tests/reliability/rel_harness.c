@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/bootstrap.h"
+#include "boot/bootstrap.h"
 #include "rel_harness.h"
 
 extern char **environ;

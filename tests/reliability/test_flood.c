@@ -36,8 +36,8 @@
 #include <unistd.h>
 
 #include "base/status.h"
-#include "core/boot_wire.h"
-#include "core/bootstrap.h"
+#include "boot/boot_wire.h"
+#include "boot/bootstrap.h"
 #include "ibcoll.h"
 #include "rel_harness.h"
 #include "tap.h"

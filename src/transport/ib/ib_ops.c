@@ -22,7 +22,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
-#include "bootstrap.h"
+#include "boot/bootstrap.h"
 #include "comm.h"
 #include "ib.h"
 #include "topo/topo.h"

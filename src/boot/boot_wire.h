@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootstrap.h"
+#include "boot/bootstrap.h"
 #include "ibcoll.h"
 
 #define IBC_BOOT_MAGIC 0x42434249u

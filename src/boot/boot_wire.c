@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 
 #include "base/util.h"
-#include "boot_wire.h"
+#include "boot/boot_wire.h"
 
 static void put16(uint8_t *p, uint16_t v)
 {
