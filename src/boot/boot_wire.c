@@ -14,32 +14,8 @@
 #include <sys/socket.h>
 
 #include "base/util.h"
+#include "base/wire.h"
 #include "boot/boot_wire.h"
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-	       ((uint32_t)p[3] << 24);
-}
 
 size_t ibc_boot_max_len(int type, int nranks)
 {
@@ -61,18 +37,18 @@ size_t ibc_boot_max_len(int type, int nranks)
 
 void ibc_boot_put_hdr(uint8_t out[IBC_BOOT_HDR_BYTES], int type, uint32_t len)
 {
-	put32(out, IBC_BOOT_MAGIC);
-	put16(out + 4, (uint16_t)type);
-	put16(out + 6, 0);
-	put32(out + 8, len);
+	ibc_wire_put32(out, IBC_BOOT_MAGIC);
+	ibc_wire_put16(out + 4, (uint16_t)type);
+	ibc_wire_put16(out + 6, 0);
+	ibc_wire_put32(out + 8, len);
 }
 
 int ibc_boot_parse_hdr(const uint8_t in[IBC_BOOT_HDR_BYTES], int nranks, struct ibc_boot_hdr *h)
 {
-	uint16_t type = get16(in + 4);
-	uint32_t len = get32(in + 8);
+	uint16_t type = ibc_wire_get16(in + 4);
+	uint32_t len = ibc_wire_get32(in + 8);
 
-	if (get32(in) != IBC_BOOT_MAGIC || type == 0 || type >= IBC_BOOT_TYPE_COUNT)
+	if (ibc_wire_get32(in) != IBC_BOOT_MAGIC || type == 0 || type >= IBC_BOOT_TYPE_COUNT)
 		return -1;
 	if (len > ibc_boot_max_len(type, nranks))
 		return -1;
@@ -86,9 +62,9 @@ void ibc_boot_pack_info(const struct ibc_peer_info *pi, uint8_t out[IBC_BOOT_INF
 	memset(out, 0, IBC_BOOT_INFO_BYTES);
 	memcpy(out, pi->host, IBC_BOOT_HOST_LEN);
 	memcpy(out + 64, pi->boot_id, IBC_BOOT_BOOTID_LEN);
-	put32(out + 104, pi->pid);
-	put16(out + 108, pi->family);
-	put16(out + 110, pi->port);
+	ibc_wire_put32(out + 104, pi->pid);
+	ibc_wire_put16(out + 108, pi->family);
+	ibc_wire_put16(out + 110, pi->port);
 	memcpy(out + 112, pi->addr, 16);
 }
 
@@ -109,9 +85,9 @@ int ibc_boot_unpack_info(const uint8_t in[IBC_BOOT_INFO_BYTES], struct ibc_peer_
 	sanitize(pi->host, IBC_BOOT_HOST_LEN);
 	memcpy(pi->boot_id, in + 64, IBC_BOOT_BOOTID_LEN);
 	sanitize(pi->boot_id, IBC_BOOT_BOOTID_LEN);
-	pi->pid = get32(in + 104);
-	pi->family = get16(in + 108);
-	pi->port = get16(in + 110);
+	pi->pid = ibc_wire_get32(in + 104);
+	pi->family = ibc_wire_get16(in + 108);
+	pi->port = ibc_wire_get16(in + 110);
 	memcpy(pi->addr, in + 112, 16);
 	if (pi->family != AF_INET && pi->family != AF_INET6)
 		return -1;
@@ -120,13 +96,13 @@ int ibc_boot_unpack_info(const uint8_t in[IBC_BOOT_INFO_BYTES], struct ibc_peer_
 
 static size_t hello_fields(const struct ibc_boot_hello *h, uint8_t *out)
 {
-	put16(out, h->kind);
-	put16(out + 2, 0);
-	put32(out + 4, h->tag);
-	put32(out + 8, (uint32_t)h->src);
-	put32(out + 12, (uint32_t)h->dst);
-	put32(out + 16, (uint32_t)h->nranks);
-	put32(out + 20, 0);
+	ibc_wire_put16(out, h->kind);
+	ibc_wire_put16(out + 2, 0);
+	ibc_wire_put32(out + 4, h->tag);
+	ibc_wire_put32(out + 8, (uint32_t)h->src);
+	ibc_wire_put32(out + 12, (uint32_t)h->dst);
+	ibc_wire_put32(out + 16, (uint32_t)h->nranks);
+	ibc_wire_put32(out + 20, 0);
 	memcpy(out + 24, h->comm_id, 16);
 	memcpy(out + 40, h->nonce_c, 16);
 	return 56;
@@ -150,11 +126,11 @@ int ibc_boot_parse_hello(const uint8_t *in, size_t len, struct ibc_boot_hello *h
 	if (len != IBC_BOOT_HELLO_BYTES && len != IBC_BOOT_HELLO_BYTES + IBC_BOOT_INFO_BYTES)
 		return -1;
 	memset(h, 0, sizeof(*h));
-	h->kind = get16(in);
-	h->tag = get32(in + 4);
-	h->src = (int32_t)get32(in + 8);
-	h->dst = (int32_t)get32(in + 12);
-	h->nranks = (int32_t)get32(in + 16);
+	h->kind = ibc_wire_get16(in);
+	h->tag = ibc_wire_get32(in + 4);
+	h->src = (int32_t)ibc_wire_get32(in + 8);
+	h->dst = (int32_t)ibc_wire_get32(in + 12);
+	h->nranks = (int32_t)ibc_wire_get32(in + 16);
 	memcpy(h->comm_id, in + 24, 16);
 	memcpy(h->nonce_c, in + 40, 16);
 	memcpy(h->mac, in + IBC_BOOT_HELLO_FIELDS_BYTES, IBC_BOOT_MAC_BYTES);
@@ -186,7 +162,7 @@ void ibc_boot_pack_table(const uint8_t comm_id[16], int nranks, const struct ibc
 	int i;
 
 	memcpy(out, comm_id, 16);
-	put32(out + 16, (uint32_t)nranks);
+	ibc_wire_put32(out + 16, (uint32_t)nranks);
 	for (i = 0; i < nranks; i++)
 		ibc_boot_pack_info(&infos[i], out + 20 + (size_t)i * IBC_BOOT_INFO_BYTES);
 }
@@ -198,7 +174,7 @@ int ibc_boot_parse_table(const uint8_t *in, size_t len, int want_nranks, uint8_t
 
 	if (want_nranks < 1 || len != ibc_boot_table_len(want_nranks))
 		return -1;
-	if ((int)get32(in + 16) != want_nranks)
+	if ((int)ibc_wire_get32(in + 16) != want_nranks)
 		return -1;
 	memcpy(comm_id, in, 16);
 	for (i = 0; i < want_nranks; i++)
@@ -213,9 +189,9 @@ size_t ibc_boot_pack_notice(const struct ibc_boot_notice_msg *n, uint8_t *out, s
 
 	if (out_len < IBC_BOOT_NOTICE_HDR_BYTES + tl)
 		return 0;
-	put32(out, n->kind);
-	put32(out + 4, (uint32_t)n->rank);
-	put32(out + 8, (uint32_t)n->status);
+	ibc_wire_put32(out, n->kind);
+	ibc_wire_put32(out + 4, (uint32_t)n->rank);
+	ibc_wire_put32(out + 8, (uint32_t)n->status);
 	memcpy(out + IBC_BOOT_NOTICE_HDR_BYTES, n->text, tl);
 	return IBC_BOOT_NOTICE_HDR_BYTES + tl;
 }
@@ -244,9 +220,9 @@ int ibc_boot_parse_notice(const uint8_t *in, size_t len, struct ibc_boot_notice_
 	if (len < IBC_BOOT_NOTICE_HDR_BYTES ||
 	    len > IBC_BOOT_NOTICE_HDR_BYTES + IBC_BOOT_NOTICE_TEXT_MAX - 1)
 		return -1;
-	n->kind = get32(in);
-	n->rank = (int32_t)get32(in + 4);
-	n->status = (int32_t)get32(in + 8);
+	n->kind = ibc_wire_get32(in);
+	n->rank = (int32_t)ibc_wire_get32(in + 4);
+	n->status = (int32_t)ibc_wire_get32(in + 8);
 	if (n->kind < IBC_BOOT_NOTICE_DEAD || n->kind > IBC_BOOT_NOTICE_ERROR || n->rank < 0)
 		return -1;
 	if (n->kind == IBC_BOOT_NOTICE_BYE ? n->status != IBC_OK : !is_error_status(n->status))
@@ -259,20 +235,20 @@ int ibc_boot_parse_notice(const uint8_t *in, size_t len, struct ibc_boot_notice_
 void ibc_boot_pack_waitstate(const struct ibc_boot_waitstate *ws,
 			     uint8_t out[IBC_BOOT_WAITSTATE_BYTES])
 {
-	put32(out, ws->state);
-	put32(out + 4, (uint32_t)ws->peer);
-	put32(out + 8, ws->seq);
-	put32(out + 12, ws->idle_ms);
+	ibc_wire_put32(out, ws->state);
+	ibc_wire_put32(out + 4, (uint32_t)ws->peer);
+	ibc_wire_put32(out + 8, ws->seq);
+	ibc_wire_put32(out + 12, ws->idle_ms);
 }
 
 int ibc_boot_parse_waitstate(const uint8_t *in, size_t len, struct ibc_boot_waitstate *ws)
 {
 	if (len != IBC_BOOT_WAITSTATE_BYTES)
 		return -1;
-	ws->state = get32(in);
-	ws->peer = (int32_t)get32(in + 4);
-	ws->seq = get32(in + 8);
-	ws->idle_ms = get32(in + 12);
+	ws->state = ibc_wire_get32(in);
+	ws->peer = (int32_t)ibc_wire_get32(in + 4);
+	ws->seq = ibc_wire_get32(in + 8);
+	ws->idle_ms = ibc_wire_get32(in + 12);
 	if (ws->state >= IBC_BOOT_WAIT_STATE_COUNT || ws->peer < -1 ||
 	    (ws->state == IBC_BOOT_WAIT_PEER) != (ws->peer >= 0))
 		return -1;
@@ -286,7 +262,7 @@ size_t ibc_boot_pack_fail(ibc_status_t st, const char *text, uint8_t *out, size_
 	if (out_len < 4)
 		return 0;
 	tl = IBC_MIN(tl, out_len - 4);
-	put32(out, (uint32_t)(int32_t)st);
+	ibc_wire_put32(out, (uint32_t)(int32_t)st);
 	memcpy(out + 4, text, tl);
 	return 4 + tl;
 }
@@ -298,7 +274,7 @@ int ibc_boot_parse_fail(const uint8_t *in, size_t len, ibc_status_t *st_p, char 
 
 	if (len < 4 || len > 4 + IBC_BOOT_TEXT_MAX)
 		return -1;
-	st = (int32_t)get32(in);
+	st = (int32_t)ibc_wire_get32(in);
 	if (!is_error_status(st))
 		return -1;
 	*st_p = (ibc_status_t)st;
@@ -311,19 +287,19 @@ int ibc_boot_parse_fail(const uint8_t *in, size_t len, ibc_status_t *st_p, char 
 void ibc_boot_uid_encode(const struct ibc_boot_uid *u, uint8_t out[IBC_UNIQUE_ID_BYTES])
 {
 	memset(out, 0, IBC_UNIQUE_ID_BYTES);
-	put32(out, UID_MAGIC);
-	put16(out + 4, u->family);
-	put16(out + 6, u->port);
+	ibc_wire_put32(out, UID_MAGIC);
+	ibc_wire_put16(out + 4, u->family);
+	ibc_wire_put16(out + 6, u->port);
 	memcpy(out + 8, u->addr, 16);
 	memcpy(out + 24, u->secret, IBC_BOOT_SECRET_BYTES);
 }
 
 int ibc_boot_uid_decode(const uint8_t in[IBC_UNIQUE_ID_BYTES], struct ibc_boot_uid *u)
 {
-	if (get32(in) != UID_MAGIC)
+	if (ibc_wire_get32(in) != UID_MAGIC)
 		return -1;
-	u->family = get16(in + 4);
-	u->port = get16(in + 6);
+	u->family = ibc_wire_get16(in + 4);
+	u->port = ibc_wire_get16(in + 6);
 	memcpy(u->addr, in + 8, 16);
 	memcpy(u->secret, in + 24, IBC_BOOT_SECRET_BYTES);
 	if ((u->family != AF_INET && u->family != AF_INET6) || !u->port)

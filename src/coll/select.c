@@ -1473,13 +1473,10 @@ ibc_status_t ibc_tuner_model(struct ibc_comm *comm, struct ibc_tune_model *m_p)
 	return IBC_OK;
 }
 
+/* the tuner's transport index is the transport's class (enum ibc_tclass) */
 static int tp_of_ops(const struct ibc_transport_ops *ops)
 {
-	if (ops == &ibc_shm_ops)
-		return IBC_TUNE_TP_SHM;
-	if (ops == &ibc_ib_ops)
-		return IBC_TUNE_TP_IB;
-	return IBC_TUNE_TP_TCP;
+	return ops->tclass;
 }
 
 /* slowness order for "the slowest link": tcp, then ib, then shm */

@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "ibcoll.h"
+#include "transport/transport.h"
 
 struct ibc_comm;
 struct ibc_request;
@@ -57,12 +58,12 @@ enum ibc_tune_coll {
 	IBC_TUNE_COLL_COUNT
 };
 
-/* transport classes with their own coefficients */
+/* transport classes with their own coefficients: enum ibc_tclass (transport.h) */
 enum ibc_tune_tp {
-	IBC_TUNE_TP_SHM = 0,
-	IBC_TUNE_TP_TCP = 1,
-	IBC_TUNE_TP_IB = 2,
-	IBC_TUNE_TP_COUNT
+	IBC_TUNE_TP_SHM = IBC_TCLASS_SHM,
+	IBC_TUNE_TP_TCP = IBC_TCLASS_TCP,
+	IBC_TUNE_TP_IB = IBC_TCLASS_IB,
+	IBC_TUNE_TP_COUNT = IBC_TCLASS_COUNT
 };
 
 /* source bits of a model */

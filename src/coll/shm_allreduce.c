@@ -279,7 +279,7 @@ static int shmar_wanted(struct ibc_comm *comm)
 	if (!ibc_param_shm_allreduce())
 		return 0;
 	for (i = 0; i < comm->nranks; i++)
-		if (i != comm->rank && comm->peers[i].ops != &ibc_shm_ops)
+		if (i != comm->rank && !(comm->peers[i].ops->caps & IBC_TCAP_LOCAL))
 			return 0;
 	return 1;
 }
@@ -514,7 +514,7 @@ static ibc_status_t shmar_wait_body(struct ibc_comm *comm, struct ibc_shmar *s,
 			if (shmar_peer_cur(s, q, &theirs) && theirs.seq == mine.seq &&
 			    (theirs.coll != mine.coll || theirs.dtype != mine.dtype ||
 			     theirs.op != mine.op || theirs.root != mine.root))
-				return ibc_msg_desc_check(comm, q, &mine, desc_nbytes(&mine), &theirs,
+				return ibc_net_desc_check(comm, q, &mine, desc_nbytes(&mine), &theirs,
 							  desc_nbytes(&theirs));
 			/* keep the transports (and their failure reports) moving */
 			pst = ibc_net_progress(comm);
@@ -562,7 +562,7 @@ static ibc_status_t shmar_check_desc(struct ibc_comm *comm, struct ibc_shmar *s,
 		const struct ibc_msg_desc *d = &s->line[q].desc[b];
 
 		if (q != comm->rank && memcmp(d, mine, sizeof(*d)) != 0)
-			return ibc_msg_desc_check(comm, q, mine, desc_nbytes(mine), d,
+			return ibc_net_desc_check(comm, q, mine, desc_nbytes(mine), d,
 						  desc_nbytes(d));
 	}
 	return IBC_OK;

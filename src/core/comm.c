@@ -470,10 +470,90 @@ static void comm_free(struct ibc_comm *comm)
 
 static void *progress_thread(void *arg);
 
+/* ------------------------------------------------------------------------ */
+/* the transports' environment (struct ibc_tenv)                            */
+/* ------------------------------------------------------------------------ */
+
+/* a transport's out-of-band tag on the bootstrap: its own range, by transport id */
+static uint32_t tenv_tag(const struct ibc_tinst *ti, uint32_t tag)
+{
+	return ((uint32_t)ti->ops->id << 12) | (tag & IBC_TENV_TAG_MAX);
+}
+
+static int tenv_same_host(void *arg, int peer)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_same_host(ti->comm->bs, peer);
+}
+
+static const char *tenv_peer_host(void *arg, int peer)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_comm_peer_host(ti->comm, peer);
+}
+
+static ibc_status_t tenv_oob_send(void *arg, int peer, uint32_t tag, const void *buf,
+				  size_t nbytes)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_send(ti->comm->bs, peer, tenv_tag(ti, tag), buf, nbytes);
+}
+
+static ibc_status_t tenv_oob_try_recv(void *arg, int peer, uint32_t tag, void *buf,
+				      size_t nbytes, int *got_p)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_try_recv(ti->comm->bs, peer, tenv_tag(ti, tag), buf, nbytes, got_p);
+}
+
+static ibc_status_t tenv_oob_connect_stream(void *arg, int peer, uint32_t tag, int *fd_p)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_connect_stream(ti->comm->bs, peer, tenv_tag(ti, tag), fd_p);
+}
+
+static ibc_status_t tenv_oob_try_accept_stream(void *arg, int peer, uint32_t tag, int *fd_p)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_try_accept_stream(ti->comm->bs, peer, tenv_tag(ti, tag), fd_p);
+}
+
+static ibc_status_t tenv_fail(void *arg, ibc_status_t st, int peer, const char *text)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_comm_fail(ti->comm, st, peer, "%s", text);
+}
+
+static ibc_status_t tenv_status(void *arg)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_comm_poison_status(ti->comm);
+}
+
+static const struct ibc_tenv_ops tenv_ops = {
+	.same_host = tenv_same_host,
+	.peer_host = tenv_peer_host,
+	.oob_send = tenv_oob_send,
+	.oob_try_recv = tenv_oob_try_recv,
+	.oob_connect_stream = tenv_oob_connect_stream,
+	.oob_try_accept_stream = tenv_oob_try_accept_stream,
+	.fail = tenv_fail,
+	.status = tenv_status,
+};
+
 /* add @ops to the communicator's transports (init its context) unless present */
 static ibc_status_t comm_tinst_get(struct ibc_comm *comm, const struct ibc_transport_ops *ops,
 				   int *ok_p)
 {
+	struct ibc_tinst *ti;
 	ibc_status_t st;
 	int i;
 
@@ -484,12 +564,29 @@ static ibc_status_t comm_tinst_get(struct ibc_comm *comm, const struct ibc_trans
 		}
 	}
 	*ok_p = 0;
-	st = ops->init(comm, &comm->tinst[comm->ntinst].ctx);
-	if (st == IBC_ERR_UNSUPPORTED)
+	ti = &comm->tinst[comm->ntinst];
+	memset(ti, 0, sizeof(*ti));
+	ti->ops = ops;
+	ti->comm = comm;
+	ti->env.rank = comm->rank;
+	ti->env.nranks = comm->nranks;
+	ti->env.nlocal = comm->nlocal;
+	ti->env.local_rank = comm->local_rank;
+	ti->env.gpu = comm->gpu;
+	ti->env.timeout_ms = comm->timeout_ms;
+	ti->env.connect_timeout_ms = ibc_param_bootstrap_timeout_ms();
+	memcpy(ti->env.comm_id, ibc_bootstrap_comm_id(comm->bs), IBC_TENV_COMM_ID_BYTES);
+	ti->env.ops = &tenv_ops;
+	ti->env.arg = ti;
+	st = ops->init(&ti->env, &ti->ctx);
+	if (st == IBC_ERR_UNSUPPORTED) {
+		ti->ops = NULL;
 		return IBC_OK;
-	if (st != IBC_OK)
+	}
+	if (st != IBC_OK) {
+		ti->ops = NULL;
 		return st;
-	comm->tinst[comm->ntinst].ops = ops;
+	}
 	comm->ntinst++;
 	*ok_p = 1;
 	return IBC_OK;
@@ -536,7 +633,7 @@ static ibc_status_t comm_choose_transports(struct ibc_comm *comm)
 		IBC_LOG_WARN(ENV, "IBC_TRANSPORT=%s is not auto, shm, tcp or ib; using auto", want);
 
 	if (forced) {
-		if (forced == &ibc_shm_ops) {
+		if (forced->caps & IBC_TCAP_LOCAL) {
 			for (i = 0; i < comm->nranks; i++) {
 				if (!ibc_bootstrap_same_host(comm->bs, i)) {
 					IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=shm but rank %d runs on host %s, not this host",
@@ -606,15 +703,9 @@ out:
 	return st;
 }
 
-/*
- * Busy-polling helps only when every rank has a core: with more ranks on
- * this host than cores available to the process, waiting ranks yield at
- * once so that the peer they wait for can run.
- */
-static void comm_choose_spin(struct ibc_comm *comm)
+/* this host's ranks (same host name and boot id) and this rank's index among them */
+static void comm_count_local(struct ibc_comm *comm)
 {
-	cpu_set_t set;
-	int ncpu = 0;
 	int i;
 
 	comm->nlocal = 0;
@@ -625,6 +716,18 @@ static void comm_choose_spin(struct ibc_comm *comm)
 			comm->local_rank++;
 	}
 	ibc_shm_note_nlocal(comm->nlocal);
+}
+
+/*
+ * Busy-polling helps only when every rank has a core: with more ranks on
+ * this host than cores available to the process, waiting ranks yield at
+ * once so that the peer they wait for can run.
+ */
+static void comm_choose_spin(struct ibc_comm *comm)
+{
+	cpu_set_t set;
+	int ncpu = 0;
+
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		ncpu = CPU_COUNT(&set);
 	comm->spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
@@ -670,9 +773,15 @@ static int comm_plan_progress(struct ibc_comm *comm, cpu_set_t *set)
 	int bind = 0;
 	int i;
 
-	for (i = 0; i < comm->nranks && comm->ib_nic[0]; i++)
-		if (comm->peers[i].ops == &ibc_ib_ops)
-			nic = comm->ib_nic;
+	/* the device of a transport that opened one and that some peer uses */
+	for (i = 0; i < comm->ntinst && !nic; i++) {
+		const struct ibc_tinst *ti = &comm->tinst[i];
+		int p;
+
+		for (p = 0; p < comm->nranks; p++)
+			if (comm->peers[p].ops == ti->ops && *ti->ops->device(ti->ctx))
+				nic = ti->ops->device(ti->ctx);
+	}
 	st = ibc_topo_shared(&topo);
 	if (st == IBC_OK)
 		st = ibc_topo_progress_plan(topo, nic, comm->gpu, comm->local_rank, comm->nlocal,
@@ -760,6 +869,7 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 	if (!comm->peers)
 		return IBC_ERR_NO_MEMORY;
 	comm_find_gpu(comm);
+	comm_count_local(comm);
 	IBC_CHECK(comm_choose_transports(comm));
 	comm_choose_spin(comm);
 	IBC_CHECK(ibc_shmar_init(comm));
@@ -1231,16 +1341,6 @@ ibc_status_t ibc_comm_get_async_error(ibc_comm_h comm, ibc_status_t *st_p)
 /* ------------------------------------------------------------------------ */
 /* execution engine                                                         */
 /* ------------------------------------------------------------------------ */
-
-const char *ibc_coll_name(int coll)
-{
-	static const char *const names[IBC_COLL_COUNT] = {
-		"none", "allreduce", "broadcast", "reduce", "allgather", "reduce_scatter",
-		"alltoall", "send", "recv", "barrier",
-	};
-
-	return coll >= 0 && coll < IBC_COLL_COUNT ? names[coll] : "?";
-}
 
 /* a host-memory send or receive: run concurrently with its queue neighbours */
 static int req_is_host_p2p(const struct ibc_request *req)

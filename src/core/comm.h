@@ -11,26 +11,10 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "base/coll_kind.h"
 #include "boot/bootstrap.h"
 #include "ibcoll.h"
 #include "transport/transport.h"
-
-/* enum ibc_coll_type - crosses the wire in struct ibc_msg_desc: fixed values */
-enum ibc_coll_type {
-	IBC_COLL_NONE = 0,
-	IBC_COLL_ALLREDUCE = 1,
-	IBC_COLL_BROADCAST = 2,
-	IBC_COLL_REDUCE = 3,
-	IBC_COLL_ALLGATHER = 4,
-	IBC_COLL_REDUCE_SCATTER = 5,
-	IBC_COLL_ALLTOALL = 6,
-	IBC_COLL_SEND = 7,      /* SEND and RECV share the desc value IBC_COLL_SEND */
-	IBC_COLL_RECV = 8,
-	IBC_COLL_BARRIER = 9,
-	IBC_COLL_COUNT
-};
-
-const char *ibc_coll_name(int coll);
 
 /* struct ibc_request - one operation, blocking or not (ibc_request_h) */
 struct ibc_request {
@@ -67,6 +51,8 @@ struct ibc_peer {
 struct ibc_tinst {
 	const struct ibc_transport_ops *ops;
 	void *ctx;
+	struct ibc_tenv env;                  /* what the transport knows of the communicator */
+	struct ibc_comm *comm;                /* the env's callbacks' communicator */
 };
 
 #define IBC_MAX_TRANSPORTS 3
@@ -85,7 +71,6 @@ struct ibc_comm {
 	int local_rank;                       /* rank among this host's ranks */
 	/* locality (src/topo): set before the progress thread starts */
 	int gpu;                              /* topology index of this rank's GPU, -1: none */
-	char ib_nic[64];                      /* verbs device the ib transport opened, "" none */
 
 	/* the operation being executed (for error messages) */
 	const struct ibc_request *cur;

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * net.c - the layer between algorithms and transports (net.h), plus the
- * message descriptor codec and check shared by all transports.
+ * net.c - the layer between algorithms and transports (net.h).
  */
 #include "config.h"
 
@@ -15,68 +14,6 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "net.h"
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4); /* little-endian hosts only: x86-64, aarch64 (configure checks) */
-}
-
-void ibc_msg_desc_pack(const struct ibc_msg_desc *d, uint8_t out[IBC_MSG_DESC_WIRE_BYTES])
-{
-	put32(out, d->seq);
-	out[4] = d->coll;
-	out[5] = d->dtype;
-	out[6] = d->op;
-	out[7] = d->flags;
-	memcpy(out + 8, &d->count, 8);
-	put32(out + 16, (uint32_t)d->root);
-	put32(out + 20, d->step);
-	memcpy(out + 24, &d->reserved, 8);
-}
-
-void ibc_msg_desc_unpack(const uint8_t in[IBC_MSG_DESC_WIRE_BYTES], struct ibc_msg_desc *d)
-{
-	memcpy(&d->seq, in, 4);
-	d->coll = in[4];
-	d->dtype = in[5];
-	d->op = in[6];
-	d->flags = in[7];
-	memcpy(&d->count, in + 8, 8);
-	memcpy(&d->root, in + 16, 4);
-	memcpy(&d->step, in + 20, 4);
-	memcpy(&d->reserved, in + 24, 8);
-}
-
-static void desc_text(const struct ibc_msg_desc *d, size_t nbytes, char *buf, size_t len)
-{
-	int reduces = d->coll == IBC_COLL_ALLREDUCE || d->coll == IBC_COLL_REDUCE ||
-		      d->coll == IBC_COLL_REDUCE_SCATTER;
-
-	snprintf(buf, len, "%s #%u count %llu %s%s%s root %d step 0x%x flags 0x%x (%zu bytes)",
-		 ibc_coll_name(d->coll == IBC_COLL_RECV ? IBC_COLL_SEND : d->coll), d->seq,
-		 (unsigned long long)d->count, ibc_dtype_name((ibc_dtype_t)d->dtype),
-		 reduces ? " " : "", reduces ? ibc_redop_name((ibc_redop_t)d->op) : "", d->root,
-		 d->step, d->flags, nbytes);
-}
-
-ibc_status_t ibc_msg_desc_check(struct ibc_comm *comm, int peer, const struct ibc_msg_desc *mine,
-				size_t my_nbytes, const struct ibc_msg_desc *theirs,
-				size_t their_nbytes)
-{
-	char a[200];
-	char b[200];
-
-	if (mine->seq == theirs->seq && mine->coll == theirs->coll &&
-	    mine->dtype == theirs->dtype && mine->op == theirs->op &&
-	    mine->count == theirs->count && mine->root == theirs->root &&
-	    mine->flags == theirs->flags && mine->step == theirs->step &&
-	    my_nbytes == their_nbytes)
-		return IBC_OK;
-	desc_text(mine, my_nbytes, a, sizeof(a));
-	desc_text(theirs, their_nbytes, b, sizeof(b));
-	return ibc_comm_fail(comm, IBC_ERR_INVALID_USAGE, peer,
-			     "mismatched calls: this rank expects %s, the peer sent %s", a, b);
-}
 
 static void *net_ctx(struct ibc_comm *comm, const struct ibc_transport_ops *ops)
 {
@@ -395,4 +332,15 @@ ibc_status_t ibc_net_test(struct ibc_comm *comm, struct ibc_treq *req, int *done
 	if (*done_p && req->status != IBC_OK)
 		return req->status;
 	return IBC_OK;
+}
+
+ibc_status_t ibc_net_desc_check(struct ibc_comm *comm, int peer, const struct ibc_msg_desc *mine,
+				size_t my_nbytes, const struct ibc_msg_desc *theirs,
+				size_t their_nbytes)
+{
+	char text[512];
+
+	if (!ibc_msg_desc_mismatch(mine, my_nbytes, theirs, their_nbytes, text, sizeof(text)))
+		return IBC_OK;
+	return ibc_comm_fail(comm, IBC_ERR_INVALID_USAGE, peer, "%s", text);
 }

@@ -53,6 +53,15 @@ ibc_status_t ibc_net_wait1(struct ibc_comm *comm, struct ibc_treq *req);
  */
 ibc_status_t ibc_net_wait_p2p(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n);
 
+/*
+ * ibc_net_desc_check() - ibc_msg_desc_check() for the layers above the
+ * transports (the shm all-reduce compares descriptors itself): a mismatch
+ * fails @comm naming @peer; IBC_ERR_INVALID_USAGE, or IBC_OK when equal.
+ */
+ibc_status_t ibc_net_desc_check(struct ibc_comm *comm, int peer, const struct ibc_msg_desc *mine,
+				size_t my_nbytes, const struct ibc_msg_desc *theirs,
+				size_t their_nbytes);
+
 /* 1 if @req is done (after one progress pass) */
 ibc_status_t ibc_net_test(struct ibc_comm *comm, struct ibc_treq *req, int *done_p);
 

@@ -1,30 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport.h - the interface every transport (tcp, shm, ib) implements and
- * the only transport header that src/coll/ and src/core/ see (STYLE C1, C8).
+ * transport.h - the transport layer: what every transport (tcp, shm, ib)
+ * implements, and the narrow environment it is given. The only transport
+ * header that the net layer and the algorithms see (STYLE C1, C8).
  * Modelled on NCCL's ncclNet and UCX's uct: a per-communicator context,
  * nonblocking connection set-up, and posted sends/receives matched in order
- * per direction of a connection.
+ * per direction of a connection. A transport never sees the communicator or
+ * the bootstrap: it gets a struct ibc_tenv (rank, ranks, timeouts, an
+ * out-of-band exchange, a failure callback) from the net layer.
  *
  * Contract for implementers:
  *  - connect(ctx, peer, &conn) is a nonblocking state machine: it returns
  *    IBC_INPROGRESS until the connection is ready, then IBC_OK with *conn
  *    set. The net layer calls it round-robin for every peer an operation
  *    needs, so a transport may exchange several rounds of messages with
- *    ibc_bootstrap_send()/ibc_bootstrap_try_recv() (which never block on the
+ *    ibc_tenv_oob_send()/ibc_tenv_oob_try_recv() (which never block on the
  *    peer) without deadlock. It must never block for more than a few ms.
  *  - isend/irecv post one message; messages on one connection are matched
  *    in posting order per direction, and the receiver posts exactly the
  *    sender's nbytes. Every message carries the sender's struct
  *    ibc_msg_desc; the receiving side compares it with its own through
- *    ibc_msg_desc_check() (core/net.c) and fails the request on mismatch,
+ *    ibc_msg_desc_check() (msg_desc.c) and fails the request on mismatch,
  *    so that ranks that called different collectives get an error, not a
  *    hang. Buffers stay owned by the caller until the request is done.
  *  - progress(ctx) advances everything posted and never blocks; it sets
  *    req->status then req->done (release store) on completion. A fatal
- *    connection error is reported once through ibc_comm_fail() (which logs
- *    one line naming the operation, peer rank and host, transport and bytes
- *    done) and returned.
+ *    connection error is reported once through ibc_tenv_fail() (the net
+ *    layer logs one line naming the operation, peer rank and host, transport
+ *    and bytes done, and fails the communicator) and returned.
  *  - wait(ctx, timeout_us) sleeps until activity is likely (poll on fds,
  *    futex on a doorbell, CQ event channel) or the timeout passes; it may
  *    return early. Never longer than timeout_us.
@@ -39,8 +42,121 @@
 
 #include "ibcoll.h"
 
-struct ibc_comm;
 struct ibc_tconn;               /* a transport's connection to one peer (private) */
+
+#define IBC_TENV_COMM_ID_BYTES 16
+#define IBC_TENV_TAG_MAX 0xfffu /* a transport's out-of-band tags: 0 .. this */
+
+struct ibc_tenv_ops;
+
+/**
+ * struct ibc_tenv - What a transport knows of the communicator it serves,
+ * filled by the net layer before init() and valid until fini().
+ * @rank, @nranks:      this rank and the communicator's size.
+ * @nlocal:             ranks on this host, this one included.
+ * @local_rank:         this rank's index among them (in rank order).
+ * @gpu:                topology index of this rank's GPU (src/topo), -1: none.
+ * @timeout_ms:         IBC_TIMEOUT_MS of the communicator, ms.
+ * @connect_timeout_ms: IBC_BOOTSTRAP_TIMEOUT_MS: bound of a connection set-up, ms.
+ * @comm_id:            16 random bytes, the same on every rank of the
+ *                      communicator (names shared segments).
+ * @ops, @arg:          the out-of-band exchange and the failure report
+ *                      (call them through the ibc_tenv_* helpers below).
+ */
+struct ibc_tenv {
+	int rank;
+	int nranks;
+	int nlocal;
+	int local_rank;
+	int gpu;
+	int64_t timeout_ms;
+	int64_t connect_timeout_ms;
+	uint8_t comm_id[IBC_TENV_COMM_ID_BYTES];
+	const struct ibc_tenv_ops *ops;
+	void *arg;
+};
+
+/*
+ * struct ibc_tenv_ops - the services behind a struct ibc_tenv (net layer).
+ * Out-of-band tags are the transport's own, 0..IBC_TENV_TAG_MAX; the net
+ * layer keeps each transport's apart. Sends and stream connects block for
+ * at most IBC_BOOTSTRAP_TIMEOUT_MS and never wait for the peer to receive;
+ * try_recv and try_accept never block.
+ * @same_host:    1 when @peer runs on this host (same host name and boot id).
+ * @peer_host:    @peer's host name, for messages ("?" when unknown).
+ * @oob_send:     deliver @nbytes to @peer's queue under @tag.
+ * @oob_try_recv: take the oldest message from @peer with @tag: *@got_p = 1 and
+ *                the payload copied (it must be @nbytes long), or *@got_p = 0.
+ * @oob_connect_stream:    open an authenticated TCP stream to @peer, labelled
+ *                         @tag; *@fd_p is a blocking-mode fd the caller owns.
+ * @oob_try_accept_stream: the stream @peer opened with @tag: *@fd_p >= 0, or
+ *                         -1 when none yet.
+ * @fail:         a fatal error on the connection to @peer (-1: none) with
+ *                cause @text: the communicator logs it once (naming the
+ *                operation, peer and host), fails, and returns its first
+ *                error's status.
+ * @status:       the communicator's first error, IBC_OK while healthy.
+ */
+struct ibc_tenv_ops {
+	int (*same_host)(void *arg, int peer);
+	const char *(*peer_host)(void *arg, int peer);
+	ibc_status_t (*oob_send)(void *arg, int peer, uint32_t tag, const void *buf,
+				 size_t nbytes);
+	ibc_status_t (*oob_try_recv)(void *arg, int peer, uint32_t tag, void *buf, size_t nbytes,
+				     int *got_p);
+	ibc_status_t (*oob_connect_stream)(void *arg, int peer, uint32_t tag, int *fd_p);
+	ibc_status_t (*oob_try_accept_stream)(void *arg, int peer, uint32_t tag, int *fd_p);
+	ibc_status_t (*fail)(void *arg, ibc_status_t st, int peer, const char *text);
+	ibc_status_t (*status)(void *arg);
+};
+
+static inline int ibc_tenv_same_host(const struct ibc_tenv *env, int peer)
+{
+	return env->ops->same_host(env->arg, peer);
+}
+
+static inline const char *ibc_tenv_peer_host(const struct ibc_tenv *env, int peer)
+{
+	return env->ops->peer_host(env->arg, peer);
+}
+
+static inline ibc_status_t ibc_tenv_oob_send(const struct ibc_tenv *env, int peer, uint32_t tag,
+					     const void *buf, size_t nbytes)
+{
+	return env->ops->oob_send(env->arg, peer, tag, buf, nbytes);
+}
+
+static inline ibc_status_t ibc_tenv_oob_try_recv(const struct ibc_tenv *env, int peer,
+						 uint32_t tag, void *buf, size_t nbytes, int *got_p)
+{
+	return env->ops->oob_try_recv(env->arg, peer, tag, buf, nbytes, got_p);
+}
+
+static inline ibc_status_t ibc_tenv_oob_connect_stream(const struct ibc_tenv *env, int peer,
+						       uint32_t tag, int *fd_p)
+{
+	return env->ops->oob_connect_stream(env->arg, peer, tag, fd_p);
+}
+
+static inline ibc_status_t ibc_tenv_oob_try_accept_stream(const struct ibc_tenv *env, int peer,
+							  uint32_t tag, int *fd_p)
+{
+	return env->ops->oob_try_accept_stream(env->arg, peer, tag, fd_p);
+}
+
+/* the communicator's first error, IBC_OK while healthy */
+static inline ibc_status_t ibc_tenv_status(const struct ibc_tenv *env)
+{
+	return env->ops->status(env->arg);
+}
+
+/*
+ * ibc_tenv_fail() - report a fatal error on the connection to @peer (-1:
+ * none), the cause as printf(@fmt, ...), through @env's fail callback.
+ * Return: the communicator's first error status (@st when this is it).
+ */
+ibc_status_t ibc_tenv_fail(const struct ibc_tenv *env, ibc_status_t st, int peer,
+			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /*
  * struct ibc_msg_desc - the operation a message belongs to; crosses the
@@ -83,22 +199,50 @@ struct ibc_treq {
 	uint64_t priv[8];       /* transport scratch (e.g. parts left, slot index) */
 };
 
-/* transport capabilities */
+/* transport capabilities and properties */
 #define IBC_TCAP_HOST    0x1    /* host memory */
 #define IBC_TCAP_CUDA    0x2    /* CUDA device memory directly (GPUDirect) */
 #define IBC_TCAP_DMABUF  0x4
 #define IBC_TCAP_LL      0x8    /* has a low-latency path for IBC_DESC_F_LL messages */
+#define IBC_TCAP_LOCAL   0x10   /* peers share this host's memory (/dev/shm) */
+
+/*
+ * enum ibc_transport_id - which transport; fixed values: they name each
+ * transport's range of out-of-band tags on the bootstrap wire.
+ */
+enum ibc_transport_id {
+	IBC_TRANSPORT_SOCK = 1,
+	IBC_TRANSPORT_SHM = 2,
+	IBC_TRANSPORT_IB = 3,
+	IBC_TRANSPORT_ID_COUNT
+};
+
+/*
+ * enum ibc_tclass - latency and bandwidth class of a transport: the tuner
+ * keeps one set of cost coefficients per class (values are the tuning
+ * file's and the tuner's transport index).
+ */
+enum ibc_tclass {
+	IBC_TCLASS_SHM = 0,     /* memory copies between processes of one host */
+	IBC_TCLASS_TCP = 1,     /* kernel sockets */
+	IBC_TCLASS_IB = 2,      /* RDMA NIC */
+	IBC_TCLASS_COUNT
+};
 
 /*
  * struct ibc_transport_ops - the table one transport provides.
  * @name:       "tcp", "shm", "ib".
+ * @id:         enum ibc_transport_id.
+ * @tclass:     enum ibc_tclass.
  * @caps:       IBC_TCAP_* flags.
- * @init:       create the per-communicator context (called once per comm that
- *              uses this transport for at least one peer). May use the
- *              bootstrap. Return IBC_OK, IBC_ERR_UNSUPPORTED (no usable
- *              device: the comm then falls back to tcp when not forced), or
- *              an error.
+ * @init:       create the per-communicator context for @env (called once per
+ *              communicator that uses this transport for at least one peer;
+ *              @env stays valid until fini). Return IBC_OK,
+ *              IBC_ERR_UNSUPPORTED (no usable device: the communicator then
+ *              falls back to tcp when not forced), or an error.
  * @fini:       free the context; called after every connection was closed.
+ * @device:     the device the context opened ("mlx5_0"), "" when none: the
+ *              communicator binds its progress thread near it.
  * @connect:    nonblocking set-up of the connection to @peer (see contract).
  * @disconnect: close one connection; pending requests are abandoned.
  * @isend:      post a send of @nbytes from @buf, tagged with @desc.
@@ -108,9 +252,12 @@ struct ibc_treq {
  */
 struct ibc_transport_ops {
 	const char *name;
+	int id;
+	int tclass;
 	unsigned caps;
-	ibc_status_t (*init)(struct ibc_comm *comm, void **ctx_p);
+	ibc_status_t (*init)(const struct ibc_tenv *env, void **ctx_p);
 	void (*fini)(void *ctx);
+	const char *(*device)(void *ctx);
 	ibc_status_t (*connect)(void *ctx, int peer, struct ibc_tconn **conn_p);
 	void (*disconnect)(struct ibc_tconn *conn);
 	ibc_status_t (*isend)(struct ibc_tconn *conn, const void *buf, size_t nbytes,
@@ -124,20 +271,34 @@ struct ibc_transport_ops {
 extern const struct ibc_transport_ops ibc_sock_ops;
 extern const struct ibc_transport_ops ibc_shm_ops;
 /* ibc_ib_ops is defined by src/transport/ib/ when built with verbs, and by
- * transport_stubs.c (init returns IBC_ERR_UNSUPPORTED) otherwise */
+ * ib_stub.c (init returns IBC_ERR_UNSUPPORTED) otherwise */
 extern const struct ibc_transport_ops ibc_ib_ops;
 
-/* wire encoding of a descriptor (net.c) */
+/* "" for transports that open no device */
+const char *ibc_transport_no_device(void *ctx);
+
+/* wire encoding of a descriptor (msg_desc.c) */
 void ibc_msg_desc_pack(const struct ibc_msg_desc *d, uint8_t out[IBC_MSG_DESC_WIRE_BYTES]);
 void ibc_msg_desc_unpack(const uint8_t in[IBC_MSG_DESC_WIRE_BYTES], struct ibc_msg_desc *d);
 
 /*
- * ibc_msg_desc_check() - compare the descriptor a receiver posted with the
- * one that arrived from @peer. On mismatch, logs one ERROR naming both
- * sides' values (collective, seq, count, dtype, op, root, nbytes), poisons
- * the communicator and returns IBC_ERR_INVALID_USAGE; IBC_OK when equal.
+ * ibc_msg_desc_mismatch() - 0 when the descriptor a receiver posted (@mine,
+ * @my_nbytes) equals the one that arrived (@theirs, @their_nbytes); else 1,
+ * with "mismatched calls: this rank expects ..., the peer sent ..." (both
+ * sides' collective, seq, count, dtype, op, root, nbytes) in @text (@len).
  */
-ibc_status_t ibc_msg_desc_check(struct ibc_comm *comm, int peer, const struct ibc_msg_desc *mine,
+int ibc_msg_desc_mismatch(const struct ibc_msg_desc *mine, size_t my_nbytes,
+			  const struct ibc_msg_desc *theirs, size_t their_nbytes, char *text,
+			  size_t len);
+
+/*
+ * ibc_msg_desc_check() - compare the descriptor a receiver posted with the
+ * one that arrived from @peer. On mismatch, reports through @env one error
+ * naming both sides' values (collective, seq, count, dtype, op, root,
+ * nbytes), which fails the communicator, and returns IBC_ERR_INVALID_USAGE
+ * (or the communicator's earlier error); IBC_OK when equal.
+ */
+ibc_status_t ibc_msg_desc_check(const struct ibc_tenv *env, int peer, const struct ibc_msg_desc *mine,
 				size_t my_nbytes, const struct ibc_msg_desc *theirs,
 				size_t their_nbytes);
 

@@ -4,10 +4,10 @@
  * file each: HCA selection and ports (ib_device.c), GID selection
  * (ib_gid.c, pure), the registration cache (ib_mr.c), the context with its
  * CQ, progress engine and async events (ib_cq.c), RC queue pairs
- * (ib_qp.c), connections and their data path (ib_conn.c), and the glue to
- * the communicator (ib_ops.c). Only ib_ops.c knows struct ibc_comm and the
- * bootstrap; everything else is usable from a test program that connects
- * two endpoints inside one process (tests/ib/test_ib_loop.c).
+ * (ib_qp.c), connections and their data path (ib_conn.c), and the ops
+ * table over the transport's environment (ib_ops.c). Only ib_ops.c knows
+ * struct ibc_tenv; everything else is usable from a test program that
+ * connects two endpoints inside one process (tests/ib/test_ib_loop.c).
  *
  * Data path (NCCL's net_ib protocol, receiver-driven):
  *   receiver: irecv #k -> RDMA WRITE WITH IMM of a clear-to-send (CTS)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ib_conn.c - one connection to a peer: its QPs, FIFO and bounce buffers,
- * the connection info exchanged through the bootstrap (wire format), the
+ * the connection info exchanged out of band (wire format), the
  * RTR/RTS set-up (MTU and GID negotiation), and the receiver-driven data
  * path described in ib.h (clear-to-send FIFO, RDMA WRITE WITH IMM,
  * striping, inline and bounce sends, NACK on descriptor mismatch), plus
@@ -31,6 +31,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "base/wire.h"
 #include "ib.h"
 
 #define IB_PAGE           4096
@@ -173,61 +174,6 @@ struct ibc_ib_conn {
 /* ---------------------------------------------------------------------- */
 /* small helpers                                                          */
 /* ---------------------------------------------------------------------- */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
-/* the descriptor on the ib wire: same little-endian layout as ibc_msg_desc_pack() */
-static void desc_pack(const struct ibc_msg_desc *d, uint8_t out[IBC_MSG_DESC_WIRE_BYTES])
-{
-	put32(out, d->seq);
-	out[4] = d->coll;
-	out[5] = d->dtype;
-	out[6] = d->op;
-	out[7] = d->flags;
-	put64(out + 8, d->count);
-	put32(out + 16, (uint32_t)d->root);
-	put32(out + 20, d->step);
-	put64(out + 24, d->reserved);
-}
-
-static void desc_unpack(const uint8_t in[IBC_MSG_DESC_WIRE_BYTES], struct ibc_msg_desc *d)
-{
-	d->seq = get32(in);
-	d->coll = in[4];
-	d->dtype = in[5];
-	d->op = in[6];
-	d->flags = in[7];
-	d->count = get64(in + 8);
-	d->root = (int32_t)get32(in + 16);
-	d->step = get32(in + 20);
-	d->reserved = get64(in + 24);
-}
 
 struct ibc_ib_conn *ibc_ib_conn_next(const struct ibc_ib_conn *conn)
 {
@@ -611,8 +557,8 @@ void ibc_ib_conn_local_info(const struct ibc_ib_conn *conn, struct ibc_ib_conn_i
 }
 
 /**
- * ibc_ib_conn_info_pack() - Serialise connection info for the bootstrap
- * (little-endian, IBC_IB_CONN_INFO_WIRE_BYTES bytes).
+ * ibc_ib_conn_info_pack() - Serialise connection info for the out-of-band
+ * exchange (little-endian, IBC_IB_CONN_INFO_WIRE_BYTES bytes).
  */
 void ibc_ib_conn_info_pack(const struct ibc_ib_conn_info *info,
 			   uint8_t out[IBC_IB_CONN_INFO_WIRE_BYTES])
@@ -621,35 +567,35 @@ void ibc_ib_conn_info_pack(const struct ibc_ib_conn_info *info,
 	int i;
 
 	memset(out, 0, IBC_IB_CONN_INFO_WIRE_BYTES);
-	put32(p, info->version);
-	put32(p + 4, info->nqps);
-	put32(p + 8, info->depth);
-	put32(p + 12, info->link_layer);
-	put32(p + 16, info->active_mtu);
-	put32(p + 20, info->lid);
-	put32(p + 24, info->port);
-	put32(p + 28, info->fifo_rkey);
-	put64(p + 32, info->fifo_addr);
-	put64(p + 40, info->conn_id);
+	ibc_wire_put32(p, info->version);
+	ibc_wire_put32(p + 4, info->nqps);
+	ibc_wire_put32(p + 8, info->depth);
+	ibc_wire_put32(p + 12, info->link_layer);
+	ibc_wire_put32(p + 16, info->active_mtu);
+	ibc_wire_put32(p + 20, info->lid);
+	ibc_wire_put32(p + 24, info->port);
+	ibc_wire_put32(p + 28, info->fifo_rkey);
+	ibc_wire_put64(p + 32, info->fifo_addr);
+	ibc_wire_put64(p + 40, info->conn_id);
 	p += 48;
 	memcpy(p, info->dev_name, IBC_IB_NAME_LEN);
 	p[IBC_IB_NAME_LEN - 1] = '\0';
 	p += IBC_IB_NAME_LEN;
 	for (i = 0; i < IBC_IB_MAX_QPS; i++) {
-		put32(p, info->qpn[i]);
-		put32(p + 4, info->psn[i]);
+		ibc_wire_put32(p, info->qpn[i]);
+		ibc_wire_put32(p + 4, info->psn[i]);
 		p += 8;
 	}
 	for (i = 0; i < IBC_IB_GID_CLASS_COUNT; i++) {
-		put32(p, (uint32_t)info->gids.index[i]);
+		ibc_wire_put32(p, (uint32_t)info->gids.index[i]);
 		memcpy(p + 4, info->gids.gid[i], 16);
 		p += 20;
 	}
-	put64(p, info->ll_addr);
-	put32(p + 8, info->ll_rkey);
-	put32(p + 12, info->ll_lines);
-	put32(p + 16, info->ll_max);
-	put32(p + 20, info->ll_pad);
+	ibc_wire_put64(p, info->ll_addr);
+	ibc_wire_put32(p + 8, info->ll_rkey);
+	ibc_wire_put32(p + 12, info->ll_lines);
+	ibc_wire_put32(p + 16, info->ll_max);
+	ibc_wire_put32(p + 20, info->ll_pad);
 }
 
 /**
@@ -664,37 +610,37 @@ ibc_status_t ibc_ib_conn_info_unpack(const uint8_t in[IBC_IB_CONN_INFO_WIRE_BYTE
 	int i;
 
 	memset(info, 0, sizeof(*info));
-	info->version = get32(p);
-	info->nqps = get32(p + 4);
-	info->depth = get32(p + 8);
-	info->link_layer = get32(p + 12);
-	info->active_mtu = get32(p + 16);
-	info->lid = get32(p + 20);
-	info->port = get32(p + 24);
-	info->fifo_rkey = get32(p + 28);
-	info->fifo_addr = get64(p + 32);
-	info->conn_id = get64(p + 40);
+	info->version = ibc_wire_get32(p);
+	info->nqps = ibc_wire_get32(p + 4);
+	info->depth = ibc_wire_get32(p + 8);
+	info->link_layer = ibc_wire_get32(p + 12);
+	info->active_mtu = ibc_wire_get32(p + 16);
+	info->lid = ibc_wire_get32(p + 20);
+	info->port = ibc_wire_get32(p + 24);
+	info->fifo_rkey = ibc_wire_get32(p + 28);
+	info->fifo_addr = ibc_wire_get64(p + 32);
+	info->conn_id = ibc_wire_get64(p + 40);
 	p += 48;
 	memcpy(info->dev_name, p, IBC_IB_NAME_LEN);
 	info->dev_name[IBC_IB_NAME_LEN - 1] = '\0';
 	p += IBC_IB_NAME_LEN;
 	for (i = 0; i < IBC_IB_MAX_QPS; i++) {
-		info->qpn[i] = get32(p);
-		info->psn[i] = get32(p + 4);
+		info->qpn[i] = ibc_wire_get32(p);
+		info->psn[i] = ibc_wire_get32(p + 4);
 		p += 8;
 	}
 	for (i = 0; i < IBC_IB_GID_CLASS_COUNT; i++) {
-		int32_t idx = (int32_t)get32(p);
+		int32_t idx = (int32_t)ibc_wire_get32(p);
 
 		info->gids.index[i] = idx < 0 ? -1 : idx;
 		memcpy(info->gids.gid[i], p + 4, 16);
 		p += 20;
 	}
-	info->ll_addr = get64(p);
-	info->ll_rkey = get32(p + 8);
-	info->ll_lines = get32(p + 12);
-	info->ll_max = get32(p + 16);
-	info->ll_pad = get32(p + 20);
+	info->ll_addr = ibc_wire_get64(p);
+	info->ll_rkey = ibc_wire_get32(p + 8);
+	info->ll_lines = ibc_wire_get32(p + 12);
+	info->ll_max = ibc_wire_get32(p + 16);
+	info->ll_pad = ibc_wire_get32(p + 20);
 	if (info->version != IBC_IB_CONN_INFO_VERSION) {
 		IBC_LOG_WARN(IB, "peer sent ib connection info version %u, this ibcoll speaks %u: mixed ibcoll versions",
 			     info->version, IBC_IB_CONN_INFO_VERSION);
@@ -858,11 +804,11 @@ static void conn_try_issue_cts(struct ibc_ib_conn *conn)
 			addr = (uint64_t)(uintptr_t)op->buf;
 			rkey = op->mr->rkey;
 		}
-		put64(e + offsetof(struct ib_cts, addr), addr);
-		put64(e + offsetof(struct ib_cts, nbytes), op->nbytes);
-		put32(e + offsetof(struct ib_cts, rkey), rkey);
-		put32(e + offsetof(struct ib_cts, seq), op->seq);
-		desc_pack(&op->desc, e + offsetof(struct ib_cts, desc));
+		ibc_wire_put64(e + offsetof(struct ib_cts, addr), addr);
+		ibc_wire_put64(e + offsetof(struct ib_cts, nbytes), op->nbytes);
+		ibc_wire_put32(e + offsetof(struct ib_cts, rkey), rkey);
+		ibc_wire_put32(e + offsetof(struct ib_cts, seq), op->seq);
+		ibc_msg_desc_pack(&op->desc, e + offsetof(struct ib_cts, desc));
 		ret = ibc_ib_qp_post_write(qp, ibc_ib_wr_id(qp, IBC_IB_WR_QP), 0,
 					   qp->max_inline >= (int)sizeof(struct ib_cts), e,
 					   conn->out_mr->lkey, sizeof(struct ib_cts),
@@ -928,13 +874,13 @@ static void recv_imm(struct ibc_ib_conn *conn, struct ibc_ib_qp *qp, const struc
 	}
 	if (type == IBC_IB_IMM_CTS) {
 		const uint8_t *e = (const uint8_t *)&conn->fifo[slot].cts;
-		uint32_t cts_seq = get32(e + offsetof(struct ib_cts, seq));
+		uint32_t cts_seq = ibc_wire_get32(e + offsetof(struct ib_cts, seq));
 
 		if (conn->ll_max && conn->ll_sent_tag[slot] == cts_seq + 1) {
 			/* the receiver expects the rendezvous path for a message sent by LL */
 			ibc_ib_conn_fail(conn, IBC_ERR_INVALID_USAGE,
 					 "mismatched protocols: message #%u was sent by the LL path, the peer posted its %llu-byte receive for the rendezvous path (ranks chose different protocols: IBC_PROTO, or sizes on either side of IBC_LL_MAX_BYTES %zu)",
-					 cts_seq, (unsigned long long)get64(e + offsetof(struct ib_cts, nbytes)),
+					 cts_seq, (unsigned long long)ibc_wire_get64(e + offsetof(struct ib_cts, nbytes)),
 					 conn->ll_max);
 			return;
 		}
@@ -951,10 +897,10 @@ static void recv_imm(struct ibc_ib_conn *conn, struct ibc_ib_qp *qp, const struc
 	if (type == IBC_IB_IMM_NACK) {
 		const uint8_t *n = (const uint8_t *)&conn->fifo[slot].nack;
 		struct ibc_msg_desc theirs;
-		uint64_t their_nbytes = get64(n + offsetof(struct ib_nack, nbytes));
+		uint64_t their_nbytes = ibc_wire_get64(n + offsetof(struct ib_nack, nbytes));
 		ibc_status_t st;
 
-		desc_unpack(n + offsetof(struct ib_nack, desc), &theirs);
+		ibc_msg_desc_unpack(n + offsetof(struct ib_nack, desc), &theirs);
 		st = ctx->cb.desc_check(ctx->cb.arg, conn->peer, &op->desc, op->nbytes, &theirs,
 					(size_t)their_nbytes);
 		if (st == IBC_OK) {
@@ -984,9 +930,9 @@ static int send_post_nack(struct ibc_ib_conn *conn, struct ibc_ib_op *op, unsign
 
 	if (ibc_ib_qp_sq_room(qp) < 1)
 		return 1;
-	put64(e + offsetof(struct ib_nack, nbytes), op->nbytes);
-	put32(e + offsetof(struct ib_nack, seq), op->seq);
-	desc_pack(&op->desc, e + offsetof(struct ib_nack, desc));
+	ibc_wire_put64(e + offsetof(struct ib_nack, nbytes), op->nbytes);
+	ibc_wire_put32(e + offsetof(struct ib_nack, seq), op->seq);
+	ibc_msg_desc_pack(&op->desc, e + offsetof(struct ib_nack, desc));
 	ret = ibc_ib_qp_post_write(qp, ibc_ib_wr_id(qp, IBC_IB_WR_QP), 0,
 				   qp->max_inline >= (int)sizeof(struct ib_nack), e,
 				   conn->out_mr->lkey, sizeof(struct ib_nack),
@@ -1119,15 +1065,15 @@ static void conn_try_start_sends(struct ibc_ib_conn *conn)
 
 		if (!conn->cts_ready[slot])
 			return;
-		cts_seq = get32(e + offsetof(struct ib_cts, seq));
+		cts_seq = ibc_wire_get32(e + offsetof(struct ib_cts, seq));
 		if (cts_seq != op->seq) {
 			ibc_ib_conn_fail(conn, IBC_ERR_INTERNAL,
 					 "clear-to-send in slot %u is for message %u, expected %u (protocol error)",
 					 slot, cts_seq, op->seq);
 			return;
 		}
-		desc_unpack(e + offsetof(struct ib_cts, desc), &theirs);
-		their_nbytes = get64(e + offsetof(struct ib_cts, nbytes));
+		ibc_msg_desc_unpack(e + offsetof(struct ib_cts, desc), &theirs);
+		their_nbytes = ibc_wire_get64(e + offsetof(struct ib_cts, nbytes));
 		st = ctx->cb.desc_check(ctx->cb.arg, conn->peer, &op->desc, op->nbytes, &theirs,
 					(size_t)their_nbytes);
 		if (st != IBC_OK) {
@@ -1142,8 +1088,8 @@ static void conn_try_start_sends(struct ibc_ib_conn *conn)
 		} else {
 			struct ibc_ib_op *next = op->next;
 
-			r = send_post_data(conn, op, slot, get64(e + offsetof(struct ib_cts, addr)),
-					   get32(e + offsetof(struct ib_cts, rkey)));
+			r = send_post_data(conn, op, slot, ibc_wire_get64(e + offsetof(struct ib_cts, addr)),
+					   ibc_wire_get32(e + offsetof(struct ib_cts, rkey)));
 			if (r == 1)
 				return;
 			if (r == 0)
@@ -1241,9 +1187,9 @@ static int ll_send(struct ibc_ib_conn *conn, struct ibc_ib_op *op)
 		size_t len;
 
 		if (i == 0) {
-			desc_pack(&op->desc, l->data);
-			put32(l->data + 32, (uint32_t)op->nbytes);
-			put32(l->data + 36, op->seq);
+			ibc_msg_desc_pack(&op->desc, l->data);
+			ibc_wire_put32(l->data + 32, (uint32_t)op->nbytes);
+			ibc_wire_put32(l->data + 36, op->seq);
 			len = IBC_MIN(op->nbytes, (size_t)IB_LL_FIRST_DATA);
 			if (len)
 				memcpy(l->data + 40, buf, len);
@@ -1380,11 +1326,11 @@ static void ll_check_unexpected(struct ibc_ib_conn *conn)
 
 	if (!l)
 		return;
-	msgno = get32(l->data + 36);
+	msgno = ibc_wire_get32(l->data + 36);
 	if ((int32_t)(msgno - conn->recv_seq) >= 0)
 		return; /* the receive is not posted yet: legal, the sender is ahead */
-	desc_unpack(l->data, &theirs);
-	ll_path_mismatch(conn, msgno, 1, find_recv(conn, msgno), &theirs, get32(l->data + 32));
+	ibc_msg_desc_unpack(l->data, &theirs);
+	ll_path_mismatch(conn, msgno, 1, find_recv(conn, msgno), &theirs, ibc_wire_get32(l->data + 32));
 }
 
 /* copy out the LL messages that arrived for the posted LL receives, in order */
@@ -1411,9 +1357,9 @@ static void ll_progress_recvs(struct ibc_ib_conn *conn)
 			l = ll_ready(conn, conn->ll_rtail);
 			if (!l)
 				return;
-			n32 = get32(l->data + 32);
-			msgno = get32(l->data + 36);
-			desc_unpack(l->data, &theirs);
+			n32 = ibc_wire_get32(l->data + 32);
+			msgno = ibc_wire_get32(l->data + 36);
+			ibc_msg_desc_unpack(l->data, &theirs);
 			if (msgno != op->seq) {
 				/* later: ours went by the other path; earlier: theirs did */
 				if ((int32_t)(msgno - op->seq) > 0)

@@ -3,14 +3,15 @@
  * ib_ops.c - the verbs transport's ops table (transport.h): per
  * communicator, choose a port (IBC_IB_HCA, local rank round-robin, the
  * topology hook), create the ib context, and run the nonblocking connect
- * state machine over the bootstrap:
- *   state 0: create QPs and FIFO, send our info (tag IBC_BOOT_TAG_IB + 0);
+ * state machine over the out-of-band exchange of the transport's
+ * environment (struct ibc_tenv):
+ *   state 0: create QPs and FIFO, send our info (tag IB_TAG_INFO);
  *   state 1: try_recv the peer's info -> negotiate, RTR, RTS, send READY
- *            (tag IBC_BOOT_TAG_IB + 1);
+ *            (tag IB_TAG_READY);
  *   state 2: try_recv the peer's READY -> connected (the peer's QPs are in
  *            RTR, so nothing we send is dropped).
- * Errors found by the context are turned into ibc_comm_fail() calls.
- * The only ib file that knows struct ibc_comm and the bootstrap.
+ * Errors found by the context are reported through ibc_tenv_fail(). The
+ * only ib file that knows the environment.
  */
 #include "config.h"
 
@@ -22,13 +23,11 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
-#include "boot/bootstrap.h"
-#include "comm.h"
 #include "ib.h"
 #include "topo/topo.h"
 
-#define IB_TAG_INFO  (IBC_BOOT_TAG_IB + 0)
-#define IB_TAG_READY (IBC_BOOT_TAG_IB + 1)
+#define IB_TAG_INFO  0        /* out-of-band tags */
+#define IB_TAG_READY 1
 #define IB_READY_MAGIC 0x1bc0ead1u
 
 enum ib_conn_state {
@@ -45,7 +44,7 @@ struct ib_peer_state {
 };
 
 struct ib_tctx {
-	struct ibc_comm *comm;
+	const struct ibc_tenv *env;
 	struct ibc_ib_ctx *ib;
 	struct ib_peer_state *peers;    /* [nranks] */
 	int64_t connect_timeout_ms;
@@ -53,7 +52,7 @@ struct ib_tctx {
 
 /*
  * ib_ops_pick_port() - this rank's port: the topology module's choice
- * (ibc_topo_pick_nic(): the NIC nearest the rank's GPU, comm->gpu from
+ * (ibc_topo_pick_nic(): the NIC nearest the rank's GPU, env->gpu from
  * ibc_topo_rank_gpu(); without a GPU, spread over NUMA nodes and cards by
  * local rank), else
  * ibc_ib_port_pick()'s round-robin when the topology cannot be loaded.
@@ -83,7 +82,7 @@ static void ib_ops_fail(void *arg, ibc_status_t st, int peer, const char *why)
 {
 	struct ib_tctx *t = arg;
 
-	ibc_comm_fail(t->comm, st, peer, "%s", why);
+	ibc_tenv_fail(t->env, st, peer, "%s", why);
 }
 
 static ibc_status_t ib_ops_desc_check(void *arg, int peer, const struct ibc_msg_desc *mine,
@@ -92,12 +91,12 @@ static ibc_status_t ib_ops_desc_check(void *arg, int peer, const struct ibc_msg_
 {
 	struct ib_tctx *t = arg;
 
-	return ibc_msg_desc_check(t->comm, peer, mine, my_nbytes, theirs, their_nbytes);
+	return ibc_msg_desc_check(t->env, peer, mine, my_nbytes, theirs, their_nbytes);
 }
 
 /**
- * ib_ops_init() - Open the port this rank uses for @comm.
- * @comm:  [in]  communicator (rank, size, bootstrap for the same-host test).
+ * ib_ops_init() - Open the port this rank uses for the communicator of @env.
+ * @env:   [in]  the transport's environment (rank, local rank, GPU).
  * @ctx_p: [out] transport context.
  *
  * Port choice: the ACTIVE ports selected by IBC_IB_HCA, in device order;
@@ -108,7 +107,7 @@ static ibc_status_t ib_ops_desc_check(void *arg, int peer, const struct ibc_msg_
  *         (malformed IBC_IB_HCA or IBC_IB_GID_INDEX); IBC_ERR_VERBS;
  *         IBC_ERR_NO_MEMORY.
  */
-static ibc_status_t ib_ops_init(struct ibc_comm *comm, void **ctx_p)
+static ibc_status_t ib_ops_init(const struct ibc_tenv *env, void **ctx_p)
 {
 	struct ibc_ib_port_desc ports[IBC_IB_MAX_PORTS];
 	struct ibc_ib_hca_spec spec;
@@ -117,10 +116,7 @@ static ibc_status_t ib_ops_init(struct ibc_comm *comm, void **ctx_p)
 	struct ib_tctx *t;
 	ibc_status_t st;
 	int nports = 0;
-	int nlocal = 0;
-	int local_rank = 0;
 	int pick;
-	int r;
 
 	IBC_CHECK(ibc_ib_hca_parse(ibc_param_ib_hca(), &spec));
 	IBC_CHECK(ibc_ib_ports_list(&spec, ports, IBC_IB_MAX_PORTS, &nports));
@@ -129,20 +125,13 @@ static ibc_status_t ib_ops_init(struct ibc_comm *comm, void **ctx_p)
 			     ibc_param_ib_hca());
 		return IBC_ERR_UNSUPPORTED;
 	}
-	for (r = 0; r < comm->nranks; r++) {
-		if (r != comm->rank && !ibc_bootstrap_same_host(comm->bs, r))
-			continue;
-		if (r < comm->rank)
-			local_rank++;
-		nlocal++;
-	}
-	pick = ib_ops_pick_port(ports, nports, comm->gpu, local_rank, nlocal);
+	pick = ib_ops_pick_port(ports, nports, env->gpu, env->local_rank, env->nlocal);
 	t = ibc_calloc(1, sizeof(*t), "ib transport context");
 	if (!t)
 		return IBC_ERR_NO_MEMORY;
-	t->comm = comm;
-	t->connect_timeout_ms = ibc_param_bootstrap_timeout_ms();
-	t->peers = ibc_calloc((size_t)comm->nranks, sizeof(*t->peers), "ib peer states");
+	t->env = env;
+	t->connect_timeout_ms = env->connect_timeout_ms;
+	t->peers = ibc_calloc((size_t)env->nranks, sizeof(*t->peers), "ib peer states");
 	if (!t->peers) {
 		st = IBC_ERR_NO_MEMORY;
 		goto err_free;
@@ -155,9 +144,8 @@ static ibc_status_t ib_ops_init(struct ibc_comm *comm, void **ctx_p)
 	IBC_CHECK_GOTO(ibc_ib_ctx_create(ports[pick].dev_name, ports[pick].port, &prm, &cb, &t->ib),
 		       st, err_peers);
 	IBC_LOG_INFO(IB, "ib: rank %d (local rank %d of %d on this host) uses %s:%d, %d usable ports",
-		     comm->rank, local_rank, nlocal, ports[pick].dev_name, ports[pick].port, nports);
-	/* the communicator binds its progress thread near this device */
-	snprintf(comm->ib_nic, sizeof(comm->ib_nic), "%s", ports[pick].dev_name);
+		     env->rank, env->local_rank, env->nlocal, ports[pick].dev_name, ports[pick].port,
+		     nports);
 	*ctx_p = t;
 	return IBC_OK;
 
@@ -181,7 +169,7 @@ static void ib_ops_fini(void *ctx)
 
 static ibc_status_t connect_step(struct ib_tctx *t, int peer, struct ib_peer_state *ps)
 {
-	struct ibc_bootstrap *bs = t->comm->bs;
+	const struct ibc_tenv *env = t->env;
 	uint8_t buf[IBC_IB_CONN_INFO_WIRE_BYTES];
 	struct ibc_ib_conn_info info;
 	uint32_t ready = IB_READY_MAGIC;
@@ -190,23 +178,23 @@ static ibc_status_t connect_step(struct ib_tctx *t, int peer, struct ib_peer_sta
 	switch (ps->state) {
 	case IB_CS_IDLE:
 		ps->t0_ms = ibc_time_ms();
-		IBC_CHECK(ibc_ib_conn_create(t->ib, peer, ibc_comm_peer_host(t->comm, peer), &ps->conn));
+		IBC_CHECK(ibc_ib_conn_create(t->ib, peer, ibc_tenv_peer_host(env, peer), &ps->conn));
 		ibc_ib_conn_local_info(ps->conn, &info);
 		ibc_ib_conn_info_pack(&info, buf);
-		IBC_CHECK(ibc_bootstrap_send(bs, peer, IB_TAG_INFO, buf, sizeof(buf)));
+		IBC_CHECK(ibc_tenv_oob_send(env, peer, IB_TAG_INFO, buf, sizeof(buf)));
 		ps->state = IB_CS_SENT_INFO;
 		/* fall through */
 	case IB_CS_SENT_INFO:
-		IBC_CHECK(ibc_bootstrap_try_recv(bs, peer, IB_TAG_INFO, buf, sizeof(buf), &got));
+		IBC_CHECK(ibc_tenv_oob_try_recv(env, peer, IB_TAG_INFO, buf, sizeof(buf), &got));
 		if (!got)
 			return IBC_INPROGRESS;
 		IBC_CHECK(ibc_ib_conn_info_unpack(buf, &info));
 		IBC_CHECK(ibc_ib_conn_establish(ps->conn, &info));
-		IBC_CHECK(ibc_bootstrap_send(bs, peer, IB_TAG_READY, &ready, sizeof(ready)));
+		IBC_CHECK(ibc_tenv_oob_send(env, peer, IB_TAG_READY, &ready, sizeof(ready)));
 		ps->state = IB_CS_SENT_READY;
 		/* fall through */
 	case IB_CS_SENT_READY:
-		IBC_CHECK(ibc_bootstrap_try_recv(bs, peer, IB_TAG_READY, &ready, sizeof(ready), &got));
+		IBC_CHECK(ibc_tenv_oob_try_recv(env, peer, IB_TAG_READY, &ready, sizeof(ready), &got));
 		if (!got)
 			return IBC_INPROGRESS;
 		if (ready != IB_READY_MAGIC) {
@@ -226,7 +214,7 @@ static ibc_status_t connect_step(struct ib_tctx *t, int peer, struct ib_peer_sta
  * @ctx:    [in]  transport context.
  * @peer:   [in]  peer rank.
  * @conn_p: [out] the connection once IBC_OK is returned.
- * Blocking: a few verbs calls and bootstrap sends, never a wait for the
+ * Blocking: a few verbs calls and out-of-band sends, never a wait for the
  *           peer. Bounded: fails with IBC_ERR_TIMEOUT after
  *           IBC_BOOTSTRAP_TIMEOUT_MS without the peer's answer.
  * Return: IBC_OK; IBC_INPROGRESS; IBC_ERR_TIMEOUT; IBC_ERR_REMOTE;
@@ -240,7 +228,7 @@ static ibc_status_t ib_ops_connect(void *ctx, int peer, struct ibc_tconn **conn_
 	char why[768];
 	ibc_status_t st;
 
-	if (peer < 0 || peer >= t->comm->nranks)
+	if (peer < 0 || peer >= t->env->nranks)
 		return IBC_ERR_INVALID_ARG;
 	ps = &t->peers[peer];
 	ibc_log_set_last_error("");
@@ -253,13 +241,13 @@ static ibc_status_t ib_ops_connect(void *ctx, int peer, struct ibc_tconn **conn_
 		if ((int64_t)(ibc_time_ms() - ps->t0_ms) <= t->connect_timeout_ms)
 			return IBC_INPROGRESS;
 		IBC_LOG_WARN(IB, "peer rank %d (host %s) did not complete the ib connection set-up within %lld ms (state %d)",
-			     peer, ibc_comm_peer_host(t->comm, peer), (long long)t->connect_timeout_ms,
+			     peer, ibc_tenv_peer_host(t->env, peer), (long long)t->connect_timeout_ms,
 			     ps->state);
 		st = IBC_ERR_TIMEOUT;
 	}
 	/* the cause was logged (WARN) where it was detected; make it the communicator's error */
 	snprintf(why, sizeof(why), "%s", ibc_last_error());
-	ibc_comm_fail(t->comm, st, peer, "ib connection set-up from %s:%d failed: %s",
+	ibc_tenv_fail(t->env, st, peer, "ib connection set-up from %s:%d failed: %s",
 		      t->ib->dev_name, t->ib->port, *why ? why : ibc_status_str(st));
 	ibc_ib_conn_destroy(ps->conn);
 	ps->conn = NULL;
@@ -278,7 +266,7 @@ static void ib_ops_disconnect(struct ibc_tconn *tconn)
 	t = ibc_ib_conn_ctx(conn)->cb.arg;
 	peer = ibc_ib_conn_peer(conn);
 	ibc_ib_conn_destroy(conn);
-	if (peer >= 0 && peer < t->comm->nranks && t->peers[peer].conn == conn) {
+	if (peer >= 0 && peer < t->env->nranks && t->peers[peer].conn == conn) {
 		t->peers[peer].conn = NULL;
 		t->peers[peer].state = IB_CS_IDLE;
 	}
@@ -303,6 +291,14 @@ static ibc_status_t ib_ops_progress(void *ctx)
 	return ibc_ib_ctx_progress(t->ib);
 }
 
+/* the verbs device this rank opened: the communicator binds its progress thread near it */
+static const char *ib_ops_device(void *ctx)
+{
+	struct ib_tctx *t = ctx;
+
+	return t->ib->dev_name;
+}
+
 static void ib_ops_wait(void *ctx, int timeout_us)
 {
 	struct ib_tctx *t = ctx;
@@ -312,9 +308,12 @@ static void ib_ops_wait(void *ctx, int timeout_us)
 
 const struct ibc_transport_ops ibc_ib_ops = {
 	.name = "ib",
+	.id = IBC_TRANSPORT_IB,
+	.tclass = IBC_TCLASS_IB,
 	.caps = IBC_TCAP_HOST | IBC_TCAP_LL,
 	.init = ib_ops_init,
 	.fini = ib_ops_fini,
+	.device = ib_ops_device,
 	.connect = ib_ops_connect,
 	.disconnect = ib_ops_disconnect,
 	.isend = ib_ops_isend,

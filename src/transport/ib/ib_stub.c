@@ -12,9 +12,9 @@
 #include "transport/ib/ib_info.h"
 #include "transport/transport.h"
 
-static ibc_status_t ib_stub_init(struct ibc_comm *comm, void **ctx_p)
+static ibc_status_t ib_stub_init(const struct ibc_tenv *env, void **ctx_p)
 {
-	(void)comm;
+	(void)env;
 	(void)ctx_p;
 	IBC_LOG_INFO(IB, "ib: this ibcoll was built without libibverbs (configure --with-verbs)");
 	return IBC_ERR_UNSUPPORTED;
@@ -74,9 +74,12 @@ static void ib_stub_wait(void *ctx, int timeout_us)
 
 const struct ibc_transport_ops ibc_ib_ops = {
 	.name = "ib",
+	.id = IBC_TRANSPORT_IB,
+	.tclass = IBC_TCLASS_IB,
 	.caps = 0,
 	.init = ib_stub_init,
 	.fini = ib_stub_fini,
+	.device = ibc_transport_no_device,
 	.connect = ib_stub_connect,
 	.disconnect = ib_stub_disconnect,
 	.isend = ib_stub_isend,

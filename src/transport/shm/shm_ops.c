@@ -63,7 +63,6 @@
 #include "base/shmseg.h"
 #include "base/socket.h"
 #include "base/util.h"
-#include "core/comm.h"
 #include "shm.h"
 
 #define SHM_MAGIC 0x31304d4853434249ull /* "IBCSHM01" */
@@ -75,10 +74,10 @@
 #define LL_RING_MSGS 8          /* LL ring capacity, in messages of the largest size */
 
 enum {
-	TAG_INFO = IBC_BOOT_TAG_SHM + 0,
-	TAG_ACK = IBC_BOOT_TAG_SHM + 1,
-	TAG_FIN = IBC_BOOT_TAG_SHM + 2,
-	TAG_BELL = IBC_BOOT_TAG_SHM + 3,
+	TAG_INFO = 0,
+	TAG_ACK = 1,
+	TAG_FIN = 2,
+	TAG_BELL = 3,
 };
 
 struct shm_seg_hdr {
@@ -205,7 +204,7 @@ struct shm_pend {
 };
 
 struct shm_ctx {
-	struct ibc_comm *comm;
+	const struct ibc_tenv *env;
 	struct ibc_tconn *conns;
 	struct shm_pend *pend;          /* [nranks] */
 	uint64_t probe_word;            /* read by peers to test process_vm_readv */
@@ -214,16 +213,16 @@ struct shm_ctx {
 	int npfds;
 };
 
-static ibc_status_t shm_init(struct ibc_comm *comm, void **ctx_p)
+static ibc_status_t shm_init(const struct ibc_tenv *env, void **ctx_p)
 {
 	struct shm_ctx *ctx = ibc_calloc(1, sizeof(*ctx), "shm transport");
 
 	if (!ctx)
 		return IBC_ERR_NO_MEMORY;
-	ctx->comm = comm;
+	ctx->env = env;
 	ctx->probe_word = SHM_PROBE_MAGIC;
 	ctx->cma_mode = (int)ibc_param_shm_cma();
-	ctx->pend = ibc_calloc((size_t)comm->nranks, sizeof(*ctx->pend), "shm set-up state");
+	ctx->pend = ibc_calloc((size_t)env->nranks, sizeof(*ctx->pend), "shm set-up state");
 	if (!ctx->pend) {
 		ibc_free(ctx);
 		return IBC_ERR_NO_MEMORY;
@@ -261,7 +260,7 @@ static void shm_fini(void *vctx)
 
 	if (!ctx)
 		return;
-	for (i = 0; i < ctx->comm->nranks; i++) {
+	for (i = 0; i < ctx->env->nranks; i++) {
 		if (ctx->pend[i].c) {
 			if (ctx->pend[i].state == 1 && ctx->pend[i].c->side == 0)
 				shm_unlink(ctx->pend[i].name);
@@ -342,7 +341,7 @@ static ibc_status_t conn_alloc(struct shm_ctx *ctx, int peer, struct ibc_tconn *
 		return IBC_ERR_NO_MEMORY;
 	c->ctx = ctx;
 	c->peer = peer;
-	c->side = ctx->comm->rank < peer ? 0 : 1;
+	c->side = ctx->env->rank < peer ? 0 : 1;
 	c->bell_fd = -1;
 	c->cma_min = (size_t)ibc_param_shm_cma_min_bytes();
 	*c_p = c;
@@ -443,14 +442,14 @@ static uint32_t ring_slots_fit(const struct ibc_tconn *c, int nlocal, char *why,
 /* lower rank: create, announce, open the doorbell; then unlink on ACK and answer FIN */
 static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_tconn **conn_p)
 {
-	struct ibc_comm *comm = ctx->comm;
+	const struct ibc_tenv *env = ctx->env;
 	struct shm_pend *pd = &ctx->pend[peer];
 	struct ibc_tconn *c = pd->c;
 	ibc_status_t st;
 
 	if (pd->state == 0) {
 		struct shm_info_msg info;
-		const uint8_t *id = ibc_bootstrap_comm_id(comm->bs);
+		const uint8_t *id = env->comm_id;
 		size_t hdr_off;
 		size_t data_off;
 		size_t ll_off;
@@ -465,7 +464,7 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		c->ll_max = (size_t)ibc_param_ll_max_bytes();
 		c->ll_lines = c->ll_max ? LL_RING_MSGS * ll_nlines(c->ll_max) : 0;
 		snprintf(pd->name, sizeof(pd->name), "/ibc-%02x%02x%02x%02x-%d-%d-%d", id[0], id[1],
-			 id[2], id[3], comm->rank, peer, (int)getpid());
+			 id[2], id[3], env->rank, peer, (int)getpid());
 		/*
 		 * A /dev/shm too full for the ring: halve its slots, down to 2
 		 * (the higher rank takes the count from the header), rather
@@ -473,7 +472,7 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		 * (docs/reliability.md, guarantee 7).
 		 */
 		want = c->nslots;
-		c->nslots = ring_slots_fit(c, comm->nlocal, why, sizeof(why));
+		c->nslots = ring_slots_fit(c, env->nlocal, why, sizeof(why));
 		fitted = c->nslots;
 		for (;;) {
 			int nospc = 0;
@@ -509,15 +508,15 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		info.pid = (uint64_t)getpid();
 		info.probe_addr = (uint64_t)(uintptr_t)&ctx->probe_word;
 		pd->state = 1;
-		IBC_CHECK(ibc_bootstrap_send(comm->bs, peer, TAG_INFO, &info, sizeof(info)));
-		IBC_CHECK(ibc_bootstrap_connect_stream(comm->bs, peer, TAG_BELL, &c->bell_fd));
+		IBC_CHECK(ibc_tenv_oob_send(env, peer, TAG_INFO, &info, sizeof(info)));
+		IBC_CHECK(ibc_tenv_oob_connect_stream(env, peer, TAG_BELL, &c->bell_fd));
 	}
 	if (pd->state == 1) {
 		struct shm_ack_msg ack;
 		uint64_t can_read;
 		int got = 0;
 
-		IBC_CHECK(ibc_bootstrap_try_recv(comm->bs, peer, TAG_ACK, &ack, sizeof(ack), &got));
+		IBC_CHECK(ibc_tenv_oob_try_recv(env, peer, TAG_ACK, &ack, sizeof(ack), &got));
 		if (!got)
 			return IBC_INPROGRESS;
 		shm_unlink(pd->name);
@@ -525,7 +524,7 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		c->peer_pid = (pid_t)ack.pid;
 		c->peer_can_read_me = want_cma(ctx, (int)ack.can_read);
 		can_read = ctx->cma_mode != 0 && cma_probe(c->peer_pid, ack.probe_addr);
-		st = ibc_bootstrap_send(comm->bs, peer, TAG_FIN, &can_read, sizeof(can_read));
+		st = ibc_tenv_oob_send(env, peer, TAG_FIN, &can_read, sizeof(can_read));
 		if (st != IBC_OK)
 			return st;
 		conn_ready(ctx, c, conn_p);
@@ -537,7 +536,7 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 /* higher rank: map on INFO and ACK, take the doorbell, finish on FIN */
 static ibc_status_t shm_connect_higher(struct shm_ctx *ctx, int peer, struct ibc_tconn **conn_p)
 {
-	struct ibc_comm *comm = ctx->comm;
+	const struct ibc_tenv *env = ctx->env;
 	struct shm_pend *pd = &ctx->pend[peer];
 	struct ibc_tconn *c = pd->c;
 	int got = 0;
@@ -546,7 +545,7 @@ static ibc_status_t shm_connect_higher(struct shm_ctx *ctx, int peer, struct ibc
 		struct shm_info_msg info;
 		struct shm_ack_msg ack;
 
-		IBC_CHECK(ibc_bootstrap_try_recv(comm->bs, peer, TAG_INFO, &info, sizeof(info), &got));
+		IBC_CHECK(ibc_tenv_oob_try_recv(env, peer, TAG_INFO, &info, sizeof(info), &got));
 		if (!got)
 			return IBC_INPROGRESS;
 		info.name[sizeof(info.name) - 1] = '\0';
@@ -587,11 +586,11 @@ static ibc_status_t shm_connect_higher(struct shm_ctx *ctx, int peer, struct ibc
 		ack.pid = (uint64_t)getpid();
 		ack.probe_addr = (uint64_t)(uintptr_t)&ctx->probe_word;
 		ack.can_read = ctx->cma_mode != 0 && cma_probe(c->peer_pid, info.probe_addr);
-		IBC_CHECK(ibc_bootstrap_send(comm->bs, peer, TAG_ACK, &ack, sizeof(ack)));
+		IBC_CHECK(ibc_tenv_oob_send(env, peer, TAG_ACK, &ack, sizeof(ack)));
 		pd->state = 1;
 	}
 	if (pd->state == 1) {
-		IBC_CHECK(ibc_bootstrap_try_accept_stream(comm->bs, peer, TAG_BELL, &c->bell_fd));
+		IBC_CHECK(ibc_tenv_oob_try_accept_stream(env, peer, TAG_BELL, &c->bell_fd));
 		if (c->bell_fd < 0)
 			return IBC_INPROGRESS;
 		pd->state = 2;
@@ -599,7 +598,7 @@ static ibc_status_t shm_connect_higher(struct shm_ctx *ctx, int peer, struct ibc
 	if (pd->state == 2) {
 		uint64_t can_read;
 
-		IBC_CHECK(ibc_bootstrap_try_recv(comm->bs, peer, TAG_FIN, &can_read, sizeof(can_read),
+		IBC_CHECK(ibc_tenv_oob_try_recv(env, peer, TAG_FIN, &can_read, sizeof(can_read),
 						 &got));
 		if (!got)
 			return IBC_INPROGRESS;
@@ -614,7 +613,7 @@ static ibc_status_t shm_connect(void *vctx, int peer, struct ibc_tconn **conn_p)
 {
 	struct shm_ctx *ctx = vctx;
 
-	if (ctx->comm->rank < peer)
+	if (ctx->env->rank < peer)
 		return shm_connect_lower(ctx, peer, conn_p);
 	return shm_connect_higher(ctx, peer, conn_p);
 }
@@ -733,16 +732,16 @@ static ibc_status_t path_mismatch(struct ibc_tconn *c, struct shm_op *o, const u
 	    theirs.step == o->want.step && theirs.count == o->want.count &&
 	    theirs.flags == (o->want.flags & ~IBC_DESC_F_LL)) {
 		/* the same message: only the protocol differs */
-		st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INVALID_USAGE, c->peer,
+		st = ibc_tenv_fail(c->ctx->env, IBC_ERR_INVALID_USAGE, c->peer,
 				   "mismatched protocols: the peer sent message %u (%zu bytes) by the %s path, this rank expects the %s path (ranks chose different protocols)",
 				   c->recv_msgno, their_nbytes, their_ll ? "LL" : "slot",
 				   their_ll ? "slot" : "LL");
 		return conn_fail(c, st);
 	}
 	ibc_msg_desc_unpack(desc, &theirs);
-	st = ibc_msg_desc_check(c->ctx->comm, c->peer, &o->want, o->nbytes, &theirs, their_nbytes);
+	st = ibc_msg_desc_check(c->ctx->env, c->peer, &o->want, o->nbytes, &theirs, their_nbytes);
 	if (st == IBC_OK)
-		st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INTERNAL, c->peer,
+		st = ibc_tenv_fail(c->ctx->env, IBC_ERR_INTERNAL, c->peer,
 				   "message %u arrived by the %s path, this rank expected the %s path",
 				   c->recv_msgno, their_ll ? "LL" : "slot", their_ll ? "slot" : "LL");
 	return conn_fail(c, st);
@@ -795,7 +794,7 @@ static ibc_status_t ll_progress_recv(struct ibc_tconn *c, struct shm_op *o, int 
 		if (msgno != c->recv_msgno) /* a later message: ours went by the slot path */
 			return check_other_path(c, o);
 		ibc_msg_desc_unpack(l->data, &theirs);
-		st = ibc_msg_desc_check(c->ctx->comm, c->peer, &o->want, o->nbytes, &theirs, n32);
+		st = ibc_msg_desc_check(c->ctx->env, c->peer, &o->want, o->nbytes, &theirs, n32);
 		if (st != IBC_OK)
 			return conn_fail(c, st);
 		len = IBC_MIN(o->nbytes, (size_t)LL_FIRST_DATA);
@@ -840,7 +839,7 @@ static ibc_status_t shm_isend(struct ibc_tconn *c, const void *buf, size_t nbyte
 	}
 	o = op_get(c);
 	if (!o)
-		return ibc_comm_fail(c->ctx->comm, IBC_ERR_NO_MEMORY, c->peer, "out of memory");
+		return ibc_tenv_fail(c->ctx->env, IBC_ERR_NO_MEMORY, c->peer, "out of memory");
 	o->req = req;
 	o->buf = (char *)buf;
 	o->nbytes = nbytes;
@@ -861,7 +860,7 @@ static ibc_status_t shm_irecv(struct ibc_tconn *c, void *buf, size_t nbytes,
 		return IBC_ERR_REMOTE;
 	o = op_get(c);
 	if (!o)
-		return ibc_comm_fail(c->ctx->comm, IBC_ERR_NO_MEMORY, c->peer, "out of memory");
+		return ibc_tenv_fail(c->ctx->env, IBC_ERR_NO_MEMORY, c->peer, "out of memory");
 	o->req = req;
 	o->buf = buf;
 	o->nbytes = nbytes;
@@ -974,7 +973,7 @@ static ibc_status_t cma_read(struct ibc_tconn *c, char *dst, uint64_t src, size_
 		if (n <= 0) {
 			if (n < 0 && errno == EINTR)
 				continue;
-			return ibc_comm_fail(c->ctx->comm, n < 0 && errno == ESRCH ? IBC_ERR_REMOTE : IBC_ERR_SYSTEM,
+			return ibc_tenv_fail(c->ctx->env, n < 0 && errno == ESRCH ? IBC_ERR_REMOTE : IBC_ERR_SYSTEM,
 					     c->peer, "process_vm_readv of %zu bytes failed: %s",
 					     nbytes - done, n < 0 ? strerror(errno) : "no progress");
 		}
@@ -1014,13 +1013,13 @@ static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
 
 				ibc_msg_desc_unpack(h->desc, &theirs);
 				if (!(h->flags & SLOT_FIRST)) {
-					st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INTERNAL, c->peer,
+					st = ibc_tenv_fail(c->ctx->env, IBC_ERR_INTERNAL, c->peer,
 							   "shm ring out of step (slot %u not a message start)", s);
 					return conn_fail(c, st);
 				}
 				if (h->msgno != c->recv_msgno) /* ours went by the LL path */
 					return check_other_path(c, o);
-				st = ibc_msg_desc_check(c->ctx->comm, c->peer, &o->want, o->nbytes,
+				st = ibc_msg_desc_check(c->ctx->env, c->peer, &o->want, o->nbytes,
 							&theirs, (size_t)h->msg_nbytes);
 				if (st != IBC_OK)
 					return conn_fail(c, st);
@@ -1034,7 +1033,7 @@ static ibc_status_t progress_recv(struct ibc_tconn *c, int *moved_p)
 				o->off = o->nbytes;
 			} else {
 				if (h->nbytes > o->nbytes - o->off) {
-					ibc_status_t st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INTERNAL, c->peer,
+					ibc_status_t st = ibc_tenv_fail(c->ctx->env, IBC_ERR_INTERNAL, c->peer,
 									"shm slot overflows the message");
 
 					return conn_fail(c, st);
@@ -1091,7 +1090,7 @@ static ibc_status_t check_peer_gone(struct ibc_tconn *c)
 	if (!c->sendq.head &&
 	    (!c->recvq.head || __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE) != c->in->tail))
 		return IBC_OK;
-	st = ibc_comm_fail(c->ctx->comm, IBC_ERR_REMOTE, c->peer,
+	st = ibc_tenv_fail(c->ctx->env, IBC_ERR_REMOTE, c->peer,
 			   "peer closed its shared-memory doorbell with %s pending: process exited, crashed or destroyed the communicator",
 			   c->sendq.head ? "a send" : "a receive");
 	return conn_fail(c, st);
@@ -1179,9 +1178,12 @@ static void shm_wait(void *vctx, int timeout_us)
 
 const struct ibc_transport_ops ibc_shm_ops = {
 	.name = "shm",
-	.caps = IBC_TCAP_HOST | IBC_TCAP_LL,
+	.id = IBC_TRANSPORT_SHM,
+	.tclass = IBC_TCLASS_SHM,
+	.caps = IBC_TCAP_HOST | IBC_TCAP_LL | IBC_TCAP_LOCAL,
 	.init = shm_init,
 	.fini = shm_fini,
+	.device = ibc_transport_no_device,
 	.connect = shm_connect,
 	.disconnect = shm_disconnect,
 	.isend = shm_isend,

@@ -13,8 +13,8 @@
  * calls fail with IBC_ERR_INVALID_USAGE (socket 0 always carries part 0).
  *
  * Connection set-up (nonblocking state machine, see transport.h): the lower
- * rank sends { nsocks } through the bootstrap and opens nsocks authenticated
- * streams to the higher rank's listener (ibc_bootstrap_connect_stream); the
+ * rank sends { nsocks } out of band and opens nsocks authenticated
+ * streams to the higher rank's listener (ibc_tenv_oob_connect_stream); the
  * higher rank reads nsocks, then collects the streams as they arrive.
  */
 #include "config.h"
@@ -32,13 +32,14 @@
 #include "base/param.h"
 #include "base/socket.h"
 #include "base/util.h"
-#include "core/comm.h"
 #include "sock.h"
 
 #define SOCK_HDR_BYTES 48
 #define SOCK_STRIPE_MIN (256u << 10)
 #define SOCK_MAX_NSOCKS 16
 #define SOCK_MIN_BUF (128 << 10)
+#define SOCK_TAG_NSOCKS 0       /* out-of-band tags: the socket count, then stream k at 1 + k */
+#define SOCK_TAG_STREAM 1
 
 struct sock_part {
 	struct sock_part *next;
@@ -78,7 +79,7 @@ struct sock_pend {                              /* connection set-up of one peer
 };
 
 struct sock_ctx {
-	struct ibc_comm *comm;
+	const struct ibc_tenv *env;
 	struct ibc_tconn *conns;                /* every connection */
 	struct sock_pend *pend;                 /* [nranks] */
 	int bufsz;
@@ -86,25 +87,25 @@ struct sock_ctx {
 	int npfds;
 };
 
-static ibc_status_t sock_init(struct ibc_comm *comm, void **ctx_p)
+static ibc_status_t sock_init(const struct ibc_tenv *env, void **ctx_p)
 {
 	struct sock_ctx *ctx = ibc_calloc(1, sizeof(*ctx), "tcp transport");
 
 	if (!ctx)
 		return IBC_ERR_NO_MEMORY;
-	ctx->comm = comm;
+	ctx->env = env;
 	ctx->bufsz = (int)ibc_param_socket_buf_bytes();
 	if (ctx->bufsz > 0 && ctx->bufsz < SOCK_MIN_BUF) {
 		/*
 		 * A window smaller than a segment or two makes every refill wait for
 		 * a delayed ACK (tens of ms): a 1 MiB all-reduce then takes minutes.
 		 */
-		if (comm->rank == 0)
+		if (env->rank == 0)
 			IBC_LOG_WARN(SOCK, "IBC_SOCKET_BUF_BYTES=%d is below %d bytes, where TCP stalls on delayed acknowledgements; using %d",
 				     ctx->bufsz, SOCK_MIN_BUF, SOCK_MIN_BUF);
 		ctx->bufsz = SOCK_MIN_BUF;
 	}
-	ctx->pend = ibc_calloc((size_t)comm->nranks, sizeof(*ctx->pend), "tcp set-up state");
+	ctx->pend = ibc_calloc((size_t)env->nranks, sizeof(*ctx->pend), "tcp set-up state");
 	if (!ctx->pend) {
 		ibc_free(ctx);
 		return IBC_ERR_NO_MEMORY;
@@ -121,7 +122,7 @@ static void sock_fini(void *vctx)
 
 	if (!ctx)
 		return;
-	for (i = 0; i < ctx->comm->nranks; i++)
+	for (i = 0; i < ctx->env->nranks; i++)
 		for (k = 0; k < ctx->pend[i].nfds; k++)
 			ibc_sock_close(ctx->pend[i].fds[k]);
 	ibc_free(ctx->pend);
@@ -161,19 +162,19 @@ static ibc_status_t sock_conn_create(struct sock_ctx *ctx, int peer, struct sock
 static ibc_status_t sock_connect(void *vctx, int peer, struct ibc_tconn **conn_p)
 {
 	struct sock_ctx *ctx = vctx;
-	struct ibc_comm *comm = ctx->comm;
+	const struct ibc_tenv *env = ctx->env;
 	struct sock_pend *pd = &ctx->pend[peer];
 	uint32_t n32;
 	int got = 0;
 
-	if (comm->rank < peer) {
+	if (env->rank < peer) {
 		/* active side: announce the socket count, then open the streams */
 		pd->nsocks = (int)ibc_param_socket_nsocks();
 		n32 = (uint32_t)pd->nsocks;
-		IBC_CHECK(ibc_bootstrap_send(comm->bs, peer, IBC_BOOT_TAG_SOCK, &n32, sizeof(n32)));
+		IBC_CHECK(ibc_tenv_oob_send(env, peer, SOCK_TAG_NSOCKS, &n32, sizeof(n32)));
 		while (pd->nfds < pd->nsocks) {
-			IBC_CHECK(ibc_bootstrap_connect_stream(comm->bs, peer,
-							       IBC_BOOT_TAG_SOCK + 1 + (uint32_t)pd->nfds,
+			IBC_CHECK(ibc_tenv_oob_connect_stream(env, peer,
+							      SOCK_TAG_STREAM + (uint32_t)pd->nfds,
 							       &pd->fds[pd->nfds]));
 			pd->nfds++;
 		}
@@ -181,7 +182,7 @@ static ibc_status_t sock_connect(void *vctx, int peer, struct ibc_tconn **conn_p
 	}
 	/* passive side */
 	if (pd->state == 0) {
-		IBC_CHECK(ibc_bootstrap_try_recv(comm->bs, peer, IBC_BOOT_TAG_SOCK, &n32, sizeof(n32),
+		IBC_CHECK(ibc_tenv_oob_try_recv(env, peer, SOCK_TAG_NSOCKS, &n32, sizeof(n32),
 						 &got));
 		if (!got)
 			return IBC_INPROGRESS;
@@ -196,8 +197,8 @@ static ibc_status_t sock_connect(void *vctx, int peer, struct ibc_tconn **conn_p
 	while (pd->nfds < pd->nsocks) {
 		int fd = -1;
 
-		IBC_CHECK(ibc_bootstrap_try_accept_stream(comm->bs, peer,
-							  IBC_BOOT_TAG_SOCK + 1 + (uint32_t)pd->nfds,
+		IBC_CHECK(ibc_tenv_oob_try_accept_stream(env, peer,
+							 SOCK_TAG_STREAM + (uint32_t)pd->nfds,
 							  &fd));
 		if (fd < 0)
 			return IBC_INPROGRESS;
@@ -298,8 +299,8 @@ static ibc_status_t sock_post(struct ibc_tconn *c, char *buf, size_t nbytes,
 	int k;
 
 	if (c->broken)
-		return ibc_comm_poison_status(c->ctx->comm) != IBC_OK
-			       ? ibc_comm_poison_status(c->ctx->comm) : IBC_ERR_REMOTE;
+		return ibc_tenv_status(c->ctx->env) != IBC_OK ? ibc_tenv_status(c->ctx->env)
+							      : IBC_ERR_REMOTE;
 	req->priv[0] = (uint64_t)np;    /* parts left */
 	for (k = 0; k < np; k++) {
 		struct sock_part *p = part_get(c);
@@ -307,7 +308,7 @@ static ibc_status_t sock_post(struct ibc_tconn *c, char *buf, size_t nbytes,
 		size_t len;
 
 		if (!p)
-			return ibc_comm_fail(c->ctx->comm, IBC_ERR_NO_MEMORY, c->peer,
+			return ibc_tenv_fail(c->ctx->env, IBC_ERR_NO_MEMORY, c->peer,
 					     "out of memory posting a tcp message");
 		part_range(nbytes, np, k, &off, &len);
 		p->req = req;
@@ -356,16 +357,16 @@ static void part_done(struct ibc_tconn *c, struct sock_queue *q)
 /* the connection failed: fail everything queued, report once */
 static ibc_status_t conn_broken(struct ibc_tconn *c, int k, int err, const char *what)
 {
-	struct ibc_comm *comm = c->ctx->comm;
+	const struct ibc_tenv *env = c->ctx->env;
 	ibc_status_t st;
 	int i;
 
 	c->broken = 1;
 	if (err)
-		st = ibc_comm_fail(comm, IBC_ERR_REMOTE, c->peer, "%s on socket %d: %s", what, k,
+		st = ibc_tenv_fail(env, IBC_ERR_REMOTE, c->peer, "%s on socket %d: %s", what, k,
 				   strerror(err));
 	else
-		st = ibc_comm_fail(comm, IBC_ERR_REMOTE, c->peer,
+		st = ibc_tenv_fail(env, IBC_ERR_REMOTE, c->peer,
 				   "connection closed by the peer (socket %d): process exited or crashed",
 				   k);
 	for (i = 0; i < c->nsocks; i++) {
@@ -462,10 +463,10 @@ static ibc_status_t sock_progress_recv(struct ibc_tconn *c, int k)
 				ibc_msg_desc_unpack(p->hdr, &theirs);
 				memcpy(&msg_nbytes, p->hdr + 32, 8);
 				memcpy(&part_nbytes, p->hdr + 40, 8);
-				st = ibc_msg_desc_check(c->ctx->comm, c->peer, &p->desc, p->msg_nbytes,
+				st = ibc_msg_desc_check(c->ctx->env, c->peer, &p->desc, p->msg_nbytes,
 							&theirs, msg_nbytes);
 				if (st == IBC_OK && part_nbytes != p->len)
-					st = ibc_comm_fail(c->ctx->comm, IBC_ERR_INVALID_USAGE, c->peer,
+					st = ibc_tenv_fail(c->ctx->env, IBC_ERR_INVALID_USAGE, c->peer,
 							   "part of %llu bytes where %zu were expected on socket %d",
 							   (unsigned long long)part_nbytes, p->len, k);
 				if (st != IBC_OK) {
@@ -565,9 +566,12 @@ static void sock_wait(void *vctx, int timeout_us)
 
 const struct ibc_transport_ops ibc_sock_ops = {
 	.name = "tcp",
+	.id = IBC_TRANSPORT_SOCK,
+	.tclass = IBC_TCLASS_TCP,
 	.caps = IBC_TCAP_HOST,
 	.init = sock_init,
 	.fini = sock_fini,
+	.device = ibc_transport_no_device,
 	.connect = sock_connect,
 	.disconnect = sock_disconnect,
 	.isend = sock_isend,
