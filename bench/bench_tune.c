@@ -43,7 +43,7 @@ static ibc_status_t time_ops(ibc_comm_h comm, int coll, void *s, void *r, size_t
 	uint64_t t0;
 	int i;
 
-	ibc_tuner_force(comm, algo, proto, chunk);
+	ibc_tuner_force(ibc_comm_tuner(comm), algo, proto, chunk);
 	st = ibc_barrier(comm);
 	if (st != IBC_OK)
 		return st;
@@ -55,7 +55,7 @@ static ibc_status_t time_ops(ibc_comm_h comm, int coll, void *s, void *r, size_t
 	}
 	us = (double)(ibc_time_ns() - t0) / 1000.0 / iters;
 	/* forced ring: the reduction of the timings is the same for every configuration */
-	ibc_tuner_force(comm, IBC_ALGO_RING, IBC_PROTO_SIMPLE, 0);
+	ibc_tuner_force(ibc_comm_tuner(comm), IBC_ALGO_RING, IBC_PROTO_SIMPLE, 0);
 	return ibc_allreduce(&us, us_p, 1, IBC_FLOAT64, IBC_MAX, comm);
 }
 
@@ -63,15 +63,14 @@ static ibc_status_t time_ops(ibc_comm_h comm, int coll, void *s, void *r, size_t
 static void tuner_pick(ibc_comm_h comm, int coll, size_t nbytes, struct ibc_algo_choice *c)
 {
 	static const int colls[] = { IBC_COLL_ALLREDUCE, IBC_COLL_BROADCAST, IBC_COLL_REDUCE };
-	struct ibc_request req;
+	struct ibc_op op;
 
-	memset(&req, 0, sizeof(req));
-	req.comm = comm;
-	req.coll = colls[coll];
-	req.count = nbytes / 4;
-	req.dtype = IBC_FLOAT32;
-	req.root = 0;
-	ibc_tuner_select(comm, &req, c);
+	memset(&op, 0, sizeof(op));
+	op.coll = colls[coll];
+	op.count = nbytes / 4;
+	op.dtype = IBC_FLOAT32;
+	op.root = 0;
+	ibc_tuner_select(ibc_comm_tuner(comm), &op, c);
 }
 
 /* the chunk the model would pick for @algo/@proto, so the fit knows what ran */
@@ -110,7 +109,7 @@ static void set_configs(ibc_comm_h comm, const struct ibc_tune_model *m, int col
 			continue;
 		loc[k].valid = 1;
 	}
-	ibc_tuner_force(comm, -1, -1, 0);
+	ibc_tuner_force(ibc_comm_tuner(comm), -1, -1, 0);
 	tuner_pick(comm, coll, nb, &ch);
 	loc[BENCH_TUNE_AUTO].algo = ch.algo;
 	loc[BENCH_TUNE_AUTO].proto = ch.proto;
@@ -132,12 +131,12 @@ ibc_status_t bench_tune_measure(ibc_comm_h comm, int coll, void *sendbuf, void *
 	    res->nsizes > BENCH_TUNE_MAX_SIZES)
 		return IBC_ERR_INVALID_ARG;
 	res->coll = coll;
-	res->nranks = comm->nranks;
+	res->nranks = comm->net.nranks;
 	/* the first tuned collective agrees on the model (probe or file) */
 	st = ibc_allreduce(&one, &tmp, 1, IBC_FLOAT32, IBC_SUM, comm);
 	if (st != IBC_OK)
 		return st;
-	st = ibc_tuner_model(comm, &res->model);
+	st = ibc_tuner_model(ibc_comm_tuner(comm), &res->model);
 	if (st != IBC_OK)
 		return st;
 	res->have_model = 1;
@@ -161,7 +160,7 @@ ibc_status_t bench_tune_measure(ibc_comm_h comm, int coll, void *sendbuf, void *
 					      auto_cfg ? -1 : loc[k].proto,
 					      auto_cfg ? 0 : loc[k].chunk, &us);
 				if (st != IBC_OK) {
-					ibc_tuner_force(comm, -1, -1, 0);
+					ibc_tuner_force(ibc_comm_tuner(comm), -1, -1, 0);
 					return st;
 				}
 				if (rep >= 0)
@@ -177,7 +176,7 @@ ibc_status_t bench_tune_measure(ibc_comm_h comm, int coll, void *sendbuf, void *
 			loc[k].max_us = t[k][reps - 1];
 		}
 	}
-	return ibc_tuner_force(comm, -1, -1, 0);
+	return ibc_tuner_force(ibc_comm_tuner(comm), -1, -1, 0);
 }
 
 ibc_status_t bench_tune_fit_append(const struct bench_tune_result *res, const char *tp_name,

@@ -27,7 +27,7 @@
 #include "base/param.h"
 #include "base/util.h"
 #include "coll/select.h"
-#include "core/comm.h"
+#include "net/net.h"
 #include "topo/topo.h"
 #include "transport/ib/ib_info.h"
 
@@ -86,7 +86,7 @@ static int check_proto(const char *s)
 
 static int check_transport(const char *s)
 {
-	return ibc_comm_transport_parse(s, NULL) == 0;
+	return ibc_net_transport_parse(s, NULL) == 0;
 }
 
 static int check_debug(const char *s)
@@ -306,7 +306,7 @@ static int print_tuning(void)
 	       "# coefficients%s; a communicator measures its own at its first collective\n"
 	       "# (IBC_TUNING_PROBE) and logs them with IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=TUNING.\n",
 	       file && *file ? " replaced by IBC_TUNING_FILE rows" : "");
-	if (ibc_comm_transport_parse(want_tp, NULL) != 0) {
+	if (ibc_net_transport_parse(want_tp, NULL) != 0) {
 		/* as the library does: an unknown transport means auto */
 		fprintf(stderr, "ibc_info: IBC_TRANSPORT=%s is not auto, shm, tcp or ib; showing every transport (the library uses auto)\n",
 			want_tp);

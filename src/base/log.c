@@ -229,6 +229,18 @@ void ibc_log_set_last_error(const char *text)
 	snprintf(last_error, sizeof(last_error), "%s", text);
 }
 
+const char *ibc_log_strip_rank(const char *text)
+{
+	const char *p = text;
+
+	if (strncmp(p, "rank ", 5))
+		return text;
+	p += 5;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return p[0] == ':' && p[1] == ' ' ? p + 2 : text;
+}
+
 const char *ibc_last_error(void)
 {
 	return last_error;

@@ -62,6 +62,9 @@ const char *ibc_log_subsys_name(uint64_t subsys_bit);
 /* expand %h (host) and %p (pid) in an IBC_DEBUG_FILE pattern */
 int ibc_log_expand_path(const char *pattern, char *out, size_t out_len);
 
+/* @text without the "rank R: " that ibc_last_error() puts in front of it */
+const char *ibc_log_strip_rank(const char *text);
+
 /* ibc_last_error() storage: set by ERROR/WARN lines and by request waits */
 void ibc_log_set_last_error(const char *text);
 

@@ -54,16 +54,8 @@ void ibc_boot_stranger_warn(struct boot_ratelog *rl, const char *fmt, ...)
 const char *ibc_boot_local_reason(void)
 {
 	const char *t = ibc_last_error();
-	const char *p = t;
 
-	if (!strncmp(p, "rank ", 5)) {
-		p += 5;
-		while (*p >= '0' && *p <= '9')
-			p++;
-		if (p[0] == ':' && p[1] == ' ')
-			return p + 2;
-	}
-	return *t ? t : "local error";
+	return *t ? ibc_log_strip_rank(t) : "local error";
 }
 
 /* ------------------------------------------------------------------------ */

@@ -22,12 +22,13 @@
 #define IBC_BOOT_BOOTID_LEN 40
 #define IBC_BOOT_MAX_MSG_BYTES (16u << 20) /* hard cap on one tagged message */
 
-/* message tags: each user owns a range */
+/*
+ * message tags: each user owns a range of 0x1000. The net layer places
+ * each transport's tags at 0x1000 x its id (tcp 1, shm 2, ib 3: enum
+ * ibc_transport_id) and those of the layers above it at IBC_BOOT_TAG_UPPER.
+ */
 #define IBC_BOOT_TAG_INTERNAL 0x0000u /* allgather, barrier, split */
-#define IBC_BOOT_TAG_SOCK     0x1000u /* tcp transport */
-#define IBC_BOOT_TAG_SHM      0x2000u /* shm transport */
-#define IBC_BOOT_TAG_IB       0x3000u /* ib transport */
-#define IBC_BOOT_TAG_COLL     0x4000u /* algorithms: shm all-reduce set-up */
+#define IBC_BOOT_TAG_UPPER    0x4000u /* above the net layer: the shm all-reduce's set-up */
 #define IBC_BOOT_TAG_USER_MAX 0xffffu
 
 /* struct ibc_peer_info - what every rank learns about every other at init */

@@ -1,36 +1,115 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * coll.h - the algorithms' entry point and shared helpers. Algorithms see
- * only this header, core/net.h and transport/transport.h (never a
- * transport's private header). Each algorithm runs one operation to
- * completion in the calling thread (the progress thread or the caller),
- * posting nonblocking sends/receives through the net layer.
+ * coll.h - the coll layer: the algorithms, their entry point and shared
+ * helpers. Algorithms see only this header, net/net.h and
+ * transport/transport.h (never a transport's private header). Each runs
+ * one operation to completion in the calling thread (the progress thread or
+ * the caller), posting nonblocking sends/receives through the net layer.
  */
 #ifndef IBC_COLL_H
 #define IBC_COLL_H
 
+#include "base/coll_kind.h"
 #include "base/util.h"
-#include "core/comm.h"
-#include "core/net.h"
+#include "net/net.h"
 
-/* run @req on @comm: pick the algorithm, execute it; IBC_OK or an error (logged) */
-ibc_status_t ibc_coll_run(struct ibc_comm *comm, struct ibc_request *req);
-/* run all-reduce/broadcast/reduce @req with the algorithm, protocol and chunk of @c (coll.c) */
-struct ibc_algo_choice;
-ibc_status_t ibc_coll_run_choice(struct ibc_comm *comm, struct ibc_request *req,
+/*
+ * struct ibc_coll - the coll layer's part of a communicator: the net layer
+ * it talks through, and what the algorithms keep across operations.
+ */
+struct ibc_shmar;
+struct ibc_coll {
+	struct ibc_net *net;
+	void *scratch;                        /* ibc_coll_scratch(), page-aligned */
+	size_t scratch_nbytes;
+	struct ibc_shmar *shmar;              /* the shm all-reduce's segment, NULL when none */
+};
+
+/* enum ibc_algo - algorithms of all-reduce, broadcast and reduce (names: ibc_algo_name) */
+enum ibc_algo {
+	IBC_ALGO_RING = 0,      /* ring (all-reduce) or pipelined chain (bcast/reduce) */
+	IBC_ALGO_TREE = 1,      /* double binary tree (all-reduce) or binomial tree */
+	IBC_ALGO_RD = 2,        /* recursive doubling (all-reduce) */
+	IBC_ALGO_RAB = 3,       /* Rabenseifner (all-reduce) */
+	IBC_ALGO_SHM = 4,       /* one shared segment per communicator (all-reduce, one host) */
+	IBC_ALGO_COUNT
+};
+
+enum ibc_proto {
+	IBC_PROTO_SIMPLE = 0,
+	IBC_PROTO_LL = 1,
+	IBC_PROTO_COUNT
+};
+
+/*
+ * struct ibc_algo_choice - how to run an all-reduce, broadcast or reduce.
+ * @algo, @proto:  enum ibc_algo, enum ibc_proto.
+ * @chunk_bytes:   pipeline chunk for the tree/rd/rabenseifner programs.
+ * @predicted_us:  the tuner's time for it (src/tune).
+ */
+struct ibc_algo_choice {
+	int algo;
+	int proto;
+	size_t chunk_bytes;
+	double predicted_us;
+};
+
+const char *ibc_algo_name(int algo);
+const char *ibc_proto_name(int proto);
+/* parse names ("ring", "tree", "rd", "rabenseifner", "shm"; "simple", "ll"); -1 if unknown */
+int ibc_algo_parse(const char *s);
+int ibc_proto_parse(const char *s);
+/* 1 if @algo implements @coll */
+int ibc_algo_applies(int coll, int algo);
+
+/*
+ * ibc_coll_init() / ibc_coll_fini() - the coll layer of a communicator
+ * whose net layer @net is set up: maps the shm all-reduce segment where
+ * every rank is on this host (collective: every rank calls it); fini frees
+ * the scratch and the segment.
+ */
+ibc_status_t ibc_coll_init(struct ibc_coll *coll, struct ibc_net *net);
+void ibc_coll_fini(struct ibc_coll *coll);
+
+/**
+ * ibc_coll_run() - Run one operation on host buffers to completion.
+ * @coll:   [in] the communicator's coll layer.
+ * @op:     [in,out] the operation (count > 0 unless a barrier).
+ * @choice: [in] for all-reduce, broadcast and reduce: the algorithm,
+ *          protocol and chunk (the tuner's); ignored by the others, which
+ *          have one algorithm each.
+ * Return: IBC_OK, or the algorithm's error, with which the communicator is
+ * failed and logged: IBC_ERR_REMOTE or IBC_ERR_TIMEOUT (a peer died or is
+ * late past IBC_TIMEOUT_MS), IBC_ERR_INVALID_USAGE (ranks made mismatched
+ * calls), IBC_ERR_NO_MEMORY (scratch), IBC_ERR_SYSTEM (a transport's
+ * system call). Blocking; the thread running the communicator's operations.
+ */
+ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,
+			  const struct ibc_algo_choice *choice);
+
+/*
+ * ibc_coll_announce() - tell the ranks of a single-host communicator which
+ * operation this rank runs next (the shm all-reduce compares them, so that
+ * mismatched calls fail instead of waiting); before the tuner's choice,
+ * whose first call is itself collective.
+ */
+void ibc_coll_announce(struct ibc_coll *coll, const struct ibc_op *op);
+
+/* ibc_coll_run() of an all-reduce, broadcast or reduce @op with @c */
+ibc_status_t ibc_coll_run_choice(struct ibc_coll *coll, struct ibc_op *op,
 				 const struct ibc_algo_choice *c);
 
-/* descriptor of message @step of @req (step encodes phase, ring step and chunk) */
-static inline void ibc_coll_desc(const struct ibc_request *req, uint32_t step, int accum,
+/* descriptor of message @step of @op (step encodes phase, ring step and chunk) */
+static inline void ibc_coll_desc(const struct ibc_op *op, uint32_t step, int accum,
 				 struct ibc_msg_desc *d)
 {
-	d->seq = req->seq;
-	d->coll = (uint8_t)(req->coll == IBC_COLL_RECV ? IBC_COLL_SEND : req->coll);
-	d->dtype = (uint8_t)req->dtype;
-	d->op = (uint8_t)req->op;
-	d->flags = (uint8_t)((accum ? IBC_DESC_F_ACCUM_FP32 : 0) | req->proto_flags);
-	d->count = req->count;
-	d->root = req->root;
+	d->seq = op->seq;
+	d->coll = (uint8_t)(op->coll == IBC_COLL_RECV ? IBC_COLL_SEND : op->coll);
+	d->dtype = (uint8_t)op->dtype;
+	d->op = (uint8_t)op->redop;
+	d->flags = (uint8_t)((accum ? IBC_DESC_F_ACCUM_FP32 : 0) | op->proto_flags);
+	d->count = op->count;
+	d->root = op->root;
 	d->step = step;
 	d->reserved = 0;
 }
@@ -39,35 +118,30 @@ static inline void ibc_coll_desc(const struct ibc_request *req, uint32_t step, i
 #define IBC_COLL_STEP(phase, s, ci) \
 	(((uint32_t)(phase) << 28) | (((uint32_t)(s) & 0xfffu) << 16) | ((uint32_t)(ci) & 0xffffu))
 
-/* free a communicator's tuner state (select.c; comm.c calls it at destruction) */
-struct ibc_tuner;
-void ibc_tuner_destroy(struct ibc_tuner *t);
-
 /* the shm all-reduce (shm_allreduce.c): set up at communicator creation,
  * announce each collective, run one, free the segment */
-struct ibc_shmar;
-ibc_status_t ibc_shmar_init(struct ibc_comm *comm);
-void ibc_shmar_announce(struct ibc_comm *comm, const struct ibc_request *req);
-int ibc_shmar_usable(const struct ibc_comm *comm);      /* 1 if the segment is mapped everywhere */
-ibc_status_t ibc_shm_allreduce(struct ibc_comm *comm, struct ibc_request *req);
+ibc_status_t ibc_shmar_init(struct ibc_coll *coll);
+void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op);
+int ibc_shmar_usable(const struct ibc_coll *coll);      /* 1 if the segment is mapped everywhere */
+ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op);
 void ibc_shmar_destroy(struct ibc_shmar *s);
 
 /* grow the communicator's scratch area to @nbytes (kept across operations) */
-ibc_status_t ibc_coll_scratch(struct ibc_comm *comm, size_t nbytes, void **p);
+ibc_status_t ibc_coll_scratch(struct ibc_coll *coll, size_t nbytes, void **p);
 
 /* ring algorithms (ring/ring.c) */
-ibc_status_t ibc_ring_allreduce(struct ibc_comm *comm, struct ibc_request *req);
-ibc_status_t ibc_ring_reduce_scatter(struct ibc_comm *comm, struct ibc_request *req);
-ibc_status_t ibc_ring_allgather(struct ibc_comm *comm, struct ibc_request *req);
-ibc_status_t ibc_ring_broadcast(struct ibc_comm *comm, struct ibc_request *req);
-ibc_status_t ibc_ring_reduce(struct ibc_comm *comm, struct ibc_request *req);
+ibc_status_t ibc_ring_allreduce(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_ring_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_ring_allgather(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_ring_broadcast(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_ring_reduce(struct ibc_coll *coll, struct ibc_op *op);
 
 /* point-to-point based (p2p.c) */
-ibc_status_t ibc_coll_p2p(struct ibc_comm *comm, struct ibc_request *req);
-ibc_status_t ibc_coll_p2p_post(struct ibc_comm *comm, struct ibc_request *req, struct ibc_treq *tr,
+ibc_status_t ibc_coll_p2p(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_coll_p2p_post(struct ibc_coll *coll, struct ibc_op *op, struct ibc_treq *tr,
 			       int nowait);
-ibc_status_t ibc_coll_alltoall(struct ibc_comm *comm, struct ibc_request *req);
-ibc_status_t ibc_coll_barrier(struct ibc_comm *comm, struct ibc_request *req);
+ibc_status_t ibc_coll_alltoall(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_coll_barrier(struct ibc_coll *coll, struct ibc_op *op);
 
 /*
  * Block partition of @count elements over @n ranks: block b has

@@ -1398,6 +1398,7 @@ struct tune_cache_ent {
 };
 
 struct ibc_tuner {
+	struct ibc_coll *coll;          /* the communicator's coll layer */
 	int ready;                      /* model agreed */
 	struct ibc_tune_model m;        /* the agreed model */
 	struct ibc_tune_model meff;     /* m with this process's forced choices */
@@ -1415,18 +1416,16 @@ void ibc_tuner_destroy(struct ibc_tuner *t)
 	ibc_free(t);
 }
 
-static ibc_status_t tuner_get(struct ibc_comm *comm, struct ibc_tuner **t_p)
+ibc_status_t ibc_tuner_create(struct ibc_coll *coll, struct ibc_tuner **t_p)
 {
-	if (!comm->tuner) {
-		struct ibc_tuner *t = ibc_calloc(1, sizeof(*t), "tuner");
+	struct ibc_tuner *t = ibc_calloc(1, sizeof(*t), "tuner");
 
-		if (!t)
-			return IBC_ERR_NO_MEMORY;
-		t->force_algo = -1;
-		t->force_proto = -1;
-		comm->tuner = t;
-	}
-	*t_p = comm->tuner;
+	if (!t)
+		return IBC_ERR_NO_MEMORY;
+	t->coll = coll;
+	t->force_algo = -1;
+	t->force_proto = -1;
+	*t_p = t;
 	return IBC_OK;
 }
 
@@ -1445,16 +1444,13 @@ static void tuner_apply_force(struct ibc_tuner *t)
 	memset(t->cache, 0, sizeof(t->cache));
 }
 
-ibc_status_t ibc_tuner_force(struct ibc_comm *comm, int algo, int proto, size_t chunk_bytes)
+ibc_status_t ibc_tuner_force(struct ibc_tuner *t, int algo, int proto, size_t chunk_bytes)
 {
-	struct ibc_tuner *t;
-
 	if (algo >= IBC_ALGO_COUNT || proto >= IBC_PROTO_COUNT) {
 		IBC_LOG_ERROR(TUNING, "ibc_tuner_force: algorithm %d or protocol %d out of range", algo,
 			      proto);
 		return IBC_ERR_INVALID_ARG;
 	}
-	IBC_CHECK(tuner_get(comm, &t));
 	t->force_algo = algo < 0 ? -1 : algo;
 	t->force_proto = proto < 0 ? -1 : proto;
 	t->force_chunk = chunk_bytes;
@@ -1463,13 +1459,13 @@ ibc_status_t ibc_tuner_force(struct ibc_comm *comm, int algo, int proto, size_t 
 	return IBC_OK;
 }
 
-ibc_status_t ibc_tuner_model(struct ibc_comm *comm, struct ibc_tune_model *m_p)
+ibc_status_t ibc_tuner_model(const struct ibc_tuner *t, struct ibc_tune_model *m_p)
 {
-	if (!comm->tuner || !comm->tuner->ready) {
+	if (!t || !t->ready) {
 		IBC_LOG_ERROR(TUNING, "ibc_tuner_model: no tuned collective ran on this communicator yet");
 		return IBC_ERR_INVALID_USAGE;
 	}
-	*m_p = comm->tuner->m;
+	*m_p = t->m;
 	return IBC_OK;
 }
 
@@ -1485,20 +1481,19 @@ static int tp_rank(int tp)
 	return tp == IBC_TUNE_TP_TCP ? 2 : tp == IBC_TUNE_TP_IB ? 1 : 0;
 }
 
-/* an internal operation on the same sequence number as @req (agreement, probe) */
-static void internal_req(const struct ibc_request *req, int coll, void *buf, size_t count,
-			 ibc_dtype_t dtype, struct ibc_request *out)
+/* an internal operation on the same sequence number as @op (agreement, probe) */
+static void internal_req(const struct ibc_op *op, int coll, void *buf, size_t count,
+			 ibc_dtype_t dtype, struct ibc_op *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->comm = req->comm;
 	out->coll = coll;
 	out->sendbuf = buf;
 	out->recvbuf = buf;
 	out->count = count;
 	out->dtype = dtype;
-	out->op = IBC_SUM;
+	out->redop = IBC_SUM;
 	out->root = coll == IBC_COLL_BROADCAST ? 0 : -1;
-	out->seq = req->seq;
+	out->seq = op->seq;
 }
 
 /* the median of @n > 0 values (the upper one of an even count), sorting @x in place */
@@ -1524,7 +1519,7 @@ static double probe_median(double *x, int n)
  * (after @maxit round trips or @budget_ns), so both run the same number.
  * *@oneway_us_p (initiator): median round trip / 2, the first one excluded.
  */
-static ibc_status_t probe_pingpong(struct ibc_comm *comm, const struct ibc_request *req,
+static ibc_status_t probe_pingpong(struct ibc_coll *cl, const struct ibc_op *op,
 				   int partner, int initiator, int kind, int ll, size_t nbytes,
 				   int maxit, uint64_t budget_ns, char *sbuf, char *rbuf,
 				   double *oneway_us_p)
@@ -1541,24 +1536,24 @@ static ibc_status_t probe_pingpong(struct ibc_comm *comm, const struct ibc_reque
 		uint64_t t0 = ibc_time_ns();
 		char stop;
 
-		ibc_coll_desc(req, IBC_COLL_STEP(IBC_SCHED_PHASE_PROBE, kind, it), 0, &d);
+		ibc_coll_desc(op, IBC_COLL_STEP(IBC_SCHED_PHASE_PROBE, kind, it), 0, &d);
 		if (ll)
 			d.flags |= IBC_DESC_F_LL;
 		if (initiator) {
 			stop = it + 1 >= maxit || t0 - start > budget_ns;
 			sbuf[0] = stop;
-			IBC_CHECK(ibc_net_irecv(comm, partner, rbuf, nbytes, &d, &tr[0]));
-			IBC_CHECK(ibc_net_isend(comm, partner, sbuf, nbytes, &d, &tr[1]));
-			IBC_CHECK(ibc_net_waitall(comm, w, 2));
+			IBC_CHECK(ibc_net_irecv(cl->net, partner, rbuf, nbytes, &d, &tr[0]));
+			IBC_CHECK(ibc_net_isend(cl->net, partner, sbuf, nbytes, &d, &tr[1]));
+			IBC_CHECK(ibc_net_waitall(cl->net, w, 2));
 			if (it > 0 && nrt < (int)IBC_ARRAY_SIZE(rt))
 				rt[nrt++] = (double)(ibc_time_ns() - t0) / 1000.0;
 		} else {
-			IBC_CHECK(ibc_net_irecv(comm, partner, rbuf, nbytes, &d, &tr[0]));
-			IBC_CHECK(ibc_net_wait1(comm, &tr[0]));
+			IBC_CHECK(ibc_net_irecv(cl->net, partner, rbuf, nbytes, &d, &tr[0]));
+			IBC_CHECK(ibc_net_wait1(cl->net, &tr[0]));
 			stop = rbuf[0];
 			sbuf[0] = stop;
-			IBC_CHECK(ibc_net_isend(comm, partner, sbuf, nbytes, &d, &tr[1]));
-			IBC_CHECK(ibc_net_wait1(comm, &tr[1]));
+			IBC_CHECK(ibc_net_isend(cl->net, partner, sbuf, nbytes, &d, &tr[1]));
+			IBC_CHECK(ibc_net_wait1(cl->net, &tr[1]));
 		}
 		if (stop)
 			break;
@@ -1613,25 +1608,25 @@ static double probe_gamma(char *buf, size_t nbytes)
  * yield, then sleep: net.c). *@lone_us_p: the one-way latency on every
  * rank, 0 where pair 0-1 does not use the slowest transport.
  */
-static ibc_status_t probe_lone(struct ibc_comm *comm, struct ibc_request *req,
+static ibc_status_t probe_lone(struct ibc_coll *cl, struct ibc_op *op,
 			       const struct ibc_tune_model *m, double *lone_us_p)
 {
-	struct ibc_request br;
+	struct ibc_op br;
 	double lone = 0;
 	void *p;
 
-	if (comm->rank <= 1 && tp_of_ops(comm->peers[comm->rank ^ 1].ops) == m->tp) {
+	if (cl->net->rank <= 1 && tp_of_ops(cl->net->peers[cl->net->rank ^ 1].ops) == m->tp) {
 		char *sbuf;
 
-		IBC_CHECK(ibc_coll_scratch(comm, 2 * PROBE_SMALL, &p));
+		IBC_CHECK(ibc_coll_scratch(cl, 2 * PROBE_SMALL, &p));
 		sbuf = p;
 		memset(sbuf, 0, 2 * PROBE_SMALL);
-		IBC_CHECK(probe_pingpong(comm, req, comm->rank ^ 1, comm->rank == 0, 3, 0,
+		IBC_CHECK(probe_pingpong(cl, op, cl->net->rank ^ 1, cl->net->rank == 0, 3, 0,
 					 PROBE_SMALL, 40, PROBE_LONE_NS, sbuf, sbuf + PROBE_SMALL,
 					 &lone));
 	}
-	internal_req(req, IBC_COLL_BROADCAST, &lone, 1, IBC_FLOAT64, &br);
-	IBC_CHECK(ibc_ring_broadcast(comm, &br));
+	internal_req(op, IBC_COLL_BROADCAST, &lone, 1, IBC_FLOAT64, &br);
+	IBC_CHECK(ibc_ring_broadcast(cl, &br));
 	IBC_LOG_DEBUG(TUNING, "probe lone pair 0-1: 8 B one-way %.2f us", lone);
 	*lone_us_p = lone;
 	return IBC_OK;
@@ -1653,17 +1648,17 @@ enum { PV_ALPHA, PV_ALPHA_LL, PV_BETA, PV_NPAIR, PV_NLL, PV_GAMMA, PV_GAMMA_CACH
  * (the connection set-up before it is not counted: the first collective
  * would pay it anyway).
  */
-static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
+static ibc_status_t tuner_probe(struct ibc_coll *cl, struct ibc_op *op,
 				struct ibc_tune_model *m, double *probe_ms_p)
 {
 	double v[PV_COUNT] = { 0 };
 	const struct ibc_transport_ops *ops = NULL;
-	struct ibc_request ar;
+	struct ibc_op ar;
 	double lone = 0;
 	double a = 0;
 	double all = 0;
 	double big = 0;
-	int partner = comm->rank ^ 1;
+	int partner = cl->net->rank ^ 1;
 	int init = 0;
 	int ll = 0;
 	char *gbuf;
@@ -1673,23 +1668,23 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 	void *p;
 
 	/* connections first: their set-up is not part of the probe's budget */
-	if (partner < comm->nranks)
-		IBC_CHECK(ibc_net_connect(comm, &partner, 1));
+	if (partner < cl->net->nranks)
+		IBC_CHECK(ibc_net_connect(cl->net, &partner, 1));
 	t0 = ibc_time_ns();
-	IBC_CHECK(ibc_coll_scratch(comm, 2 * PROBE_LARGE, &p));
+	IBC_CHECK(ibc_coll_scratch(cl, 2 * PROBE_LARGE, &p));
 	sbuf = p;
 	rbuf = sbuf + PROBE_LARGE;
 	memset(sbuf, 0, 2 * PROBE_LARGE);
-	if (partner < comm->nranks) {
-		ops = comm->peers[partner].ops;
-		init = comm->rank < partner;
+	if (partner < cl->net->nranks) {
+		ops = cl->net->peers[partner].ops;
+		init = cl->net->rank < partner;
 		ll = (ops->caps & IBC_TCAP_LL) && m->ll_max >= PROBE_SMALL;
-		IBC_CHECK(probe_pingpong(comm, req, partner, init, 0, 0, PROBE_SMALL, 40,
+		IBC_CHECK(probe_pingpong(cl, op, partner, init, 0, 0, PROBE_SMALL, 40,
 					 PROBE_SMALL_NS, sbuf, rbuf, &a));
 		if (ll)
-			IBC_CHECK(probe_pingpong(comm, req, partner, init, 1, 1, PROBE_SMALL, 40,
+			IBC_CHECK(probe_pingpong(cl, op, partner, init, 1, 1, PROBE_SMALL, 40,
 						 PROBE_SMALL_NS, sbuf, rbuf, &all));
-		IBC_CHECK(probe_pingpong(comm, req, partner, init, 2, 0, PROBE_LARGE, 6,
+		IBC_CHECK(probe_pingpong(cl, op, partner, init, 2, 0, PROBE_LARGE, 6,
 					 PROBE_LARGE_NS, sbuf, rbuf, &big));
 	}
 	/*
@@ -1700,7 +1695,7 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 	 */
 	gbuf = ibc_aligned_alloc(4096, 2 * PROBE_GAMMA, "tuner gamma probe");
 	if (!gbuf)
-		return ibc_comm_fail(comm, IBC_ERR_NO_MEMORY, -1,
+		return ibc_net_fail(cl->net, IBC_ERR_NO_MEMORY, -1,
 				     "cannot allocate %u bytes for the tuner's probe", 2 * PROBE_GAMMA);
 	v[PV_GAMMA] = probe_gamma(gbuf, PROBE_GAMMA);
 	v[PV_GAMMA_CACHE] = probe_gamma(gbuf, PROBE_GAMMA_CACHE);
@@ -1723,20 +1718,20 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 	 * alpha 5-12 us against 8-22, and the lone pair's term off in 3 of 5
 	 * runs).
 	 */
-	if (partner < comm->nranks) {
+	if (partner < cl->net->nranks) {
 		double a2 = 0;
 		double all2 = 0;
 
 		if (m->share <= 1) {
-			IBC_CHECK(probe_pingpong(comm, req, partner, init, 4, 0, PROBE_SMALL, 40,
+			IBC_CHECK(probe_pingpong(cl, op, partner, init, 4, 0, PROBE_SMALL, 40,
 						 PROBE_SMALL_NS, sbuf, rbuf, &a2));
 			if (ll)
-				IBC_CHECK(probe_pingpong(comm, req, partner, init, 5, 1, PROBE_SMALL,
+				IBC_CHECK(probe_pingpong(cl, op, partner, init, 5, 1, PROBE_SMALL,
 							 40, PROBE_SMALL_NS, sbuf, rbuf, &all2));
 		}
 		if (init)
 			IBC_LOG_DEBUG(TUNING, "probe pair %d-%d: 8 B one-way %.2f then %.2f us (ll %.2f then %.2f), 512 KiB one-way %.1f us",
-				      comm->rank, partner, a, a2, all, all2, big);
+				      cl->net->rank, partner, a, a2, all, all2, big);
 		if (a2 > 0 && a2 < a)
 			a = a2;
 		if (all2 > 0 && all2 < all)
@@ -1752,10 +1747,10 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 		}
 	}
 	v[PV_NRANK] = 1;
-	internal_req(req, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
-	IBC_CHECK(ibc_ring_allreduce(comm, &ar));
-	if (m->share > 1 && comm->nranks >= 4)
-		IBC_CHECK(probe_lone(comm, req, m, &lone));
+	internal_req(op, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
+	IBC_CHECK(ibc_ring_allreduce(cl, &ar));
+	if (m->share > 1 && cl->net->nranks >= 4)
+		IBC_CHECK(probe_lone(cl, op, m, &lone));
 	*probe_ms_p = (double)(ibc_time_ns() - t0) / 1e6;
 	if (v[PV_NPAIR] > 0) {
 		m->base[IBC_PROTO_SIMPLE].alpha_us = IBC_MAX(v[PV_ALPHA] / v[PV_NPAIR], 0.05);
@@ -1773,7 +1768,7 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
 		double pairs = m->base[IBC_PROTO_SIMPLE].alpha_us;
 
 		ibc_tune_set_lone(m, lone);
-		if (m->base[IBC_PROTO_SIMPLE].alpha_us < pairs && comm->rank == 0)
+		if (m->base[IBC_PROTO_SIMPLE].alpha_us < pairs && cl->net->rank == 0)
 			IBC_LOG_INFO(TUNING, "probe: pairs' alpha %.2f us is over %d x the lone pair's %.2f us (another job's load during the probe); alpha %.2f us",
 				     pairs, (int)m->share, lone, m->base[IBC_PROTO_SIMPLE].alpha_us);
 	}
@@ -1797,19 +1792,19 @@ static ibc_status_t tuner_probe(struct ibc_comm *comm, struct ibc_request *req,
  * 2 of 15 tcp passes had a raced pick 20-27 % slower than the model's) and
  * the slowest rank's counts (a max all-reduce), so the ratios, and every
  * later choice, are the same bits on every rank. Collective; the operations
- * run on the sequence number of @req, as the probe's, and each announces
+ * run on the sequence number of @op, as the probe's, and each announces
  * itself to the shm all-reduce's mismatch check (within an anchor every
  * operation has the same descriptor, and an anchor's first candidate is
  * never the shm all-reduce, last in enum order with at least two
  * candidates, so no rank waits in it while another still shows an earlier
- * descriptor); @req is announced again before the last agreement.
+ * descriptor); @op is announced again before the last agreement.
  */
-static ibc_status_t tuner_race(struct ibc_comm *comm, struct ibc_request *req,
+static ibc_status_t tuner_race(struct ibc_coll *cl, struct ibc_op *op,
 			       struct ibc_tune_model *m, uint64_t t0)
 {
 	struct ibc_tune_race_plan plan[IBC_TUNE_RACE_ANCHORS];
 	double fast[IBC_TUNE_RACE_ANCHORS * IBC_ALGO_COUNT];
-	struct ibc_request ar;
+	struct ibc_op ar;
 	ibc_status_t st;
 	double took[2];                 /* us since @t0; slow, agreed */
 	double slow = 0;                /* measured / predicted of the last raced anchor */
@@ -1827,7 +1822,7 @@ static ibc_status_t tuner_race(struct ibc_comm *comm, struct ibc_request *req,
 		maxb = IBC_MAX(maxb, (size_t)plan[i].nbytes);
 	buf = ibc_aligned_alloc(4096, 2 * maxb, "tuner race");
 	if (!buf)
-		return ibc_comm_fail(comm, IBC_ERR_NO_MEMORY, -1,
+		return ibc_net_fail(cl->net, IBC_ERR_NO_MEMORY, -1,
 				     "cannot allocate %zu bytes for the tuner's race", 2 * maxb);
 	memset(buf, 0, 2 * maxb);
 	memset(fast, 0, sizeof(fast));
@@ -1848,9 +1843,9 @@ static ibc_status_t tuner_race(struct ibc_comm *comm, struct ibc_request *req,
 		 */
 		took[0] = (double)(ibc_time_ns() - t0) / 1000.0;
 		took[1] = slow;
-		internal_req(req, IBC_COLL_ALLREDUCE, took, 2, IBC_FLOAT64, &ar);
-		ar.op = IBC_MAX;
-		IBC_CHECK_GOTO(ibc_ring_allreduce(comm, &ar), st, out);
+		internal_req(op, IBC_COLL_ALLREDUCE, took, 2, IBC_FLOAT64, &ar);
+		ar.redop = IBC_MAX;
+		IBC_CHECK_GOTO(ibc_ring_allreduce(cl, &ar), st, out);
 		if (took[0] + p->cost_us * IBC_MAX(1.0, took[1] / RACE_COST_FACTOR) >
 		    m->race_ms * 1000.0) {
 			plan[i].n = 0;  /* not raced */
@@ -1863,11 +1858,11 @@ static ibc_status_t tuner_race(struct ibc_comm *comm, struct ibc_request *req,
 				int it;
 
 				for (it = 0; it < p->iters; it++) {
-					internal_req(req, IBC_COLL_ALLREDUCE, buf,
+					internal_req(op, IBC_COLL_ALLREDUCE, buf,
 						     (size_t)p->nbytes / 4, IBC_FLOAT32, &ar);
 					ar.recvbuf = buf + maxb;
-					ibc_shmar_announce(comm, &ar);
-					IBC_CHECK_GOTO(ibc_coll_run_choice(comm, &ar, &p->c[k]), st,
+					ibc_shmar_announce(cl, &ar);
+					IBC_CHECK_GOTO(ibc_coll_run_choice(cl, &ar, &p->c[k]), st,
 						       out);
 				}
 				if (rep >= 0)
@@ -1887,16 +1882,16 @@ static ibc_status_t tuner_race(struct ibc_comm *comm, struct ibc_request *req,
 	}
 	ibc_free(buf);
 	/*
-	 * @req again before the last agreement: a rank that leaves it may run
-	 * @req with the shm all-reduce and check the others' announcements
+	 * @op again before the last agreement: a rank that leaves it may run
+	 * @op with the shm all-reduce and check the others' announcements
 	 * while a slower rank is still in this all-reduce, which no rank
-	 * leaves before every rank has entered it (and so announced @req).
+	 * leaves before every rank has entered it (and so announced @op).
 	 */
-	ibc_shmar_announce(comm, req);
-	internal_req(req, IBC_COLL_ALLREDUCE, fast, (size_t)np * IBC_ALGO_COUNT, IBC_FLOAT64,
+	ibc_shmar_announce(cl, op);
+	internal_req(op, IBC_COLL_ALLREDUCE, fast, (size_t)np * IBC_ALGO_COUNT, IBC_FLOAT64,
 		     &ar);
-	ar.op = IBC_MAX;
-	IBC_CHECK(ibc_ring_allreduce(comm, &ar));
+	ar.redop = IBC_MAX;
+	IBC_CHECK(ibc_ring_allreduce(cl, &ar));
 	for (i = 0; i < np; i++) {
 		struct ibc_tune_race *r = &m->race[i];
 
@@ -1968,10 +1963,10 @@ static void tuner_log_model(const struct ibc_tune_model *m, double probe_ms, dou
 }
 
 /* collective: agree on the model (rank 0's settings and file, averaged probe) */
-static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struct ibc_request *req)
+static ibc_status_t tuner_init(struct ibc_coll *cl, struct ibc_tuner *t, struct ibc_op *op)
 {
 	struct ibc_tune_model m;
-	struct ibc_request br;
+	struct ibc_op br;
 	cpu_set_t cpus;
 	uint64_t t0 = ibc_time_ns();
 	double probe_ms = 0;
@@ -1980,54 +1975,54 @@ static ibc_status_t tuner_init(struct ibc_comm *comm, struct ibc_tuner *t, struc
 	int has_ll = 1;
 	int i;
 
-	for (i = 0; i < comm->nranks; i++) {
-		const struct ibc_transport_ops *ops = comm->peers[i].ops;
+	for (i = 0; i < cl->net->nranks; i++) {
+		const struct ibc_transport_ops *ops = cl->net->peers[i].ops;
 
-		if (i == comm->rank || !ops)
+		if (i == cl->net->rank || !ops)
 			continue;
 		if (tp_rank(tp_of_ops(ops)) > tp_rank(tp))
 			tp = tp_of_ops(ops);
 	}
-	for (i = 0; i < comm->nranks; i++) {
-		const struct ibc_transport_ops *ops = comm->peers[i].ops;
+	for (i = 0; i < cl->net->nranks; i++) {
+		const struct ibc_transport_ops *ops = cl->net->peers[i].ops;
 
-		if (i != comm->rank && ops && tp_of_ops(ops) == tp && !(ops->caps & IBC_TCAP_LL))
+		if (i != cl->net->rank && ops && tp_of_ops(ops) == tp && !(ops->caps & IBC_TCAP_LL))
 			has_ll = 0;
 	}
-	ibc_tune_model_init(&m, comm->nranks, tp, has_ll);
+	ibc_tune_model_init(&m, cl->net->nranks, tp, has_ll);
 	/* time sharing of the host's cores (rank 0's host decides, by the broadcast) */
 	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
-		m.share = ibc_tune_share(comm->nlocal, CPU_COUNT(&cpus));
+		m.share = ibc_tune_share(cl->net->nlocal, CPU_COUNT(&cpus));
 	/* the core's L2, for the cache term of gamma (rank 0's host decides) */
 	m.cache_bytes = IBC_MAX(sysconf(_SC_LEVEL2_CACHE_SIZE), 0L);
 	/* the shm all-reduce needs the segment (the same verdict on every rank) */
-	if (!ibc_shmar_usable(comm))
+	if (!ibc_shmar_usable(cl))
 		m.shm_ok = 0;
-	if (comm->rank == 0) {
+	if (cl->net->rank == 0) {
 		const char *path = ibc_param_tuning_file();
 		int nrows = 0;
 
 		if (path && *path && ibc_tune_file_load(&m, path, &nrows) == IBC_OK)
 			IBC_LOG_INFO(TUNING, "IBC_TUNING_FILE %s: %d rows for %s at about %d ranks",
-				     path, nrows, ibc_tune_tp_name(tp), comm->nranks);
+				     path, nrows, ibc_tune_tp_name(tp), cl->net->nranks);
 	}
 	/* everyone adopts rank 0's settings and file rows */
-	internal_req(req, IBC_COLL_BROADCAST, &m, sizeof(m), IBC_UINT8, &br);
-	IBC_CHECK(ibc_ring_broadcast(comm, &br));
+	internal_req(op, IBC_COLL_BROADCAST, &m, sizeof(m), IBC_UINT8, &br);
+	IBC_CHECK(ibc_ring_broadcast(cl, &br));
 	if (m.probe && !(m.source & IBC_TUNE_SRC_FILE)) {
 		uint64_t tp0 = ibc_time_ns();
 		uint64_t tr;
 
-		IBC_CHECK(tuner_probe(comm, req, &m, &probe_ms));
+		IBC_CHECK(tuner_probe(cl, op, &m, &probe_ms));
 		tr = ibc_time_ns();
-		IBC_CHECK(tuner_race(comm, req, &m, tp0));
+		IBC_CHECK(tuner_race(cl, op, &m, tp0));
 		race_took_ms = (double)(ibc_time_ns() - tr) / 1e6;
 		probe_ms += race_took_ms;
 	}
 	t->m = m;
 	t->ready = 1;
 	tuner_apply_force(t);
-	if (comm->rank == 0)
+	if (cl->net->rank == 0)
 		tuner_log_model(&m, probe_ms, race_took_ms, (double)(ibc_time_ns() - t0) / 1e6);
 	return IBC_OK;
 }
@@ -2087,36 +2082,34 @@ static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 		     t->meff.force_algo >= 0 || t->meff.force_proto >= 0 ? " [forced]" : "");
 }
 
-ibc_status_t ibc_tuner_select(struct ibc_comm *comm, struct ibc_request *req,
-			      struct ibc_algo_choice *c)
+ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc_algo_choice *c)
 {
-	int coll = tune_coll_of(req->coll);
-	struct ibc_tuner *t;
+	struct ibc_coll *cl = t->coll;
+	int coll = tune_coll_of(op->coll);
 	size_t esz;
 	size_t nbytes;
 	unsigned i;
 
-	if (coll < 0 || comm->nranks == 1) {
+	if (coll < 0 || cl->net->nranks == 1) {
 		memset(c, 0, sizeof(*c));
 		c->algo = IBC_ALGO_RING;
 		c->chunk_bytes = (size_t)ibc_param_ring_chunk_bytes();
 		return IBC_OK;
 	}
-	IBC_CHECK(tuner_get(comm, &t));
 	if (!t->ready) {
 		ibc_status_t st;
 
 		/* errors during it say so instead of counting its bytes as the operation's */
-		__atomic_store_n(&comm->cur_tuning, 1, __ATOMIC_RELAXED);
-		st = tuner_init(comm, t, req);
-		__atomic_store_n(&comm->cur_tuning, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&cl->net->cur_tuning, 1, __ATOMIC_RELAXED);
+		st = tuner_init(cl, t, op);
+		__atomic_store_n(&cl->net->cur_tuning, 0, __ATOMIC_RELAXED);
 		IBC_CHECK(st);
 		/* the probe's traffic is not the operation's: "bytes moved" in errors */
-		__atomic_store_n(&comm->cur_bytes_done, 0, __ATOMIC_RELAXED);
-		comm->cur_bytes_total = 0;
+		__atomic_store_n(&cl->net->cur_bytes_done, 0, __ATOMIC_RELAXED);
+		cl->net->cur_bytes_total = 0;
 	}
-	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
-	nbytes = req->count * esz;
+	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
+	nbytes = op->count * esz;
 	for (i = 0; i < TUNE_CACHE; i++) {
 		const struct tune_cache_ent *e = &t->cache[coll][i];
 

@@ -27,28 +27,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "coll/coll.h"
 #include "ibcoll.h"
 #include "transport/transport.h"
 
-struct ibc_comm;
-struct ibc_request;
 struct ibc_tuner;
-
-/* enum ibc_algo - algorithms of all-reduce, broadcast and reduce (names: ibc_algo_name) */
-enum ibc_algo {
-	IBC_ALGO_RING = 0,      /* ring (all-reduce) or pipelined chain (bcast/reduce) */
-	IBC_ALGO_TREE = 1,      /* double binary tree (all-reduce) or binomial tree */
-	IBC_ALGO_RD = 2,        /* recursive doubling (all-reduce) */
-	IBC_ALGO_RAB = 3,       /* Rabenseifner (all-reduce) */
-	IBC_ALGO_SHM = 4,       /* one shared segment per communicator (all-reduce, one host) */
-	IBC_ALGO_COUNT
-};
-
-enum ibc_proto {
-	IBC_PROTO_SIMPLE = 0,
-	IBC_PROTO_LL = 1,
-	IBC_PROTO_COUNT
-};
 
 /* the collectives the tuner decides for */
 enum ibc_tune_coll {
@@ -142,18 +125,6 @@ struct ibc_tune_model {
 	struct ibc_tune_coef coef[IBC_TUNE_COLL_COUNT][IBC_ALGO_COUNT][IBC_PROTO_COUNT];
 };
 
-/*
- * struct ibc_algo_choice - a decision.
- * @algo, @proto:  enum ibc_algo, enum ibc_proto.
- * @chunk_bytes:   pipeline chunk for the tree/rd/rabenseifner programs.
- * @predicted_us:  the model's time for it.
- */
-struct ibc_algo_choice {
-	int algo;
-	int proto;
-	size_t chunk_bytes;
-	double predicted_us;
-};
 
 /*
  * struct ibc_tune_race_plan - what the race times at one anchor.
@@ -182,16 +153,9 @@ struct ibc_tune_sample {
 	double time_us;         /* measured time of one operation */
 };
 
-const char *ibc_algo_name(int algo);
-const char *ibc_proto_name(int proto);
 const char *ibc_tune_coll_name(int coll);
 const char *ibc_tune_tp_name(int tp);
-/* parse names ("ring", "tree", "rd", "rabenseifner", "shm"; "simple", "ll"); -1 if unknown */
-int ibc_algo_parse(const char *s);
-int ibc_proto_parse(const char *s);
 int ibc_tune_tp_parse(const char *s);
-/* 1 if @algo implements @coll */
-int ibc_algo_applies(int coll, int algo);
 
 /* ---- pure model functions (no communicator) ------------------------------ */
 
@@ -236,27 +200,34 @@ void ibc_tune_print(const struct ibc_tune_model *m, FILE *f);
 /* ---- per communicator ------------------------------------------------------ */
 
 /*
- * ibc_tuner_select() - the algorithm for @req (all-reduce, broadcast or
- * reduce) on @comm. The first call on a communicator of more than one rank
- * is collective: rank 0's settings and tuning file are shared, then (with
- * IBC_TUNING_PROBE=1 and no file rows for this transport) every rank
- * measures latency and bandwidth with a partner and reduction speed
- * locally, and the averages become the model, so all ranks decide alike.
- * Logs each new decision (per collective and power-of-two size) once at
- * INFO TUNING. Returns IBC_OK or the net layer's error.
+ * ibc_tuner_create() - the tuner of a communicator whose coll layer is
+ * @coll; no communication: the model is agreed at the first tuned
+ * collective. ibc_tuner_destroy() frees it (NULL: no-op).
+ * Return: IBC_OK; IBC_ERR_NO_MEMORY.
  */
-ibc_status_t ibc_tuner_select(struct ibc_comm *comm, struct ibc_request *req,
-			      struct ibc_algo_choice *c);
+ibc_status_t ibc_tuner_create(struct ibc_coll *coll, struct ibc_tuner **t_p);
 void ibc_tuner_destroy(struct ibc_tuner *t);
 
 /*
+ * ibc_tuner_select() - the algorithm for @op (all-reduce, broadcast or
+ * reduce) on @t's communicator. The first call on a communicator of more
+ * than one rank is collective: rank 0's settings and tuning file are
+ * shared, then (with IBC_TUNING_PROBE=1 and no file rows for this
+ * transport) every rank measures latency and bandwidth with a partner and
+ * reduction speed locally, and the averages become the model, so all ranks
+ * decide alike. Logs each new decision (per collective and power-of-two
+ * size) once at INFO TUNING. Returns IBC_OK or the net layer's error.
+ */
+ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc_algo_choice *c);
+
+/*
  * ibc_tuner_force() - tests and benchmarks: fix the algorithm (-1: tuner),
- * protocol (-1: tuner) and chunk (0: tuner) of @comm's later operations.
+ * protocol (-1: tuner) and chunk (0: tuner) of @t's later operations.
  * Every rank must call it with the same values between the same operations.
  */
-ibc_status_t ibc_tuner_force(struct ibc_comm *comm, int algo, int proto, size_t chunk_bytes);
+ibc_status_t ibc_tuner_force(struct ibc_tuner *t, int algo, int proto, size_t chunk_bytes);
 
-/* a copy of @comm's model (after its first tuned collective) */
-ibc_status_t ibc_tuner_model(struct ibc_comm *comm, struct ibc_tune_model *m_p);
+/* a copy of @t's model (after its first tuned collective) */
+ibc_status_t ibc_tuner_model(const struct ibc_tuner *t, struct ibc_tune_model *m_p);
 
 #endif /* IBC_COLL_SELECT_H */

@@ -85,13 +85,12 @@
 #include "base/param.h"
 #include "base/shmseg.h"
 #include "base/util.h"
-#include "boot/bootstrap.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
 #include "coll/select.h"
 
 #define SHMAR_MAGIC 0x69626373686d6172ull /* "ibcshmar" */
-#define SHMAR_TAG (IBC_BOOT_TAG_COLL + 0)
+#define SHMAR_TAG IBC_NET_TAG_SHMAR
 
 /* one rank's counters and descriptors: written by that rank only, read by all */
 struct shmar_line {
@@ -120,7 +119,7 @@ struct shmar_msg {
 	int32_t pad;
 };
 
-/* struct ibc_shmar - a communicator's segment (comm->shmar) */
+/* struct ibc_shmar - a communicator's segment (coll->shmar) */
 struct ibc_shmar {
 	int failed;             /* set-up failed somewhere: use the ring */
 	void *base;
@@ -154,7 +153,7 @@ static void shmar_wire(struct ibc_shmar *s)
 }
 
 /**
- * ibc_shmar_destroy() - Unmap a communicator's segment (comm destruction).
+ * ibc_shmar_destroy() - Unmap a communicator's segment (coll destruction).
  * @s: [in] the state, or NULL. Blocking: no.
  */
 void ibc_shmar_destroy(struct ibc_shmar *s)
@@ -183,9 +182,9 @@ static int shmar_map(struct ibc_shmar *s, int fd, int create)
 }
 
 /* rank 0: create and map; returns 1 on success (name in @m) */
-static int shmar_create(struct ibc_comm *comm, struct ibc_shmar *s, struct shmar_msg *m)
+static int shmar_create(struct ibc_coll *coll, struct ibc_shmar *s, struct shmar_msg *m)
 {
-	const uint8_t *id = ibc_bootstrap_comm_id(comm->bs);
+	const uint8_t *id = ibc_net_comm_id(coll->net);
 	char why[160];
 	int fd;
 
@@ -193,7 +192,7 @@ static int shmar_create(struct ibc_comm *comm, struct ibc_shmar *s, struct shmar
 	 * The segment is optional: where /dev/shm is small it must not take
 	 * the room the pair rings need (reserved whole, after it).
 	 */
-	if (!ibc_shm_optional_fits(s->size, comm->nlocal, why, sizeof(why))) {
+	if (!ibc_shm_optional_fits(s->size, coll->net->nlocal, why, sizeof(why))) {
 		IBC_LOG_WARN(COLL, "shm all-reduce: its %zu-byte segment would leave too little room for the rings (%s); using the ring",
 			     s->size, why);
 		return 0;
@@ -261,25 +260,25 @@ static int shmar_attach(struct ibc_shmar *s, const struct shmar_msg *m)
 }
 
 /* every rank on this host (the same on all ranks: from the bootstrap's peer table) */
-static int shmar_one_host(struct ibc_comm *comm)
+static int shmar_one_host(struct ibc_coll *coll)
 {
 	int i;
 
-	for (i = 0; i < comm->nranks; i++)
-		if (i != comm->rank && !ibc_bootstrap_same_host(comm->bs, i))
+	for (i = 0; i < coll->net->nranks; i++)
+		if (i != coll->net->rank && !ibc_net_same_host(coll->net, i))
 			return 0;
 	return 1;
 }
 
 /* this rank wants the segment: enabled, and every peer over shm */
-static int shmar_wanted(struct ibc_comm *comm)
+static int shmar_wanted(struct ibc_coll *coll)
 {
 	int i;
 
 	if (!ibc_param_shm_allreduce())
 		return 0;
-	for (i = 0; i < comm->nranks; i++)
-		if (i != comm->rank && !(comm->peers[i].ops->caps & IBC_TCAP_LOCAL))
+	for (i = 0; i < coll->net->nranks; i++)
+		if (i != coll->net->rank && !(coll->net->peers[i].ops->caps & IBC_TCAP_LOCAL))
 			return 0;
 	return 1;
 }
@@ -289,7 +288,7 @@ static int shmar_wanted(struct ibc_comm *comm)
  * communicator (file header), when all its ranks run on this host.
  * Collective over those ranks; called by communicator creation after the
  * transports are chosen.
- * @comm: [in,out] the communicator; comm->shmar is set when the exchange
+ * @coll: [in,out] the communicator; coll->shmar is set when the exchange
  *        ran (its ->failed says whether the segment can be used).
  *
  * Blocking: bootstrap messages, bounded by IBC_BOOTSTRAP_TIMEOUT_MS.
@@ -297,7 +296,7 @@ static int shmar_wanted(struct ibc_comm *comm)
  * communicator then uses the ring); IBC_ERR_NO_MEMORY; the bootstrap's
  * IBC_ERR_REMOTE/IBC_ERR_TIMEOUT/IBC_ERR_SYSTEM. Errors are logged.
  */
-ibc_status_t ibc_shmar_init(struct ibc_comm *comm)
+ibc_status_t ibc_shmar_init(struct ibc_coll *coll)
 {
 	struct ibc_shmar *s;
 	struct shmar_msg m;
@@ -307,39 +306,39 @@ ibc_status_t ibc_shmar_init(struct ibc_comm *comm)
 	int ok;
 	int i;
 
-	if (comm->nranks < 2 || !shmar_one_host(comm))
+	if (coll->net->nranks < 2 || !shmar_one_host(coll))
 		return IBC_OK;
-	want = shmar_wanted(comm);
+	want = shmar_wanted(coll);
 	s = ibc_calloc(1, sizeof(*s), "shm all-reduce state");
-	oks = ibc_calloc((size_t)comm->nranks, sizeof(*oks), "shm all-reduce set-up");
+	oks = ibc_calloc((size_t)coll->net->nranks, sizeof(*oks), "shm all-reduce set-up");
 	if (!s || !oks) {
 		ibc_free(s);
 		ibc_free(oks);
 		IBC_LOG_ERROR(INIT, "cannot allocate the shm all-reduce state");
 		return IBC_ERR_NO_MEMORY;
 	}
-	s->n = comm->nranks;
+	s->n = coll->net->nranks;
 	s->chunk = IBC_ALIGN_UP((size_t)ibc_param_shm_allreduce_chunk_bytes(), 64);
 	s->small_max = IBC_MIN((size_t)ibc_param_shm_allreduce_small_bytes(), s->chunk);
 	s->size = shmar_layout(s->n, s->chunk);
 	memset(&m, 0, sizeof(m));
-	if (comm->rank == 0) {
-		m.ok = want && shmar_create(comm, s, &m);
-		for (i = 1; i < comm->nranks && st == IBC_OK; i++)
-			st = ibc_bootstrap_send(comm->bs, i, SHMAR_TAG, &m, sizeof(m));
+	if (coll->net->rank == 0) {
+		m.ok = want && shmar_create(coll, s, &m);
+		for (i = 1; i < coll->net->nranks && st == IBC_OK; i++)
+			st = ibc_net_oob_send(coll->net, i, SHMAR_TAG, &m, sizeof(m));
 		ok = m.ok;
 	} else {
-		st = ibc_bootstrap_recv(comm->bs, 0, SHMAR_TAG, &m, sizeof(m));
+		st = ibc_net_oob_recv(coll->net, 0, SHMAR_TAG, &m, sizeof(m));
 		ok = st == IBC_OK && want && shmar_attach(s, &m);
 	}
 	if (ok)
-		s->line[comm->rank].pid = (int32_t)getpid();
-	oks[comm->rank] = ok;
+		s->line[coll->net->rank].pid = (int32_t)getpid();
+	oks[coll->net->rank] = ok;
 	if (st == IBC_OK)
-		st = ibc_bootstrap_allgather(comm->bs, oks, sizeof(*oks));
-	if (comm->rank == 0 && m.ok)
+		st = ibc_net_oob_allgather(coll->net, oks, sizeof(*oks));
+	if (coll->net->rank == 0 && m.ok)
 		shm_unlink(m.name);
-	for (i = 0; i < comm->nranks; i++)
+	for (i = 0; i < coll->net->nranks; i++)
 		if (!oks[i])
 			s->failed = 1;
 	ibc_free(oks);
@@ -356,29 +355,29 @@ ibc_status_t ibc_shmar_init(struct ibc_comm *comm)
 	IBC_LOG_DEBUG(COLL, "shm all-reduce: %s, %d ranks, chunk %zu bytes, segment %zu bytes",
 		      s->failed ? "not used (declined or failed on some rank)" : "segment mapped",
 		      s->n, s->chunk, s->size);
-	comm->shmar = s;
+	coll->shmar = s;
 	return IBC_OK;
 }
 
 /**
- * ibc_shmar_usable() - Whether @comm has a segment mapped by every rank (the
+ * ibc_shmar_usable() - Whether @coll has a segment mapped by every rank (the
  * same answer on all ranks: ibc_shmar_init() agreed on it). Pure.
  */
-int ibc_shmar_usable(const struct ibc_comm *comm)
+int ibc_shmar_usable(const struct ibc_coll *coll)
 {
-	return comm->shmar && !comm->shmar->failed;
+	return coll->shmar && !coll->shmar->failed;
 }
 
-/* the call-level descriptor of @req (sequence, collective, count, dtype, op, root) */
-static void shmar_desc(const struct ibc_request *req, struct ibc_msg_desc *d)
+/* the call-level descriptor of @op (sequence, collective, count, dtype, op, root) */
+static void shmar_desc(const struct ibc_op *op, struct ibc_msg_desc *d)
 {
 	memset(d, 0, sizeof(*d));
-	d->seq = req->seq;
-	d->coll = (uint8_t)req->coll;
-	d->dtype = (uint8_t)req->dtype;
-	d->op = (uint8_t)req->op;
-	d->count = req->count;
-	d->root = req->root;
+	d->seq = op->seq;
+	d->coll = (uint8_t)op->coll;
+	d->dtype = (uint8_t)op->dtype;
+	d->op = (uint8_t)op->redop;
+	d->count = op->count;
+	d->root = op->root;
 }
 
 /**
@@ -386,20 +385,20 @@ static void shmar_desc(const struct ibc_request *req, struct ibc_msg_desc *d)
  * that a peer waiting in the shm all-reduce can tell mismatched calls from a
  * slow rank (file header). Called by ibc_coll_run() for every collective
  * (not send/recv) when the communicator has a segment.
- * @comm: [in] communicator. @req: [in] the collective.
- * Blocking: no. Threading: the thread running @comm's operations.
+ * @coll: [in] communicator. @op: [in] the collective.
+ * Blocking: no. Threading: the thread running @coll's operations.
  */
-void ibc_shmar_announce(struct ibc_comm *comm, const struct ibc_request *req)
+void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op)
 {
-	struct ibc_shmar *s = comm->shmar;
+	struct ibc_shmar *s = coll->shmar;
 	struct shmar_line *me;
 
-	if (!s || s->failed || req->coll == IBC_COLL_SEND || req->coll == IBC_COLL_RECV)
+	if (!s || s->failed || op->coll == IBC_COLL_SEND || op->coll == IBC_COLL_RECV)
 		return;
-	me = &s->line[comm->rank];
+	me = &s->line[coll->net->rank];
 	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	shmar_desc(req, &me->cur);
+	shmar_desc(op, &me->cur);
 	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELEASE);
 }
 
@@ -462,12 +461,12 @@ static const char *const phase_names[] = { "its input", "its reduced slice", "it
  * 1 ms; every millisecond check the communicator's health and the lagging
  * rank's process, and give up after IBC_TIMEOUT_MS without progress.
  */
-static ibc_status_t shmar_wait_body(struct ibc_comm *comm, struct ibc_shmar *s,
-				   const struct ibc_request *req, int f, uint64_t want)
+static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
+				   const struct ibc_op *op, int f, uint64_t want)
 {
 	struct ibc_msg_desc mine;
 	struct ibc_msg_desc theirs;
-	uint64_t spin_ns = comm->spin_ns;
+	uint64_t spin_ns = coll->net->spin_ns;
 	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
 	uint64_t start = 0;
 	uint64_t last = 0;
@@ -481,24 +480,24 @@ static ibc_status_t shmar_wait_body(struct ibc_comm *comm, struct ibc_shmar *s,
 
 		if (!start) {
 			start = last = check = now;
-			ibc_comm_wait_publish(comm, q, now / 1000000);
+			ibc_net_wait_publish(coll->net, q, now / 1000000);
 		} else if (q != prev) {
 			last = now;
 			prev = q;
-			ibc_comm_wait_publish(comm, q, now / 1000000);
+			ibc_net_wait_publish(coll->net, q, now / 1000000);
 			sleep_ns = 20000;
 		}
 		if (now - check >= 1000000ull) {
-			ibc_status_t pst = ibc_comm_poison_status(comm);
+			ibc_status_t pst = ibc_net_status(coll->net);
 			pid_t pid = (pid_t)__atomic_load_n(&s->line[q].pid, __ATOMIC_RELAXED);
 
 			check = now;
 			if (pst != IBC_OK)
 				return pst;
-			if (__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE))
+			if (__atomic_load_n(&coll->net->aborting, __ATOMIC_ACQUIRE))
 				return IBC_ERR_REMOTE;
 			if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
-				return ibc_comm_fail(comm, IBC_ERR_REMOTE, q,
+				return ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
 						     "shm all-reduce: process %d of rank %d is gone (exited or crashed) before it wrote %s",
 						     (int)pid, q, phase_names[f]);
 			/*
@@ -510,21 +509,21 @@ static ibc_status_t shmar_wait_body(struct ibc_comm *comm, struct ibc_shmar *s,
 			 * segment is slow, not mismatched; differing counts are
 			 * caught by the per-chunk descriptors once both arrive.
 			 */
-			shmar_desc(req, &mine);
+			shmar_desc(op, &mine);
 			if (shmar_peer_cur(s, q, &theirs) && theirs.seq == mine.seq &&
 			    (theirs.coll != mine.coll || theirs.dtype != mine.dtype ||
 			     theirs.op != mine.op || theirs.root != mine.root))
-				return ibc_net_desc_check(comm, q, &mine, desc_nbytes(&mine), &theirs,
+				return ibc_net_desc_check(coll->net, q, &mine, desc_nbytes(&mine), &theirs,
 							  desc_nbytes(&theirs));
 			/* keep the transports (and their failure reports) moving */
-			pst = ibc_net_progress(comm);
+			pst = ibc_net_progress(coll->net);
 			if (pst != IBC_OK)
 				return pst;
 			/* @q lags: ask it (and whom it waits on) why */
-			if (now - last > (uint64_t)comm->timeout_ms * 1000000ull)
-				return ibc_comm_fail_stalled(comm, q, q,
+			if (now - last > (uint64_t)coll->net->timeout_ms * 1000000ull)
+				return ibc_net_fail_stalled(coll->net, q, q,
 							     "shm all-reduce: no progress for %lld ms (IBC_TIMEOUT_MS) waiting for rank %d to write %s (chunk %llu)",
-							     (long long)comm->timeout_ms, q, phase_names[f],
+							     (long long)coll->net->timeout_ms, q, phase_names[f],
 							     (unsigned long long)want);
 		}
 		if (now - last < spin_ns) {
@@ -543,34 +542,34 @@ static ibc_status_t shmar_wait_body(struct ibc_comm *comm, struct ibc_shmar *s,
 }
 
 /* shmar_wait_body(), the lagging rank published for peers' wait-for queries */
-static ibc_status_t shmar_wait(struct ibc_comm *comm, struct ibc_shmar *s,
-			      const struct ibc_request *req, int f, uint64_t want)
+static ibc_status_t shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s,
+			      const struct ibc_op *op, int f, uint64_t want)
 {
-	ibc_status_t st = shmar_wait_body(comm, s, req, f, want);
+	ibc_status_t st = shmar_wait_body(coll, s, op, f, want);
 
-	ibc_comm_wait_clear(comm);
+	ibc_net_wait_clear(coll->net);
 	return st;
 }
 
 /* after arrive: every rank must contribute to the same all-reduce */
-static ibc_status_t shmar_check_desc(struct ibc_comm *comm, struct ibc_shmar *s, int b)
+static ibc_status_t shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b)
 {
-	const struct ibc_msg_desc *mine = &s->line[comm->rank].desc[b];
+	const struct ibc_msg_desc *mine = &s->line[coll->net->rank].desc[b];
 	int q;
 
 	for (q = 0; q < s->n; q++) {
 		const struct ibc_msg_desc *d = &s->line[q].desc[b];
 
-		if (q != comm->rank && memcmp(d, mine, sizeof(*d)) != 0)
-			return ibc_net_desc_check(comm, q, mine, desc_nbytes(mine), d,
+		if (q != coll->net->rank && memcmp(d, mine, sizeof(*d)) != 0)
+			return ibc_net_desc_check(coll->net, q, mine, desc_nbytes(mine), d,
 						  desc_nbytes(d));
 	}
 	return IBC_OK;
 }
 
 /* dst[0..cnt) = src_0 op src_1 op ... op src_{n-1}, sources at base + q * stride */
-static ibc_status_t shmar_reduce(struct ibc_comm *comm, struct ibc_shmar *s,
-				 const struct ibc_request *req, char *dst, const char *base,
+static ibc_status_t shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s,
+				 const struct ibc_op *op, char *dst, const char *base,
 				 size_t stride, size_t cnt, int accum)
 {
 	int q;
@@ -584,49 +583,49 @@ static ibc_status_t shmar_reduce(struct ibc_comm *comm, struct ibc_shmar *s,
 						   "shm all-reduce fp32 accumulator");
 			s->acc_n = s->acc ? cnt : 0;
 			if (!s->acc)
-				return ibc_comm_fail(comm, IBC_ERR_NO_MEMORY, -1,
+				return ibc_net_fail(coll->net, IBC_ERR_NO_MEMORY, -1,
 						     "cannot allocate %zu floats", cnt);
 		}
-		ibc_cvt_to_f32(s->acc, base, cnt, req->dtype);
+		ibc_cvt_to_f32(s->acc, base, cnt, op->dtype);
 		for (q = 1; q < s->n; q++)
-			ibc_reduce_f32_acc(s->acc, base + (size_t)q * stride, cnt, req->dtype, req->op);
-		if (req->op == IBC_AVG)
+			ibc_reduce_f32_acc(s->acc, base + (size_t)q * stride, cnt, op->dtype, op->redop);
+		if (op->redop == IBC_AVG)
 			ibc_reduce_avg_finalize(s->acc, cnt, IBC_FLOAT32, s->n);
-		ibc_cvt_from_f32(dst, s->acc, cnt, req->dtype);
+		ibc_cvt_from_f32(dst, s->acc, cnt, op->dtype);
 		return IBC_OK;
 	}
-	ibc_reduce_local3(dst, base, base + stride, cnt, req->dtype, req->op);
+	ibc_reduce_local3(dst, base, base + stride, cnt, op->dtype, op->redop);
 	for (q = 2; q < s->n; q++)
-		ibc_reduce_local(dst, base + (size_t)q * stride, cnt, req->dtype, req->op);
-	if (req->op == IBC_AVG)
-		ibc_reduce_avg_finalize(dst, cnt, req->dtype, s->n);
+		ibc_reduce_local(dst, base + (size_t)q * stride, cnt, op->dtype, op->redop);
+	if (op->redop == IBC_AVG)
+		ibc_reduce_avg_finalize(dst, cnt, op->dtype, s->n);
 	return IBC_OK;
 }
 
 /* publish this rank's input chunk: wait for the buffer, copy, describe, arrive */
-static ibc_status_t shmar_put(struct ibc_comm *comm, struct ibc_shmar *s,
-			      const struct ibc_request *req, uint64_t seq, const char *src,
+static ibc_status_t shmar_put(struct ibc_coll *coll, struct ibc_shmar *s,
+			      const struct ibc_op *op, uint64_t seq, const char *src,
 			      size_t nbytes)
 {
-	struct shmar_line *me = &s->line[comm->rank];
+	struct shmar_line *me = &s->line[coll->net->rank];
 	int b = (int)(seq & 1);
 
 	if (seq > 2)
-		IBC_CHECK(shmar_wait(comm, s, req, F_DONE, seq - 2));
-	memcpy(s->slab + ((size_t)comm->rank * 2 + (size_t)b) * s->chunk, src, nbytes);
-	__atomic_fetch_add(&comm->cur_bytes_done, nbytes, __ATOMIC_RELAXED);
-	shmar_desc(req, &me->desc[b]);
+		IBC_CHECK(shmar_wait(coll, s, op, F_DONE, seq - 2));
+	memcpy(s->slab + ((size_t)coll->net->rank * 2 + (size_t)b) * s->chunk, src, nbytes);
+	__atomic_fetch_add(&coll->net->cur_bytes_done, nbytes, __ATOMIC_RELAXED);
+	shmar_desc(op, &me->desc[b]);
 	line_set(me, F_ARRIVE, seq);
-	IBC_CHECK(shmar_wait(comm, s, req, F_ARRIVE, seq));
-	return shmar_check_desc(comm, s, b);
+	IBC_CHECK(shmar_wait(coll, s, op, F_ARRIVE, seq));
+	return shmar_check_desc(coll, s, b);
 }
 
 /**
  * ibc_shm_allreduce() - All-reduce through the communicator's shared segment
  * (file header). Runs in the calling thread (the progress thread or the
- * caller), host buffers only; every rank of @comm must be on this host.
- * @comm: [in] communicator.
- * @req:  [in] the all-reduce (count elements of dtype; in place when
+ * caller), host buffers only; every rank of @coll must be on this host.
+ * @coll: [in] communicator.
+ * @op:  [in] the all-reduce (count elements of dtype; in place when
  *             sendbuf == recvbuf).
  *
  * Falls back to the ring (ibc_ring_allreduce()) on every rank when the
@@ -635,11 +634,11 @@ static ibc_status_t shmar_put(struct ibc_comm *comm, struct ibc_shmar *s,
  * IBC_TIMEOUT_MS); IBC_ERR_REMOTE (a rank's process is gone, or the
  * communicator is being aborted); IBC_ERR_INVALID_USAGE (ranks passed
  * different counts, dtypes or ops); IBC_ERR_NO_MEMORY; bootstrap errors of
- * the set-up. Errors are logged and poison @comm.
+ * the set-up. Errors are logged and poison @coll.
  */
-ibc_status_t ibc_shm_allreduce(struct ibc_comm *comm, struct ibc_request *req)
+ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op)
 {
-	struct ibc_shmar *s = comm->shmar;
+	struct ibc_shmar *s = coll->shmar;
 	size_t esz;
 	size_t N;
 	size_t off;
@@ -649,44 +648,44 @@ ibc_status_t ibc_shm_allreduce(struct ibc_comm *comm, struct ibc_request *req)
 
 	/* no segment (not one host, IBC_SHM_ALLREDUCE=0 somewhere, set-up failed) */
 	if (!s || s->failed)
-		return ibc_ring_allreduce(comm, req);
-	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
-	N = req->count * esz;
-	in = req->sendbuf;
-	out = req->recvbuf;
-	accum = ibc_param_accum_fp32() && (req->dtype == IBC_FLOAT16 || req->dtype == IBC_BFLOAT16);
+		return ibc_ring_allreduce(coll, op);
+	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
+	N = op->count * esz;
+	in = op->sendbuf;
+	out = op->recvbuf;
+	accum = ibc_param_accum_fp32() && (op->dtype == IBC_FLOAT16 || op->dtype == IBC_BFLOAT16);
 	/* error texts report "bytes moved so far": copies in and out of the segment */
-	comm->cur_bytes_total += 2 * N;
+	coll->net->cur_bytes_total += 2 * N;
 	if (N <= s->small_max) {
 		uint64_t seq = ++s->seq;
 		int b = (int)(seq & 1);
 
-		IBC_CHECK(shmar_put(comm, s, req, seq, in, N));
-		IBC_CHECK(shmar_reduce(comm, s, req, out, s->slab + (size_t)b * s->chunk,
-				       2 * s->chunk, req->count, accum));
-		__atomic_fetch_add(&comm->cur_bytes_done, N, __ATOMIC_RELAXED);
-		line_set(&s->line[comm->rank], F_REDUCED, seq);
-		line_set(&s->line[comm->rank], F_DONE, seq);
+		IBC_CHECK(shmar_put(coll, s, op, seq, in, N));
+		IBC_CHECK(shmar_reduce(coll, s, op, out, s->slab + (size_t)b * s->chunk,
+				       2 * s->chunk, op->count, accum));
+		__atomic_fetch_add(&coll->net->cur_bytes_done, N, __ATOMIC_RELAXED);
+		line_set(&s->line[coll->net->rank], F_REDUCED, seq);
+		line_set(&s->line[coll->net->rank], F_DONE, seq);
 		return IBC_OK;
 	}
 	/* chunks of whole elements */
 	for (off = 0; off < N;) {
 		size_t len = IBC_MIN(N - off, s->chunk / esz * esz);
 		size_t cnt = len / esz;
-		size_t so = ibc_block_offset(cnt, s->n, comm->rank) * esz;
-		size_t sc = ibc_block_count(cnt, s->n, comm->rank);
+		size_t so = ibc_block_offset(cnt, s->n, coll->net->rank) * esz;
+		size_t sc = ibc_block_count(cnt, s->n, coll->net->rank);
 		uint64_t seq = ++s->seq;
 		int b = (int)(seq & 1);
 		char *res = s->result + (size_t)b * s->chunk;
 
-		IBC_CHECK(shmar_put(comm, s, req, seq, in + off, len));
-		IBC_CHECK(shmar_reduce(comm, s, req, res + so, s->slab + (size_t)b * s->chunk + so,
+		IBC_CHECK(shmar_put(coll, s, op, seq, in + off, len));
+		IBC_CHECK(shmar_reduce(coll, s, op, res + so, s->slab + (size_t)b * s->chunk + so,
 				       2 * s->chunk, sc, accum));
-		line_set(&s->line[comm->rank], F_REDUCED, seq);
-		IBC_CHECK(shmar_wait(comm, s, req, F_REDUCED, seq));
+		line_set(&s->line[coll->net->rank], F_REDUCED, seq);
+		IBC_CHECK(shmar_wait(coll, s, op, F_REDUCED, seq));
 		memcpy(out + off, res, len);
-		__atomic_fetch_add(&comm->cur_bytes_done, len, __ATOMIC_RELAXED);
-		line_set(&s->line[comm->rank], F_DONE, seq);
+		__atomic_fetch_add(&coll->net->cur_bytes_done, len, __ATOMIC_RELAXED);
+		line_set(&s->line[coll->net->rank], F_DONE, seq);
 		off += len;
 	}
 	return IBC_OK;

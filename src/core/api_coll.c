@@ -13,7 +13,7 @@
 #include "base/alloc.h"
 #include "base/check.h"
 #include "base/log.h"
-#include "comm.h"
+#include "core/comm.h"
 #include "cuda/cuda.h"
 
 struct op_args {
@@ -30,10 +30,9 @@ struct op_args {
 /* check the arguments of @a on @comm; logs the first problem found */
 static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, const char *fn)
 {
-	int n = comm->nranks;
-	int reduces = a->coll == IBC_COLL_ALLREDUCE || a->coll == IBC_COLL_REDUCE ||
-		      a->coll == IBC_COLL_REDUCE_SCATTER;
-	int is_root = a->root == comm->rank;
+	int n = comm->net.nranks;
+	int reduces = ibc_coll_reduces(a->coll);
+	int is_root = a->root == comm->net.rank;
 	int need_send;
 	int need_recv;
 	size_t esz = 0;
@@ -56,10 +55,10 @@ static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, c
 		}
 	}
 	if (a->coll == IBC_COLL_SEND || a->coll == IBC_COLL_RECV) {
-		if (a->root < 0 || a->root >= n || a->root == comm->rank) {
+		if (a->root < 0 || a->root >= n || a->root == comm->net.rank) {
 			IBC_LOG_ERROR(COLL, "%s: peer %d is %s (this is rank %d of %d)", fn, a->root,
-				      a->root == comm->rank ? "this rank itself" : "out of range",
-				      comm->rank, n);
+				      a->root == comm->net.rank ? "this rank itself" : "out of range",
+				      comm->net.rank, n);
 			return IBC_ERR_INVALID_ARG;
 		}
 	}
@@ -117,27 +116,29 @@ static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, c
 
 static void fill_req(struct ibc_comm *comm, struct ibc_request *req, const struct op_args *a)
 {
+	struct ibc_op *op = &req->op;
+
 	memset(req, 0, sizeof(*req));
 	req->comm = comm;
-	req->coll = a->coll;
-	req->sendbuf = a->sendbuf;
-	req->recvbuf = a->recvbuf;
-	req->count = a->count;
-	req->dtype = a->dtype;
-	req->op = a->op;
-	req->root = a->root;
+	op->coll = a->coll;
+	op->sendbuf = a->sendbuf;
+	op->recvbuf = a->recvbuf;
+	op->count = a->count;
+	op->dtype = a->dtype;
+	op->redop = a->op;
+	op->root = a->root;
 	if (a->coll == IBC_COLL_SEND)
-		req->seq = comm->peers[a->root].p2p_send_seq++;
+		op->seq = comm->net.peers[a->root].p2p_send_seq++;
 	else if (a->coll == IBC_COLL_RECV)
-		req->seq = comm->peers[a->root].p2p_recv_seq++;
+		op->seq = comm->net.peers[a->root].p2p_recv_seq++;
 	else
-		req->seq = comm->coll_seq++;
-	/* device buffers take the staged path (src/cuda/cuda_stage.c) */
+		op->seq = comm->net.coll_seq++;
+	/* device buffers take the staged path (cuda_stage.c) */
 	if (a->gate) {
-		req->cuda_flags = IBC_CUDA_REQ_GATED;
+		op->cuda_flags = IBC_CUDA_REQ_GATED;
 		req->cuda_gate = a->gate;
 	}
-	ibc_cuda_req_classify(req);
+	ibc_cuda_op_classify(op, comm->net.rank);
 }
 
 static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_request_h *req_p,
@@ -151,11 +152,11 @@ static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_reque
 	st = check_args(comm, a, fn);
 	if (st != IBC_OK)
 		goto out;
-	st = ibc_comm_poison_status(comm);
+	st = ibc_net_status(&comm->net);
 	if (st != IBC_OK) {
 		/* a failed communicator answers at once, with the original error */
-		IBC_LOG_DEBUG(COLL, "%s on a failed communicator: %s", fn, comm->poison_msg);
-		ibc_log_set_last_error(comm->poison_msg);
+		IBC_LOG_DEBUG(COLL, "%s on a failed communicator: %s", fn, comm->net.poison_msg);
+		ibc_log_set_last_error(comm->net.poison_msg);
 		goto out;
 	}
 	if (!req_p) {
@@ -172,11 +173,11 @@ static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_reque
 	st = ibc_comm_submit(comm, req, 0);
 	if (st != IBC_OK) {
 		if (a->coll == IBC_COLL_SEND)
-			comm->peers[a->root].p2p_send_seq--;
+			comm->net.peers[a->root].p2p_send_seq--;
 		else if (a->coll == IBC_COLL_RECV)
-			comm->peers[a->root].p2p_recv_seq--;
+			comm->net.peers[a->root].p2p_recv_seq--;
 		else
-			comm->coll_seq--;
+			comm->net.coll_seq--;
 		ibc_free(req);
 		goto out;
 	}

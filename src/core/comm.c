@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * comm.c - communicator lifecycle (create from a unique id or the
- * environment, split, destroy, abort), transport choice per peer, the
- * registry of live handles, error poisoning, and the execution engine:
- * operations run one at a time in issue order, in the progress thread
- * (nonblocking calls) or in the caller's thread (blocking calls with an
- * empty queue, or IBC_PROGRESS_THREAD=0). Relies on bootstrap.c for the
- * out-of-band network, net.c for connections and coll/ for algorithms.
+ * environment, split, destroy, abort), the registry of live handles, the
+ * progress thread's placement, and the execution engine: operations run
+ * one at a time in issue order, in the progress thread (nonblocking calls)
+ * or in the caller's thread (blocking calls with an empty queue, or
+ * IBC_PROGRESS_THREAD=0). Each layer sets up its own part of the
+ * communicator: the bootstrap (src/boot), the net layer (src/net), the
+ * algorithms (src/coll), the tuner (src/tune) and the CUDA staging state.
  */
 #include "config.h"
 
@@ -21,15 +22,15 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "base/param.h"
-#include "base/shmseg.h"
 #include "base/socket.h"
 #include "base/status.h"
 #include "base/util.h"
 #include "boot/boot_wire.h"
 #include "coll/coll.h"
-#include "comm.h"
+#include "coll/select.h"
+#include "core/comm.h"
 #include "cuda/cuda.h"
-#include "net.h"
+#include "net/net.h"
 #include "topo/topo.h"
 
 static void comm_q_changed(struct ibc_comm *comm);
@@ -97,7 +98,7 @@ ibc_status_t ibc_comm_enter(struct ibc_comm *comm, const char *fn)
 			break;
 		}
 	}
-	if (found && !__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE))
+	if (found && !__atomic_load_n(&comm->net.aborting, __ATOMIC_ACQUIRE))
 		__atomic_add_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
 	else
 		found = 0;
@@ -107,7 +108,7 @@ ibc_status_t ibc_comm_enter(struct ibc_comm *comm, const char *fn)
 			      (void *)comm);
 		return IBC_ERR_INVALID_USAGE;
 	}
-	ibc_log_set_rank(comm->rank);
+	ibc_log_set_rank(comm->net.rank);
 	return IBC_OK;
 }
 
@@ -117,325 +118,18 @@ void ibc_comm_leave(struct ibc_comm *comm)
 }
 
 /* ------------------------------------------------------------------------ */
-/* errors                                                                   */
-/* ------------------------------------------------------------------------ */
-
-const char *ibc_comm_peer_host(const struct ibc_comm *comm, int peer)
-{
-	if (!comm->bs || peer < 0 || peer >= comm->nranks)
-		return "?";
-	return ibc_bootstrap_peer(comm->bs, peer)->host;
-}
-
-/* poison @comm with @st and @msg unless already poisoned; 1 if this call did it */
-static int comm_poison(struct ibc_comm *comm, ibc_status_t st, const char *msg)
-{
-	int first = 0;
-
-	pthread_mutex_lock(&comm->lock);
-	if (!comm->poisoned) {
-		comm->poison_st = st;
-		snprintf(comm->poison_msg, sizeof(comm->poison_msg), "%s", msg);
-		__atomic_store_n(&comm->poisoned, 1, __ATOMIC_RELEASE);
-		pthread_cond_broadcast(&comm->cond);
-		first = 1;
-	}
-	pthread_mutex_unlock(&comm->lock);
-	return first;
-}
-
-const char *ibc_comm_strip_rank(const char *text)
-{
-	const char *p = text;
-
-	if (strncmp(p, "rank ", 5))
-		return text;
-	p += 5;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	return p[0] == ':' && p[1] == ' ' ? p + 2 : text;
-}
-
-/*
- * The body of ibc_comm_fail(). FAIL_LOCAL in @flags: the error was detected
- * by this rank (then it is broadcast to the peers, and a lost connection or
- * a timeout first waits for the liveness verdict, unless FAIL_NO_GRACE: the
- * culprit is known); without: it came from the bootstrap (a peer's failure
- * reported by the hub), which every rank already hears.
- */
-enum { FAIL_LOCAL = 1, FAIL_NO_GRACE = 2 };
-
-static ibc_status_t comm_fail_v(struct ibc_comm *comm, ibc_status_t st, int peer, int flags,
-				const char *fmt, va_list ap)
-{
-	char cause[768];
-	char ctx[256] = "";
-	char body[1000];
-	char msg[1024];
-	const struct ibc_request *cur;
-	int local = flags & FAIL_LOCAL;
-	uint64_t grace = 0;     /* ms to wait for a first error from elsewhere */
-	uint64_t deadline;
-
-	vsnprintf(cause, sizeof(cause), fmt, ap);
-	if (local && __atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE)) {
-		/*
-		 * ibc_comm_abort() on this rank set @aborting, which makes blocked
-		 * waits give up, and poisons the communicator a moment later. A
-		 * wait that gives up in between must not become the first error:
-		 * it would be broadcast as "error on rank R: remote peer failed"
-		 * ahead of the abort notice (seen in 4 of 80 test_abort runs under
-		 * load). Wait (bounded) for the abort's own poison.
-		 */
-		grace = 1000;
-	} else if (local && !(flags & FAIL_NO_GRACE) &&
-		   ((st == IBC_ERR_REMOTE && peer >= 0) || st == IBC_ERR_TIMEOUT) && comm->bs) {
-		/*
-		 * A connection to @peer broke, or a wait timed out. If another rank
-		 * died or stalled first, @peer may just be a survivor that already
-		 * gave up, or is itself waiting on the culprit (a ring stalls all
-		 * around when one rank stops): give the liveness hub and the peer's
-		 * own report a moment to name the rank that failed first (it usually
-		 * takes < 10 ms).
-		 */
-		grace = (uint64_t)ibc_param_failure_grace_ms();
-		/*
-		 * A timeout: the rank this one waits on may itself be waiting on
-		 * the culprit, and its own timeout fires as much later as its last
-		 * progress was (seen with 4 ranks, one stopped: up to ~1 s). Wait
-		 * up to half the timeout, at most 2 s, for its report.
-		 */
-		if (st == IBC_ERR_TIMEOUT)
-			grace = IBC_MAX(grace, IBC_MIN((uint64_t)comm->timeout_ms / 2, 2000));
-	}
-	/* until the communicator is poisoned (by that report, or the abort), at most @grace ms */
-	deadline = ibc_time_ms() + grace;
-	while (grace && !__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE) && ibc_time_ms() < deadline)
-		usleep(1000);
-	pthread_mutex_lock(&comm->lock);
-	cur = comm->cur;
-	if (cur) {
-		int reduces = cur->coll == IBC_COLL_ALLREDUCE || cur->coll == IBC_COLL_REDUCE ||
-			      cur->coll == IBC_COLL_REDUCE_SCATTER;
-		int has_root = cur->coll == IBC_COLL_BROADCAST || cur->coll == IBC_COLL_REDUCE;
-		int has_peer = cur->coll == IBC_COLL_SEND || cur->coll == IBC_COLL_RECV;
-
-		char who[32] = "";
-		char moved[64];
-
-		if (has_root || has_peer)
-			snprintf(who, sizeof(who), " %s %d", has_root ? "root" : "peer", cur->root);
-		/* the probe's and race's traffic is not the operation's (src/coll/select.c) */
-		if (__atomic_load_n(&comm->cur_tuning, __ATOMIC_RELAXED))
-			snprintf(moved, sizeof(moved), "in the tuner's start-up measurements");
-		else
-			snprintf(moved, sizeof(moved), "%llu bytes moved so far",
-				 (unsigned long long)__atomic_load_n(&comm->cur_bytes_done,
-								     __ATOMIC_RELAXED));
-		snprintf(ctx, sizeof(ctx), "%s #%u (count %zu %s%s%s%s, %s) ",
-			 ibc_coll_name(cur->coll), cur->seq, cur->count, ibc_dtype_name(cur->dtype),
-			 reduces ? " " : "", reduces ? ibc_redop_name(cur->op) : "", who, moved);
-	}
-	pthread_mutex_unlock(&comm->lock);
-	if (peer >= 0)
-		snprintf(body, sizeof(body), "%son %s: peer rank %d (host %s): %s", ctx,
-			 comm->transport_name, peer, ibc_comm_peer_host(comm, peer), cause);
-	else
-		snprintf(body, sizeof(body), "%son %s: %s", ctx, comm->transport_name, cause);
-	snprintf(msg, sizeof(msg), "rank %d: %s", comm->rank, body);
-	if (!comm_poison(comm, st, msg)) {
-		IBC_LOG_DEBUG(COLL, "after the first error: %s", body);
-		return comm->poison_st;
-	}
-	IBC_LOG_ERROR(COLL, "%s", body);
-	ibc_log_set_last_error(msg);
-	if (local && comm->bs)
-		ibc_bootstrap_notify_error(comm->bs, st, msg);
-	return st;
-}
-
-ibc_status_t ibc_comm_fail(struct ibc_comm *comm, ibc_status_t st, int peer, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	st = comm_fail_v(comm, st, peer, FAIL_LOCAL, fmt, ap);
-	va_end(ap);
-	return st;
-}
-
-/* ibc_comm_fail() for a timeout whose culprit @peer is known: no grace wait */
-static ibc_status_t comm_fail_found(struct ibc_comm *comm, ibc_status_t st, int peer,
-				    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static ibc_status_t comm_fail_found(struct ibc_comm *comm, ibc_status_t st, int peer,
-				    const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	st = comm_fail_v(comm, st, peer, FAIL_LOCAL | FAIL_NO_GRACE, fmt, ap);
-	va_end(ap);
-	return st;
-}
-
-/* poison without telling the peers (they learnt it from the bootstrap, or will) */
-static ibc_status_t comm_fail_quiet(struct ibc_comm *comm, ibc_status_t st, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static ibc_status_t comm_fail_quiet(struct ibc_comm *comm, ibc_status_t st, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	st = comm_fail_v(comm, st, -1, 0, fmt, ap);
-	va_end(ap);
-	return st;
-}
-
-/* bootstrap service thread: a peer died, aborted, failed or stopped answering */
-static void comm_on_boot_error(void *arg, ibc_status_t st, int peer, const char *why)
-{
-	struct ibc_comm *comm = arg;
-
-	ibc_log_set_rank(comm->rank);
-	comm_fail_quiet(comm, st, "%s", why);
-	(void)peer;
-}
-
-/* ------------------------------------------------------------------------ */
-/* wait-for chains                                                          */
-/* ------------------------------------------------------------------------ */
-
-/* bootstrap service thread: a peer asks what this rank is doing (never blocks) */
-static void comm_wait_state(void *arg, struct ibc_boot_waitstate *ws)
-{
-	struct ibc_comm *comm = arg;
-	int peer = __atomic_load_n(&comm->wait_peer, __ATOMIC_ACQUIRE);
-	uint64_t since = __atomic_load_n(&comm->wait_since_ms, __ATOMIC_RELAXED);
-	uint64_t now = ibc_time_ms();
-
-	ws->peer = -1;
-	ws->idle_ms = 0;
-	ws->seq = __atomic_load_n(&comm->op_seq, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE)) {
-		ws->state = IBC_BOOT_WAIT_FAILED;
-	} else if (peer >= 0 && peer < comm->nranks) {
-		ws->state = IBC_BOOT_WAIT_PEER;
-		ws->peer = peer;
-		ws->idle_ms = now > since ? (uint32_t)IBC_MIN(now - since, UINT32_MAX) : 0;
-	} else if (__atomic_load_n(&comm->in_op, __ATOMIC_ACQUIRE)) {
-		ws->state = IBC_BOOT_WAIT_BUSY;
-	} else {
-		/* idle: @seq is the number of collectives issued so far */
-		ws->state = IBC_BOOT_WAIT_IDLE;
-		ws->seq = __atomic_load_n(&comm->coll_seq, __ATOMIC_RELAXED);
-	}
-}
-
-int ibc_comm_chase(struct ibc_comm *comm, int peer, char *why, size_t len)
-{
-	int64_t max_ms = IBC_MIN(IBC_MAX(comm->timeout_ms / 4, 500), 2000);
-	size_t off = 0;
-	uint8_t *seen;
-	int culprit = -1;
-	int hops;
-	int cur = peer;
-
-#define CHASE_SAY(...)                                                                         \
-	do {                                                                                   \
-		if (off < len)                                                                 \
-			off += (size_t)snprintf(why + off, len - off, __VA_ARGS__);            \
-	} while (0)
-
-	if (len)
-		why[0] = '\0';
-	if (!comm->bs || peer < 0 || peer >= comm->nranks || peer == comm->rank)
-		return -1;
-	seen = ibc_calloc((size_t)comm->nranks, 1, "wait-for chain");
-	if (!seen)
-		return -1;
-	seen[comm->rank] = 1;
-	for (hops = 0; hops < comm->nranks; hops++) {
-		struct ibc_boot_waitstate ws;
-		ibc_status_t st;
-
-		int tries;
-
-		/* aborted, or another rank's report arrived: that error stands */
-		if (__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE) ||
-		    __atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE))
-			break;
-		seen[cur] = 1;
-		st = ibc_bootstrap_query_wait(comm->bs, cur, max_ms, &ws);
-		/*
-		 * Not waiting: perhaps caught between two waits (reducing a chunk,
-		 * entering the next step). Ask again a few times, 50 ms apart,
-		 * before calling it the culprit.
-		 */
-		for (tries = 0; tries < 3 && st == IBC_OK &&
-				(ws.state == IBC_BOOT_WAIT_BUSY || ws.state == IBC_BOOT_WAIT_IDLE);
-		     tries++) {
-			usleep(50000);
-			st = ibc_bootstrap_query_wait(comm->bs, cur, max_ms, &ws);
-		}
-		if (st != IBC_OK) {
-			CHASE_SAY("%srank %d %s", off ? "; " : "", cur,
-				  st == IBC_ERR_TIMEOUT ? "does not answer: stopped, hung or starved of CPU"
-							: "cannot be reached: its process is gone");
-			culprit = cur;
-			break;
-		}
-		if (ws.state == IBC_BOOT_WAIT_FAILED) {
-			CHASE_SAY("%srank %d has failed already (its report names the cause)",
-				  off ? "; " : "", cur);
-			break;
-		}
-		if (ws.state == IBC_BOOT_WAIT_IDLE) {
-			CHASE_SAY("%srank %d is in no ibcoll operation (it has not made the matching call; collectives it issued: %u)",
-				  off ? "; " : "", cur, ws.seq);
-			culprit = cur;
-			break;
-		}
-		if (ws.state == IBC_BOOT_WAIT_BUSY) {
-			CHASE_SAY("%srank %d is busy in collective #%u, waiting on nobody (slow)",
-				  off ? "; " : "", cur, ws.seq);
-			culprit = cur;
-			break;
-		}
-		CHASE_SAY("%srank %d waits on rank %d (no progress for %u ms)", off ? "; " : "", cur,
-			  ws.peer, ws.idle_ms);
-		if (seen[ws.peer]) {
-			CHASE_SAY(": a cycle of waits");
-			break;
-		}
-		cur = ws.peer;
-	}
-#undef CHASE_SAY
-	ibc_free(seen);
-	return culprit;
-}
-
-ibc_status_t ibc_comm_fail_stalled(struct ibc_comm *comm, int waited, int peer,
-				   const char *fmt, ...)
-{
-	char cause[768];
-	char chain[512];
-	va_list ap;
-	int culprit;
-
-	va_start(ap, fmt);
-	vsnprintf(cause, sizeof(cause), fmt, ap);
-	va_end(ap);
-	culprit = ibc_comm_chase(comm, waited, chain, sizeof(chain));
-	if (culprit >= 0)
-		return comm_fail_found(comm, IBC_ERR_TIMEOUT, culprit, "%s; wait-for chain: %s",
-				       cause, chain);
-	return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, peer, "%s%s%s", cause,
-			     chain[0] ? "; wait-for chain: " : "", chain);
-}
-
-/* ------------------------------------------------------------------------ */
 /* creation                                                                 */
 /* ------------------------------------------------------------------------ */
+
+/* the net layer failed the communicator: wake the threads waiting in the executor */
+static void comm_on_poison(void *arg)
+{
+	struct ibc_comm *comm = arg;
+
+	pthread_mutex_lock(&comm->lock);
+	pthread_cond_broadcast(&comm->cond);
+	pthread_mutex_unlock(&comm->lock);
+}
 
 static ibc_status_t comm_alloc(struct ibc_comm **comm_p)
 {
@@ -446,315 +140,27 @@ static ibc_status_t comm_alloc(struct ibc_comm **comm_p)
 	pthread_mutex_init(&comm->lock, NULL);
 	pthread_cond_init(&comm->cond, NULL);
 	pthread_cond_init(&comm->work_cond, NULL);
-	comm->timeout_ms = ibc_param_timeout_ms();
 	comm->use_thread = (int)ibc_param_progress_thread();
-	comm->gpu = -1;
-	comm->wait_peer = -1;
-	snprintf(comm->transport_name, sizeof(comm->transport_name), "bootstrap");
+	ibc_net_init(&comm->net);
+	comm->net.on_poison = comm_on_poison;
+	comm->net.on_poison_arg = comm;
 	*comm_p = comm;
 	return IBC_OK;
 }
 
 static void comm_free(struct ibc_comm *comm)
 {
+	ibc_tuner_destroy(comm->tuner);
+	ibc_coll_fini(&comm->coll);
+	ibc_cuda_stage_free(comm->cuda);
+	ibc_net_fini(&comm->net);
 	pthread_mutex_destroy(&comm->lock);
 	pthread_cond_destroy(&comm->cond);
 	pthread_cond_destroy(&comm->work_cond);
-	ibc_free(comm->peers);
-	ibc_free(comm->scratch);
-	ibc_tuner_destroy(comm->tuner);
-	ibc_shmar_destroy(comm->shmar);
-	ibc_cuda_comm_destroy(comm);
 	ibc_free(comm);
 }
 
 static void *progress_thread(void *arg);
-
-/* ------------------------------------------------------------------------ */
-/* the transports' environment (struct ibc_tenv)                            */
-/* ------------------------------------------------------------------------ */
-
-/* a transport's out-of-band tag on the bootstrap: its own range, by transport id */
-static uint32_t tenv_tag(const struct ibc_tinst *ti, uint32_t tag)
-{
-	return ((uint32_t)ti->ops->id << 12) | (tag & IBC_TENV_TAG_MAX);
-}
-
-static int tenv_same_host(void *arg, int peer)
-{
-	struct ibc_tinst *ti = arg;
-
-	return ibc_bootstrap_same_host(ti->comm->bs, peer);
-}
-
-static const char *tenv_peer_host(void *arg, int peer)
-{
-	struct ibc_tinst *ti = arg;
-
-	return ibc_comm_peer_host(ti->comm, peer);
-}
-
-static ibc_status_t tenv_oob_send(void *arg, int peer, uint32_t tag, const void *buf,
-				  size_t nbytes)
-{
-	struct ibc_tinst *ti = arg;
-
-	return ibc_bootstrap_send(ti->comm->bs, peer, tenv_tag(ti, tag), buf, nbytes);
-}
-
-static ibc_status_t tenv_oob_try_recv(void *arg, int peer, uint32_t tag, void *buf,
-				      size_t nbytes, int *got_p)
-{
-	struct ibc_tinst *ti = arg;
-
-	return ibc_bootstrap_try_recv(ti->comm->bs, peer, tenv_tag(ti, tag), buf, nbytes, got_p);
-}
-
-static ibc_status_t tenv_oob_connect_stream(void *arg, int peer, uint32_t tag, int *fd_p)
-{
-	struct ibc_tinst *ti = arg;
-
-	return ibc_bootstrap_connect_stream(ti->comm->bs, peer, tenv_tag(ti, tag), fd_p);
-}
-
-static ibc_status_t tenv_oob_try_accept_stream(void *arg, int peer, uint32_t tag, int *fd_p)
-{
-	struct ibc_tinst *ti = arg;
-
-	return ibc_bootstrap_try_accept_stream(ti->comm->bs, peer, tenv_tag(ti, tag), fd_p);
-}
-
-static ibc_status_t tenv_fail(void *arg, ibc_status_t st, int peer, const char *text)
-{
-	struct ibc_tinst *ti = arg;
-
-	return ibc_comm_fail(ti->comm, st, peer, "%s", text);
-}
-
-static ibc_status_t tenv_status(void *arg)
-{
-	struct ibc_tinst *ti = arg;
-
-	return ibc_comm_poison_status(ti->comm);
-}
-
-static const struct ibc_tenv_ops tenv_ops = {
-	.same_host = tenv_same_host,
-	.peer_host = tenv_peer_host,
-	.oob_send = tenv_oob_send,
-	.oob_try_recv = tenv_oob_try_recv,
-	.oob_connect_stream = tenv_oob_connect_stream,
-	.oob_try_accept_stream = tenv_oob_try_accept_stream,
-	.fail = tenv_fail,
-	.status = tenv_status,
-};
-
-/* add @ops to the communicator's transports (init its context) unless present */
-static ibc_status_t comm_tinst_get(struct ibc_comm *comm, const struct ibc_transport_ops *ops,
-				   int *ok_p)
-{
-	struct ibc_tinst *ti;
-	ibc_status_t st;
-	int i;
-
-	for (i = 0; i < comm->ntinst; i++) {
-		if (comm->tinst[i].ops == ops) {
-			*ok_p = 1;
-			return IBC_OK;
-		}
-	}
-	*ok_p = 0;
-	ti = &comm->tinst[comm->ntinst];
-	memset(ti, 0, sizeof(*ti));
-	ti->ops = ops;
-	ti->comm = comm;
-	ti->env.rank = comm->rank;
-	ti->env.nranks = comm->nranks;
-	ti->env.nlocal = comm->nlocal;
-	ti->env.local_rank = comm->local_rank;
-	ti->env.gpu = comm->gpu;
-	ti->env.timeout_ms = comm->timeout_ms;
-	ti->env.connect_timeout_ms = ibc_param_bootstrap_timeout_ms();
-	memcpy(ti->env.comm_id, ibc_bootstrap_comm_id(comm->bs), IBC_TENV_COMM_ID_BYTES);
-	ti->env.ops = &tenv_ops;
-	ti->env.arg = ti;
-	st = ops->init(&ti->env, &ti->ctx);
-	if (st == IBC_ERR_UNSUPPORTED) {
-		ti->ops = NULL;
-		return IBC_OK;
-	}
-	if (st != IBC_OK) {
-		ti->ops = NULL;
-		return st;
-	}
-	comm->ntinst++;
-	*ok_p = 1;
-	return IBC_OK;
-}
-
-enum { CAN_IB = 1 };
-
-int ibc_comm_transport_parse(const char *name, const struct ibc_transport_ops **ops_p)
-{
-	const struct ibc_transport_ops *ops = NULL;
-
-	if (!strcmp(name, "tcp"))
-		ops = &ibc_sock_ops;
-	else if (!strcmp(name, "shm"))
-		ops = &ibc_shm_ops;
-	else if (!strcmp(name, "ib"))
-		ops = &ibc_ib_ops;
-	else if (strcmp(name, "auto"))
-		return -1;
-	if (ops_p)
-		*ops_p = ops;
-	return 0;
-}
-
-/*
- * Choose the transport of every peer. Forced (IBC_TRANSPORT): everyone uses
- * it. Auto: shm with ranks of this host, else ib when both ends have a
- * usable device (agreed through an allgather of capabilities), else tcp.
- */
-static ibc_status_t comm_choose_transports(struct ibc_comm *comm)
-{
-	const char *want = ibc_param_transport();
-	const struct ibc_transport_ops *forced = NULL;
-	uint8_t *caps = NULL;
-	int any_remote = 0;
-	int have_shm = 0;
-	int have_tcp = 0;
-	int have_ib = 0;
-	int ok;
-	int i;
-	ibc_status_t st = IBC_OK;
-
-	if (ibc_comm_transport_parse(want, &forced) != 0)
-		IBC_LOG_WARN(ENV, "IBC_TRANSPORT=%s is not auto, shm, tcp or ib; using auto", want);
-
-	if (forced) {
-		if (forced->caps & IBC_TCAP_LOCAL) {
-			for (i = 0; i < comm->nranks; i++) {
-				if (!ibc_bootstrap_same_host(comm->bs, i)) {
-					IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=shm but rank %d runs on host %s, not this host",
-						      i, ibc_comm_peer_host(comm, i));
-					return IBC_ERR_INVALID_USAGE;
-				}
-			}
-		}
-		IBC_CHECK(comm_tinst_get(comm, forced, &ok));
-		if (!ok) {
-			IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=%s but that transport is %s", want,
-				      forced == &ibc_ib_ops ? "not usable here (no active verbs device, or built without verbs)"
-							    : "not usable");
-			return IBC_ERR_UNSUPPORTED;
-		}
-		for (i = 0; i < comm->nranks; i++)
-			comm->peers[i].ops = forced;
-		snprintf(comm->transport_name, sizeof(comm->transport_name), "%s", forced->name);
-		return IBC_OK;
-	}
-
-	for (i = 0; i < comm->nranks; i++)
-		if (i != comm->rank && !ibc_bootstrap_same_host(comm->bs, i))
-			any_remote = 1;
-	if (any_remote) {
-		/* agree on ib per pair: both ends must have a usable device */
-		caps = ibc_calloc((size_t)comm->nranks, 1, "transport capabilities");
-		if (!caps)
-			return IBC_ERR_NO_MEMORY;
-		IBC_CHECK_GOTO(comm_tinst_get(comm, &ibc_ib_ops, &ok), st, out);
-		caps[comm->rank] = ok ? CAN_IB : 0;
-		IBC_CHECK_GOTO(ibc_bootstrap_allgather(comm->bs, caps, 1), st, out);
-	}
-	for (i = 0; i < comm->nranks; i++) {
-		const struct ibc_transport_ops *ops;
-
-		if (ibc_bootstrap_same_host(comm->bs, i)) {
-			ops = &ibc_shm_ops;
-		} else if ((caps[i] & CAN_IB) && (caps[comm->rank] & CAN_IB)) {
-			ops = &ibc_ib_ops;
-		} else {
-			ops = &ibc_sock_ops;
-		}
-		if (i == comm->rank)
-			ops = NULL;
-		if (ops) {
-			IBC_CHECK_GOTO(comm_tinst_get(comm, ops, &ok), st, out);
-			if (!ok) {
-				IBC_LOG_ERROR(INIT, "transport %s needed for rank %d is not usable",
-					      ops->name, i);
-				st = IBC_ERR_UNSUPPORTED;
-				goto out;
-			}
-		}
-		comm->peers[i].ops = ops;
-		have_shm |= ops == &ibc_shm_ops;
-		have_tcp |= ops == &ibc_sock_ops;
-		have_ib |= ops == &ibc_ib_ops;
-	}
-	snprintf(comm->transport_name, sizeof(comm->transport_name), "%s%s%s%s%s",
-		 have_shm ? "shm" : "", have_shm && (have_ib || have_tcp) ? "+" : "",
-		 have_ib ? "ib" : "", have_ib && have_tcp ? "+" : "", have_tcp ? "tcp" : "");
-	if (!have_shm && !have_tcp && !have_ib)
-		snprintf(comm->transport_name, sizeof(comm->transport_name), "self");
-out:
-	ibc_free(caps);
-	return st;
-}
-
-/* this host's ranks (same host name and boot id) and this rank's index among them */
-static void comm_count_local(struct ibc_comm *comm)
-{
-	int i;
-
-	comm->nlocal = 0;
-	comm->local_rank = 0;
-	for (i = 0; i < comm->nranks; i++) {
-		comm->nlocal += ibc_bootstrap_same_host(comm->bs, i);
-		if (i < comm->rank && ibc_bootstrap_same_host(comm->bs, i))
-			comm->local_rank++;
-	}
-	ibc_shm_note_nlocal(comm->nlocal);
-}
-
-/*
- * Busy-polling helps only when every rank has a core: with more ranks on
- * this host than cores available to the process, waiting ranks yield at
- * once so that the peer they wait for can run.
- */
-static void comm_choose_spin(struct ibc_comm *comm)
-{
-	cpu_set_t set;
-	int ncpu = 0;
-
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		ncpu = CPU_COUNT(&set);
-	comm->spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
-	if (ncpu > 0 && comm->nlocal > ncpu && !ibc_param_from_env(IBC_PARAM_IDX_SPIN_US)) {
-		comm->spin_ns = 0;
-		if (comm->rank == 0)
-			IBC_LOG_INFO(INIT, "%d ranks on this host share %d cores: waits yield instead of spinning",
-				     comm->nlocal, ncpu);
-	}
-}
-
-/*
- * The rank's GPU (ibc_topo_rank_gpu(): IBC_TOPO_GPU, else the current CUDA
- * device), before the transports start: the verbs transport picks the NIC
- * nearest it and the progress thread is bound near it. -1 when none.
- */
-static void comm_find_gpu(struct ibc_comm *comm)
-{
-	char why[IBC_TOPO_WHY_LEN];
-	struct ibc_topo *topo;
-
-	comm->gpu = -1;
-	if (ibc_topo_shared(&topo) != IBC_OK ||
-	    ibc_topo_rank_gpu(topo, &comm->gpu, why, sizeof(why)) != IBC_OK)
-		return;
-	IBC_LOG_INFO(TOPO, "rank's GPU: %s", why);
-}
 
 /*
  * Decide where the progress thread runs (ibc_topo_progress_plan(): near the
@@ -768,24 +174,15 @@ static int comm_plan_progress(struct ibc_comm *comm, cpu_set_t *set)
 	char cpus[IBC_TOPO_CPULIST_LEN];
 	char why[IBC_TOPO_WHY_LEN];
 	struct ibc_topo *topo;
-	const char *nic = NULL;
+	const char *nic = ibc_net_device(&comm->net);
 	ibc_status_t st;
 	int bind = 0;
-	int i;
 
-	/* the device of a transport that opened one and that some peer uses */
-	for (i = 0; i < comm->ntinst && !nic; i++) {
-		const struct ibc_tinst *ti = &comm->tinst[i];
-		int p;
-
-		for (p = 0; p < comm->nranks; p++)
-			if (comm->peers[p].ops == ti->ops && *ti->ops->device(ti->ctx))
-				nic = ti->ops->device(ti->ctx);
-	}
 	st = ibc_topo_shared(&topo);
 	if (st == IBC_OK)
-		st = ibc_topo_progress_plan(topo, nic, comm->gpu, comm->local_rank, comm->nlocal,
-					    &bind, cpus, sizeof(cpus), why, sizeof(why));
+		st = ibc_topo_progress_plan(topo, nic, comm->net.gpu, comm->net.local_rank,
+					    comm->net.nlocal, &bind, cpus, sizeof(cpus), why,
+					    sizeof(why));
 	if (st != IBC_OK) {
 		IBC_LOG_WARN(TOPO, "progress thread: not bound, the topology gave no plan (%s)",
 			     ibc_status_str(st));
@@ -826,6 +223,11 @@ static ibc_status_t comm_start_progress(struct ibc_comm *comm)
 	return IBC_OK;
 }
 
+struct ibc_tuner *ibc_comm_tuner(struct ibc_comm *comm)
+{
+	return comm->tuner;
+}
+
 ibc_status_t ibc_comm_progress_cpus(struct ibc_comm *comm, char *buf, size_t len)
 {
 	cpu_set_t set;
@@ -861,18 +263,9 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 {
 	ibc_status_t st;
 
-	comm->rank = ibc_bootstrap_rank(comm->bs);
-	comm->nranks = ibc_bootstrap_nranks(comm->bs);
-	ibc_bootstrap_set_wait_fn(comm->bs, comm_wait_state);
-	ibc_log_set_rank(comm->rank);
-	comm->peers = ibc_calloc((size_t)comm->nranks, sizeof(*comm->peers), "peer table");
-	if (!comm->peers)
-		return IBC_ERR_NO_MEMORY;
-	comm_find_gpu(comm);
-	comm_count_local(comm);
-	IBC_CHECK(comm_choose_transports(comm));
-	comm_choose_spin(comm);
-	IBC_CHECK(ibc_shmar_init(comm));
+	IBC_CHECK(ibc_net_setup(&comm->net));
+	IBC_CHECK(ibc_coll_init(&comm->coll, &comm->net));
+	IBC_CHECK(ibc_tuner_create(&comm->coll, &comm->tuner));
 	if (comm->use_thread)
 		IBC_CHECK(comm_start_progress(comm));
 	if (registry_add(comm) != 0) {
@@ -880,11 +273,11 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 		st = IBC_ERR_NO_MEMORY;
 		return st;
 	}
-	if (comm->rank == 0)
+	if (comm->net.rank == 0)
 		IBC_LOG_INFO(INIT, "communicator of %d ranks ready: transport %s, progress %s, timeout %lld ms",
-			     comm->nranks, comm->transport_name,
+			     comm->net.nranks, comm->net.transport_name,
 			     comm->use_thread ? "thread" : "in ibc_test/ibc_wait",
-			     (long long)comm->timeout_ms);
+			     (long long)comm->net.timeout_ms);
 	return IBC_OK;
 }
 
@@ -896,8 +289,6 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
  */
 static void comm_teardown(struct ibc_comm *comm, int abort)
 {
-	int i;
-
 	if (comm->thread_started) {
 		pthread_mutex_lock(&comm->lock);
 		comm->stop = 1;
@@ -906,19 +297,7 @@ static void comm_teardown(struct ibc_comm *comm, int abort)
 		pthread_join(comm->thread, NULL);
 		comm->thread_started = 0;
 	}
-	if (comm->bs)
-		ibc_bootstrap_announce_leave(comm->bs, abort, comm->poisoned ? comm->poison_msg : "");
-	for (i = 0; comm->peers && i < comm->nranks; i++) {
-		if (comm->peers[i].conn) {
-			comm->peers[i].ops->disconnect(comm->peers[i].conn);
-			comm->peers[i].conn = NULL;
-		}
-	}
-	for (i = comm->ntinst - 1; i >= 0; i--)
-		comm->tinst[i].ops->fini(comm->tinst[i].ctx);
-	comm->ntinst = 0;
-	ibc_bootstrap_destroy(comm->bs, abort);
-	comm->bs = NULL;
+	ibc_net_teardown(&comm->net, abort);
 }
 
 ibc_status_t ibc_get_unique_id(ibc_unique_id_t *id)
@@ -943,7 +322,8 @@ static ibc_status_t comm_init_uid(struct ibc_comm **comm_p, int nranks,
 		ibc_bootstrap_report_join_failure(uid, rank, nranks, st);
 		return st;
 	}
-	IBC_CHECK_GOTO(ibc_bootstrap_create(uid, rank, nranks, comm_on_boot_error, comm, &comm->bs),
+	IBC_CHECK_GOTO(ibc_bootstrap_create(uid, rank, nranks, ibc_net_on_boot_error, &comm->net,
+					    &comm->net.bs),
 		       st, err_free);
 	IBC_CHECK_GOTO(comm_setup(comm), st, err_teardown);
 	*comm_p = comm;
@@ -1153,18 +533,18 @@ ibc_status_t ibc_comm_split(ibc_comm_h comm, int color, int key, ibc_comm_h *new
 		st = IBC_ERR_INVALID_ARG;
 		goto out;
 	}
-	st = ibc_comm_poison_status(comm);
+	st = ibc_net_status(&comm->net);
 	if (st != IBC_OK) {
-		IBC_LOG_ERROR(INIT, "ibc_comm_split on a failed communicator: %s", comm->poison_msg);
+		IBC_LOG_ERROR(INIT, "ibc_comm_split on a failed communicator: %s", comm->net.poison_msg);
 		goto out;
 	}
 	/* no operation may be in flight: the bootstrap is used directly */
 	IBC_CHECK_GOTO(ibc_comm_drain(comm), st, out);
 	IBC_CHECK_GOTO(comm_alloc(&nc), st, out);
-	IBC_CHECK_GOTO(ibc_bootstrap_split(comm->bs, color, key, comm->split_seq++,
-					   comm_on_boot_error, nc, &nc->bs),
+	IBC_CHECK_GOTO(ibc_bootstrap_split(comm->net.bs, color, key, comm->split_seq++,
+					   ibc_net_on_boot_error, &nc->net, &nc->net.bs),
 		       st, err_free);
-	if (!nc->bs) {
+	if (!nc->net.bs) {
 		comm_free(nc);
 		*newcomm_p = NULL;
 		st = IBC_OK;
@@ -1172,7 +552,7 @@ ibc_status_t ibc_comm_split(ibc_comm_h comm, int color, int key, ibc_comm_h *new
 	}
 	IBC_CHECK_GOTO(comm_setup(nc), st, err_teardown);
 	*newcomm_p = nc;
-	ibc_log_set_rank(comm->rank);
+	ibc_log_set_rank(comm->net.rank);
 	goto out;
 err_teardown:
 	comm_teardown(nc, 1);
@@ -1209,7 +589,7 @@ ibc_status_t ibc_comm_destroy(ibc_comm_h comm)
 ibc_status_t ibc_comm_abort(ibc_comm_h comm)
 {
 	struct ibc_request *req;
-	char reason[sizeof(comm->poison_msg)];
+	char reason[sizeof(comm->net.poison_msg)];
 	uint64_t deadline = ibc_time_ms() + 900;
 	int i;
 	int found = 0;
@@ -1220,7 +600,7 @@ ibc_status_t ibc_comm_abort(ibc_comm_h comm)
 	for (i = 0; i < reg_n; i++)
 		if (reg_comms[i] == comm)
 			found = 1;
-	if (found && __atomic_exchange_n(&comm->aborting, 1, __ATOMIC_ACQ_REL))
+	if (found && __atomic_exchange_n(&comm->net.aborting, 1, __ATOMIC_ACQ_REL))
 		found = 0; /* another thread is aborting it */
 	pthread_mutex_unlock(&reg_lock);
 	if (!found) {
@@ -1229,20 +609,20 @@ ibc_status_t ibc_comm_abort(ibc_comm_h comm)
 		return IBC_ERR_INVALID_USAGE;
 	}
 	registry_remove(comm);
-	ibc_log_set_rank(comm->rank);
-	pthread_mutex_lock(&comm->lock);
-	snprintf(reason, sizeof(reason), "%s", comm->poisoned ? comm->poison_msg : "");
-	pthread_mutex_unlock(&comm->lock);
-	comm_fail_quiet(comm, IBC_ERR_REMOTE, "communicator aborted by ibc_comm_abort() on rank %d",
-			comm->rank);
-	ibc_bootstrap_cancel(comm->bs);
-	ibc_bootstrap_announce_leave(comm->bs, 1, reason);
+	ibc_log_set_rank(comm->net.rank);
+	pthread_mutex_lock(&comm->net.lock);
+	snprintf(reason, sizeof(reason), "%s", comm->net.poisoned ? comm->net.poison_msg : "");
+	pthread_mutex_unlock(&comm->net.lock);
+	ibc_net_fail_quiet(&comm->net, IBC_ERR_REMOTE, "communicator aborted by ibc_comm_abort() on rank %d",
+			comm->net.rank);
+	ibc_bootstrap_cancel(comm->net.bs);
+	ibc_bootstrap_announce_leave(comm->net.bs, 1, reason);
 	/* queued operations will never run: complete them with the poison status */
 	pthread_mutex_lock(&comm->lock);
 	while ((req = comm->q_head)) {
 		comm->q_head = req->next;
-		req->status = comm->poison_st;
-		snprintf(req->errmsg, sizeof(req->errmsg), "%s", comm->poison_msg);
+		req->status = comm->net.poison_st;
+		snprintf(req->errmsg, sizeof(req->errmsg), "%s", comm->net.poison_msg);
 		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
 	}
 	comm->q_tail = NULL;
@@ -1279,7 +659,7 @@ ibc_status_t ibc_comm_rank(ibc_comm_h comm, int *rank_p)
 	}
 	/* a destroyed handle is an error, not a read of freed memory */
 	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_rank"));
-	*rank_p = comm->rank;
+	*rank_p = comm->net.rank;
 	ibc_comm_leave(comm);
 	return IBC_OK;
 }
@@ -1291,14 +671,14 @@ ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p)
 		return IBC_ERR_INVALID_ARG;
 	}
 	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_size"));
-	*size_p = comm->nranks;
+	*size_p = comm->net.nranks;
 	ibc_comm_leave(comm);
 	return IBC_OK;
 }
 
 /*
  * ibc_comm_transport() - see ibcoll.h: the name is a static string, valid
- * after the communicator is destroyed (comm->transport_name is not), so it
+ * after the communicator is destroyed (comm->net.transport_name is not), so it
  * is looked up among every name comm_choose_transports() can compose.
  */
 ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
@@ -1315,7 +695,7 @@ ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
 	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_transport"));
 	*name_p = "unknown";
 	for (i = 0; i < IBC_ARRAY_SIZE(names); i++) {
-		if (!strcmp(comm->transport_name, names[i])) {
+		if (!strcmp(comm->net.transport_name, names[i])) {
 			*name_p = names[i];
 			break;
 		}
@@ -1331,9 +711,9 @@ ibc_status_t ibc_comm_get_async_error(ibc_comm_h comm, ibc_status_t *st_p)
 		return IBC_ERR_INVALID_ARG;
 	}
 	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_get_async_error"));
-	*st_p = ibc_comm_poison_status(comm);
+	*st_p = ibc_net_status(&comm->net);
 	if (*st_p != IBC_OK)
-		ibc_log_set_last_error(comm->poison_msg);
+		ibc_log_set_last_error(comm->net.poison_msg);
 	ibc_comm_leave(comm);
 	return IBC_OK;
 }
@@ -1345,23 +725,22 @@ ibc_status_t ibc_comm_get_async_error(ibc_comm_h comm, ibc_status_t *st_p)
 /* a host-memory send or receive: run concurrently with its queue neighbours */
 static int req_is_host_p2p(const struct ibc_request *req)
 {
-	return req && (req->coll == IBC_COLL_SEND || req->coll == IBC_COLL_RECV) &&
-	       !req->cuda_flags && req->count > 0;
+	return req && ibc_coll_is_p2p(req->op.coll) && !req->op.cuda_flags && req->op.count > 0;
 }
 
 /* the queue head changed; comm->lock held */
 static void comm_q_changed(struct ibc_comm *comm)
 {
-	__atomic_store_n(&comm->head_p2p, req_is_host_p2p(comm->q_head), __ATOMIC_RELEASE);
+	__atomic_store_n(&comm->net.yield_p2p, req_is_host_p2p(comm->q_head), __ATOMIC_RELEASE);
 }
 
 /* an operation failed with @st: fail the communicator unless that happened already */
 static void comm_op_failed(struct ibc_comm *comm, ibc_status_t st)
 {
-	/* an error not reported through ibc_comm_fail() (logged where seen) */
-	if (!__atomic_load_n(&comm->poisoned, __ATOMIC_ACQUIRE))
-		ibc_comm_fail(comm, st, -1, "%s",
-			      *ibc_last_error() ? ibc_comm_strip_rank(ibc_last_error())
+	/* an error not reported through ibc_net_fail() (logged where seen) */
+	if (!__atomic_load_n(&comm->net.poisoned, __ATOMIC_ACQUIRE))
+		ibc_net_fail(&comm->net, st, -1, "%s",
+			      *ibc_last_error() ? ibc_log_strip_rank(ibc_last_error())
 						: ibc_status_str(st));
 }
 
@@ -1369,8 +748,8 @@ static void comm_op_failed(struct ibc_comm *comm, ibc_status_t st)
 static void comm_complete_locked(struct ibc_comm *comm, struct ibc_request *req, ibc_status_t st)
 {
 	if (st != IBC_OK) {
-		st = comm->poison_st;
-		snprintf(req->errmsg, sizeof(req->errmsg), "%s", comm->poison_msg);
+		st = comm->net.poison_st;
+		snprintf(req->errmsg, sizeof(req->errmsg), "%s", comm->net.poison_msg);
 	}
 	req->status = st;
 	__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
@@ -1394,8 +773,9 @@ static int p2p_behind(struct ibc_request *const *reqs, struct ibc_treq *const *t
 	int j;
 
 	for (j = 0; j < hi; j++)
-		if (j != i && reqs[j] && !trp[j] && reqs[j]->coll == reqs[i]->coll &&
-		    reqs[j]->root == reqs[i]->root && (int32_t)(reqs[j]->seq - reqs[i]->seq) < 0)
+		if (j != i && reqs[j] && !trp[j] && reqs[j]->op.coll == reqs[i]->op.coll &&
+		    reqs[j]->op.root == reqs[i]->op.root &&
+		    (int32_t)(reqs[j]->op.seq - reqs[i]->op.seq) < 0)
 			return 1;
 	return 0;
 }
@@ -1449,10 +829,10 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 			for (i = 0; i < hi; i++) {
 				if (!reqs[i] || trp[i] || p2p_behind(reqs, trp, hi, i))
 					continue;
-				st = ibc_coll_p2p_post(comm, reqs[i], &tr[i], 1);
+				st = ibc_coll_p2p_post(&comm->coll, &reqs[i]->op, &tr[i], 1);
 				if (st == IBC_INPROGRESS) {
 					nconn++;
-					conn_peer = reqs[i]->root;
+					conn_peer = reqs[i]->op.root;
 					continue;
 				}
 				if (st != IBC_OK)
@@ -1466,7 +846,7 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 		}
 		if (nact < P2P_BATCH_MAX) {
 			pthread_mutex_lock(&comm->lock);
-			if (req_is_host_p2p(comm->q_head) && !comm->poisoned)
+			if (req_is_host_p2p(comm->q_head) && !comm->net.poisoned)
 				next = comm_pop(comm);
 			pthread_mutex_unlock(&comm->lock);
 			if (next)
@@ -1481,23 +861,23 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 			if (!conn_deadline) {
 				conn_deadline = now + (uint64_t)ibc_param_bootstrap_timeout_ms();
 			} else if (now > conn_deadline) {
-				st = ibc_comm_fail(comm, IBC_ERR_TIMEOUT, conn_peer,
+				st = ibc_net_fail(&comm->net, IBC_ERR_TIMEOUT, conn_peer,
 						   "connection set-up did not complete within %lld ms",
 						   (long long)ibc_param_bootstrap_timeout_ms());
 				goto fail;
 			}
-			if (__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE)) {
+			if (__atomic_load_n(&comm->net.aborting, __ATOMIC_ACQUIRE)) {
 				st = IBC_ERR_REMOTE;
 				goto fail;
 			}
-			st = ibc_net_progress(comm);
+			st = ibc_net_progress(&comm->net);
 			if (st != IBC_OK)
 				goto fail;
 			usleep(100);
 		} else {
 			conn_deadline = 0;
-			st = nact < P2P_BATCH_MAX ? ibc_net_wait_p2p(comm, trp, hi)
-						  : ibc_net_waitany(comm, trp, hi);
+			st = nact < P2P_BATCH_MAX ? ibc_net_wait_p2p(&comm->net, trp, hi)
+						  : ibc_net_waitany(&comm->net, trp, hi);
 			if (st == IBC_INPROGRESS)
 				continue;
 			if (st != IBC_OK)
@@ -1514,17 +894,22 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 			}
 			comm_complete_locked(comm, reqs[i], IBC_OK);
 			/*
-			 * Its caller may free it now: error texts (comm->cur)
+			 * Its caller may free it now: error texts (comm->net.cur)
 			 * must name a request still in the batch.
 			 */
-			if (comm->cur == reqs[i])
-				comm->cur = NULL;
+			pthread_mutex_lock(&comm->net.lock);
+			if (comm->net.cur == &reqs[i]->op)
+				comm->net.cur = NULL;
+			pthread_mutex_unlock(&comm->net.lock);
 			reqs[i] = NULL;
 			trp[i] = NULL;
 			nact--;
 		}
-		for (i = 0; i < hi && !comm->cur; i++)
-			comm->cur = reqs[i];
+		pthread_mutex_lock(&comm->net.lock);
+		for (i = 0; i < hi && !comm->net.cur; i++)
+			if (reqs[i])
+				comm->net.cur = &reqs[i]->op;
+		pthread_mutex_unlock(&comm->net.lock);
 		pthread_cond_broadcast(&comm->cond);
 		pthread_mutex_unlock(&comm->lock);
 	}
@@ -1538,35 +923,67 @@ fail:
 	pthread_mutex_unlock(&comm->lock);
 }
 
+/*
+ * exec_host() - run @op, on host buffers, with its algorithm: tell a
+ * single-host communicator's ranks what this one runs, ask the tuner for
+ * all-reduce, broadcast and reduce (its first call is collective), run.
+ */
+static ibc_status_t exec_host(void *arg, struct ibc_op *op)
+{
+	struct ibc_comm *comm = arg;
+	struct ibc_algo_choice c;
+
+	memset(&c, 0, sizeof(c));
+	if (op->count == 0 && op->coll != IBC_COLL_BARRIER)
+		return IBC_OK;
+	ibc_coll_announce(&comm->coll, op);
+	if (op->coll == IBC_COLL_ALLREDUCE || op->coll == IBC_COLL_BROADCAST ||
+	    op->coll == IBC_COLL_REDUCE)
+		IBC_CHECK(ibc_tuner_select(comm->tuner, op, &c));
+	return ibc_coll_run(&comm->coll, op, &c);
+}
+
+/*
+ * exec_run() - run @op: device buffers or stream order go through the CUDA
+ * staging wrapper, which waits for the stream (@gate) and runs exec_host()
+ * on pinned host copies, segment by segment; host buffers run directly.
+ */
+static ibc_status_t exec_run(struct ibc_comm *comm, struct ibc_op *op, void *gate)
+{
+	if (op->cuda_flags)
+		return ibc_cuda_stage_run(&comm->cuda, &comm->net, op, gate, exec_host, comm);
+	return exec_host(comm, op);
+}
+
 /* run one operation in the calling thread; records status and text */
 static void comm_execute(struct ibc_comm *comm, struct ibc_request *req)
 {
-	ibc_status_t st = ibc_comm_poison_status(comm);
+	ibc_status_t st = ibc_net_status(&comm->net);
 	int batched = 0;
 
-	ibc_log_set_rank(comm->rank);
+	ibc_log_set_rank(comm->net.rank);
 	if (st == IBC_OK) {
-		pthread_mutex_lock(&comm->lock);
-		comm->cur = req;
-		comm->cur_bytes_done = 0;
-		comm->cur_bytes_total = 0;
-		__atomic_store_n(&comm->op_seq, req->seq, __ATOMIC_RELAXED);
-		__atomic_store_n(&comm->in_op, 1, __ATOMIC_RELEASE);
-		pthread_mutex_unlock(&comm->lock);
+		pthread_mutex_lock(&comm->net.lock);
+		comm->net.cur = &req->op;
+		comm->net.cur_bytes_done = 0;
+		comm->net.cur_bytes_total = 0;
+		__atomic_store_n(&comm->net.op_seq, req->op.seq, __ATOMIC_RELAXED);
+		__atomic_store_n(&comm->net.in_op, 1, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&comm->net.lock);
 		ibc_log_set_last_error("");
 		if (req_is_host_p2p(req)) {
 			comm_p2p_batch(comm, req);
 			batched = 1;
 		} else {
-			st = ibc_coll_run(comm, req);
+			st = exec_run(comm, &req->op, req->cuda_gate);
 			if (st != IBC_OK)
 				comm_op_failed(comm, st);
 		}
-		pthread_mutex_lock(&comm->lock);
-		comm->cur = NULL;
-		ibc_comm_wait_clear(comm);
-		__atomic_store_n(&comm->in_op, 0, __ATOMIC_RELEASE);
-		pthread_mutex_unlock(&comm->lock);
+		pthread_mutex_lock(&comm->net.lock);
+		comm->net.cur = NULL;
+		ibc_net_wait_clear(&comm->net);
+		__atomic_store_n(&comm->net.in_op, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&comm->net.lock);
 	}
 	pthread_mutex_lock(&comm->lock);
 	if (!batched)
@@ -1603,7 +1020,7 @@ static void *progress_thread(void *arg)
 {
 	struct ibc_comm *comm = arg;
 
-	ibc_log_set_rank(comm->rank);
+	ibc_log_set_rank(comm->net.rank);
 	pthread_mutex_lock(&comm->lock);
 	for (;;) {
 		struct ibc_request *req;
@@ -1711,7 +1128,7 @@ static int comm_enter_quiet(struct ibc_comm *comm)
 	for (i = 0; i < reg_n; i++)
 		if (reg_comms[i] == comm)
 			found = 1;
-	if (found && !__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE))
+	if (found && !__atomic_load_n(&comm->net.aborting, __ATOMIC_ACQUIRE))
 		__atomic_add_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
 	else
 		found = 0;

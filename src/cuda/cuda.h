@@ -28,8 +28,6 @@
 extern "C" {
 #endif
 
-struct ibc_comm;
-struct ibc_request;
 struct ibv_pd;
 struct ibv_mr;
 
@@ -48,7 +46,7 @@ enum ibc_cuda_memkind {
 	IBC_MEMKIND_COUNT
 };
 
-/* request flags (struct ibc_request.cuda_flags), set by ibc_cuda_req_classify() */
+/* operation flags (struct ibc_op.cuda_flags), set by ibc_cuda_op_classify() */
 #define IBC_CUDA_REQ_SEND_DEV 0x1u  /* sendbuf is device/managed memory */
 #define IBC_CUDA_REQ_RECV_DEV 0x2u  /* recvbuf is device/managed memory */
 #define IBC_CUDA_REQ_EMULATED 0x4u  /* device buffers are test fakes (host copier) */
@@ -76,45 +74,58 @@ enum ibc_gdr_mode {
 /* always built: cuda_stage.c (routing and the staged pipeline)            */
 /* ---------------------------------------------------------------------- */
 
+struct ibc_op;
+struct ibc_net;
+struct ibc_cuda_comm;
+
 /**
- * ibc_cuda_req_classify() - Record in @req which of its buffers are device
- * memory (IBC_CUDA_REQ_SEND_DEV/RECV_DEV and req->cuda_dev). Called by
+ * ibc_cuda_op_classify() - Record in @op which of its buffers are device
+ * memory (IBC_CUDA_REQ_SEND_DEV/RECV_DEV and op->cuda_dev). Called by
  * api_coll.c for every operation after its arguments were checked; looks
  * only at the buffers this rank uses (count > 0; broadcast's sendbuf on the
  * root, reduce's recvbuf on the root). Keeps IBC_CUDA_REQ_GATED.
- * @req: [in,out] the request; its coll, buffers, count and root are set.
+ * @op:   [in,out] the operation; its coll, buffers, count and root are set.
+ * @rank: [in] this rank (the root's buffers differ from the others').
  *
  * Cost: nothing in builds without CUDA; otherwise one cuPointerGetAttributes()
  * per buffer (a few hundred ns), and nothing at all until the process has
  * loaded the CUDA driver (no device memory can exist before).
  * Threading: thread-safe. Never fails: an unknown pointer is host memory.
  */
-void ibc_cuda_req_classify(struct ibc_request *req);
+void ibc_cuda_op_classify(struct ibc_op *op, int rank);
+
+/* the executor's run of one operation on host buffers (its algorithm) */
+typedef ibc_status_t (*ibc_cuda_host_run_fn)(void *arg, struct ibc_op *op);
 
 /**
- * ibc_cuda_coll_run() - Execute @req, whose cuda_flags are not 0: wait for
- * its stream (IBC_CUDA_REQ_GATED), then run the host algorithm on pinned
- * host copies of the device buffers, pipelined in segments of
- * IBC_CUDA_STAGE_BYTES (see cuda_stage.c for the schedule). Called by
- * ibc_coll_run() (coll/coll.c) in the thread that executes operations.
- * @comm: [in] communicator.
- * @req:  [in] the operation.
+ * ibc_cuda_stage_run() - Execute @op, whose cuda_flags are not 0: wait for
+ * its stream (IBC_CUDA_REQ_GATED, @gate), then run it through @run on
+ * pinned host copies of the device buffers, pipelined in segments of
+ * IBC_CUDA_STAGE_BYTES (see cuda_stage.c for the schedule). The executor's
+ * wrapper for such operations, in the thread that executes operations.
+ * @state_p: [in,out] the communicator's staging state, created (or grown)
+ *           here; NULL until the first such operation.
+ * @net:     [in] the communicator's net layer (errors, timeout).
+ * @op:      [in,out] the operation (cuda_dev filled in when unknown).
+ * @gate:    [in] the stream gate of a stream-ordered operation, else NULL.
+ * @run:     [in] the host run of one operation, called once per segment
+ *           (with @arg), or once with host buffers.
  *
  * Blocking:  yes, like every algorithm; each wait is bounded by IBC_TIMEOUT_MS.
- * Return:    IBC_OK; the algorithm's errors; IBC_ERR_CUDA (a copy failed);
+ * Return:    IBC_OK; @run's errors; IBC_ERR_CUDA (a copy failed);
  *            IBC_ERR_NO_MEMORY (pinned staging memory); IBC_ERR_TIMEOUT (a
  *            copy or the stream did not complete); IBC_ERR_UNSUPPORTED (built
  *            without CUDA).
  */
-ibc_status_t ibc_cuda_coll_run(struct ibc_comm *comm, struct ibc_request *req);
+ibc_status_t ibc_cuda_stage_run(struct ibc_cuda_comm **state_p, struct ibc_net *net,
+				struct ibc_op *op, void *gate, ibc_cuda_host_run_fn run, void *arg);
 
 /**
- * ibc_cuda_comm_destroy() - Free the CUDA state of @comm (pinned staging
- * buffers, streams, events). Called from comm.c when the communicator is
- * freed, after its threads stopped.
- * @comm: [in] communicator; a communicator without CUDA state is a no-op.
+ * ibc_cuda_stage_free() - Free a communicator's staging state (pinned
+ * staging buffers, streams, events), when the communicator is freed after
+ * its threads stopped. NULL is a no-op.
  */
-void ibc_cuda_comm_destroy(struct ibc_comm *comm);
+void ibc_cuda_stage_free(struct ibc_cuda_comm *cc);
 
 /* tests: staged-pipeline counters of this process (operations, segments) */
 void ibc_cuda_stage_stats(uint64_t *nops_p, uint64_t *nsegments_p);
@@ -136,12 +147,12 @@ void ibc_cuda_fake_device_remove(const void *ptr);
 
 /**
  * ibc_cuda_gate_wait() - In the executing thread, wait until the CUDA
- * stream of the stream-ordered operation @req reaches it (its host function
- * ran). Bounded by IBC_TIMEOUT_MS; returns early when @comm is poisoned or
- * aborted.
- * Return: IBC_OK; IBC_ERR_TIMEOUT (logged, comm poisoned); the poison status.
+ * stream of the stream-ordered operation @op reaches it (@gate: its host
+ * function ran). Bounded by IBC_TIMEOUT_MS; returns early when the
+ * communicator of @net fails or is aborted.
+ * Return: IBC_OK; IBC_ERR_TIMEOUT (logged, communicator failed); its error.
  */
-ibc_status_t ibc_cuda_gate_wait(struct ibc_comm *comm, struct ibc_request *req);
+ibc_status_t ibc_cuda_gate_wait(struct ibc_net *net, const struct ibc_op *op, void *gate);
 
 /* tests: run stream host functions through @launch instead of cudaLaunchHostFunc */
 typedef ibc_status_t (*ibc_cuda_launch_fn)(void *stream, void (*fn)(void *), void *arg);

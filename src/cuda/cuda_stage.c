@@ -2,9 +2,11 @@
 /*
  * cuda_stage.c - operations on CUDA device buffers without GPUDirect RDMA:
  * which buffers are device memory (per call), and the staged pipeline that
- * runs the host algorithm (coll/) on pinned host copies. Relies on the
- * cuda_mem.c wrappers through cuda.h (stubs without CUDA), on ibc_coll_run()
- * for the algorithms, and on a host "emulated" copier for tests.
+ * runs the host algorithm on pinned host copies: a wrapper that the
+ * executor chooses for such operations, calling back its host run for each
+ * segment. Relies on the cuda_mem.c wrappers through cuda.h (stubs without
+ * CUDA), on the net layer for errors and timeouts, and on a host "emulated"
+ * copier for tests.
  *
  * Schedule. An operation on a block of B elements per rank block (count,
  * sendcount or recvcount; one block for allreduce/broadcast/reduce/send/recv,
@@ -41,11 +43,12 @@
 
 #include "base/alloc.h"
 #include "base/check.h"
+#include "base/coll_kind.h"
 #include "base/fault.h"
 #include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
-#include "coll/coll.h"
+#include "net/net.h"
 #include "cuda/cuda.h"
 
 #define STAGE_MAX_SLOTS 8
@@ -123,13 +126,13 @@ void ibc_cuda_stage_stats(uint64_t *nops_p, uint64_t *nsegments_p)
 }
 
 /* which buffers of the operation this rank reads and writes */
-static void req_roles(const struct ibc_request *req, int *uses_send_p, int *uses_recv_p)
+static void op_roles(const struct ibc_op *op, int rank, int *uses_send_p, int *uses_recv_p)
 {
-	int is_root = req->root == req->comm->rank;
+	int is_root = op->root == rank;
 	int s = 1;
 	int r = 1;
 
-	switch (req->coll) {
+	switch (op->coll) {
 	case IBC_COLL_BROADCAST:
 		s = is_root;
 		break;
@@ -149,8 +152,8 @@ static void req_roles(const struct ibc_request *req, int *uses_send_p, int *uses
 	default:
 		break;
 	}
-	*uses_send_p = s && req->count > 0;
-	*uses_recv_p = r && req->count > 0;
+	*uses_send_p = s && op->count > 0;
+	*uses_recv_p = r && op->count > 0;
 }
 
 /* kind of one buffer: fake ranges first (tests), then the driver */
@@ -168,7 +171,7 @@ static unsigned buf_flags(const void *p, unsigned dev_flag, int *dev_p)
 	return dev_flag;
 }
 
-void ibc_cuda_req_classify(struct ibc_request *req)
+void ibc_cuda_op_classify(struct ibc_op *op, int rank)
 {
 	int uses_send;
 	int uses_recv;
@@ -177,13 +180,13 @@ void ibc_cuda_req_classify(struct ibc_request *req)
 
 	if (!IBC_CUDA_BUILT && IBC_LIKELY(__atomic_load_n(&fake_n, __ATOMIC_ACQUIRE) == 0))
 		return;
-	req_roles(req, &uses_send, &uses_recv);
+	op_roles(op, rank, &uses_send, &uses_recv);
 	if (uses_send)
-		f |= buf_flags(req->sendbuf, IBC_CUDA_REQ_SEND_DEV, &dev);
+		f |= buf_flags(op->sendbuf, IBC_CUDA_REQ_SEND_DEV, &dev);
 	if (uses_recv)
-		f |= buf_flags(req->recvbuf, IBC_CUDA_REQ_RECV_DEV, &dev);
-	req->cuda_flags |= f;
-	req->cuda_dev = dev;
+		f |= buf_flags(op->recvbuf, IBC_CUDA_REQ_RECV_DEV, &dev);
+	op->cuda_flags |= f;
+	op->cuda_dev = dev;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -221,7 +224,7 @@ struct stage_slot {
  * synchronizes the device, and a stream-ordered operation's own stream is
  * blocked in its host function until the operation ends, so a free inside
  * an operation would wait for itself. A state replaced by a larger one
- * keeps its buffers in @retired until ibc_cuda_comm_destroy() (as PyTorch's
+ * keeps its buffers in @retired until ibc_cuda_stage_free() (as PyTorch's
  * pinned-memory cache does); stream and event destruction do not block.
  */
 struct ibc_cuda_comm {
@@ -302,10 +305,9 @@ static ibc_status_t stage_state_free(struct ibc_cuda_comm *cc, struct ibc_cuda_c
 	return st;
 }
 
-void ibc_cuda_comm_destroy(struct ibc_comm *comm)
+void ibc_cuda_stage_free(struct ibc_cuda_comm *cc)
 {
-	stage_state_free(comm->cuda, NULL);
-	comm->cuda = NULL;
+	stage_state_free(cc, NULL);
 }
 
 static ibc_status_t stage_state_create(int emulated, int dev, int nslots, size_t slot_bytes,
@@ -354,10 +356,10 @@ err_free:
 }
 
 /* the communicator's staging state, (re)created to fit this operation */
-static ibc_status_t stage_state_get(struct ibc_comm *comm, int emulated, int dev,
+static ibc_status_t stage_state_get(struct ibc_cuda_comm **state_p, int emulated, int dev,
 				    size_t slot_bytes, struct ibc_cuda_comm **cc_p)
 {
-	struct ibc_cuda_comm *cc = comm->cuda;
+	struct ibc_cuda_comm *cc = *state_p;
 	struct ibc_cuda_comm *ncc;
 	int nslots = (int)ibc_param_cuda_stage_nslots();
 
@@ -378,7 +380,7 @@ static ibc_status_t stage_state_get(struct ibc_comm *comm, int emulated, int dev
 			return st;
 		}
 	}
-	comm->cuda = ncc;
+	*state_p = ncc;
 	*cc_p = ncc;
 	return IBC_OK;
 }
@@ -462,7 +464,7 @@ static ibc_status_t stage_record(struct ibc_cuda_comm *cc, int s, int dir)
 }
 
 /* wait until the copies of slot @s in direction @dir are complete (bounded) */
-static ibc_status_t stage_wait(struct ibc_comm *comm, struct ibc_cuda_comm *cc, int s, int dir)
+static ibc_status_t stage_wait(struct ibc_net *net, struct ibc_cuda_comm *cc, int s, int dir)
 {
 	struct stage_slot *sl = &cc->slot[s];
 	uint64_t start_ns;
@@ -485,14 +487,14 @@ static ibc_status_t stage_wait(struct ibc_comm *comm, struct ibc_cuda_comm *cc, 
 		}
 		if (st != IBC_INPROGRESS)
 			return st;
-		st = ibc_comm_poison_status(comm);
+		st = ibc_net_status(net);
 		if (st != IBC_OK)
 			return st;
-		if ((ibc_time_ns() - start_ns) / 1000000u > (uint64_t)ibc_comm_timeout_ms(comm))
-			return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, -1,
+		if ((ibc_time_ns() - start_ns) / 1000000u > (uint64_t)net->timeout_ms)
+			return ibc_net_fail(net, IBC_ERR_TIMEOUT, -1,
 					     "a staging copy %s the GPU did not complete within %lld ms",
 					     dir == DIR_IN ? "from" : "to",
-					     (long long)ibc_comm_timeout_ms(comm));
+					     (long long)net->timeout_ms);
 		if (++spins < 1000)
 			ibc_cpu_relax();
 		else
@@ -516,21 +518,21 @@ struct stage_plan {
 	int recv_dev;
 };
 
-static void stage_plan_make(const struct ibc_comm *comm, const struct ibc_request *req,
+static void stage_plan_make(const struct ibc_net *net, const struct ibc_op *op,
 			    struct stage_plan *p)
 {
-	int n = comm->nranks;
+	int n = net->nranks;
 	int blocks = 1;
 	int uses_send;
 	int uses_recv;
 	size_t stage_bytes = (size_t)ibc_param_cuda_stage_bytes();
 
 	memset(p, 0, sizeof(*p));
-	ibc_dtype_size(req->dtype, &p->esz);
-	req_roles(req, &uses_send, &uses_recv);
+	ibc_dtype_size(op->dtype, &p->esz);
+	op_roles(op, net->rank, &uses_send, &uses_recv);
 	p->send_rows = uses_send;
 	p->recv_rows = uses_recv;
-	switch (req->coll) {
+	switch (op->coll) {
 	case IBC_COLL_ALLGATHER:
 		p->recv_rows *= n;
 		blocks = n;
@@ -547,17 +549,19 @@ static void stage_plan_make(const struct ibc_comm *comm, const struct ibc_reques
 	default:
 		break;
 	}
-	p->send_dev = !!(req->cuda_flags & IBC_CUDA_REQ_SEND_DEV);
-	p->recv_dev = !!(req->cuda_flags & IBC_CUDA_REQ_RECV_DEV);
-	p->total = req->count;
+	p->send_dev = !!(op->cuda_flags & IBC_CUDA_REQ_SEND_DEV);
+	p->recv_dev = !!(op->cuda_flags & IBC_CUDA_REQ_RECV_DEV);
+	p->total = op->count;
 	/* the same on every rank: depends on the operation, never on the rank's role */
 	p->seg = IBC_MAX(stage_bytes / (p->esz * (size_t)blocks), (size_t)1);
 	p->nseg = IBC_DIV_UP(p->total, p->seg);
 }
 
 struct stage_run {
-	struct ibc_comm *comm;
-	struct ibc_request *req;
+	struct ibc_net *net;
+	struct ibc_op *op;
+	ibc_cuda_host_run_fn run;       /* the executor's host run of one operation */
+	void *run_arg;
 	struct ibc_cuda_comm *cc;
 	struct stage_plan p;
 };
@@ -574,10 +578,10 @@ static ibc_status_t stage_in(struct stage_run *sr, size_t k)
 	const struct stage_plan *p = &sr->p;
 	int s = (int)(k % (size_t)cc->nslots);
 	size_t len = seg_len(p, k);
-	const char *src = (const char *)sr->req->sendbuf + k * p->seg * p->esz;
+	const char *src = (const char *)sr->op->sendbuf + k * p->seg * p->esz;
 
 	/* the slot's previous segment must have left for the device */
-	IBC_CHECK(stage_wait(sr->comm, cc, s, DIR_OUT));
+	IBC_CHECK(stage_wait(sr->net, cc, s, DIR_OUT));
 	if (!p->send_rows)
 		return IBC_OK;
 	IBC_CHECK(stage_copy(cc, s, DIR_IN, p->send_dev, cc->slot[s].send, len * p->esz, src,
@@ -592,18 +596,16 @@ static ibc_status_t stage_exec(struct stage_run *sr, size_t k)
 	const struct stage_plan *p = &sr->p;
 	int s = (int)(k % (size_t)cc->nslots);
 	size_t len = seg_len(p, k);
-	char *dst = (char *)sr->req->recvbuf + k * p->seg * p->esz;
-	struct ibc_request sub;
+	char *dst = (char *)sr->op->recvbuf + k * p->seg * p->esz;
+	struct ibc_op sub;
 
-	IBC_CHECK(stage_wait(sr->comm, cc, s, DIR_IN));
-	sub = *sr->req;
+	IBC_CHECK(stage_wait(sr->net, cc, s, DIR_IN));
+	sub = *sr->op;
 	sub.cuda_flags = 0;
-	sub.cuda_gate = NULL;
-	sub.next = NULL;
 	sub.count = len;
 	sub.sendbuf = p->send_rows ? cc->slot[s].send : NULL;
 	sub.recvbuf = p->recv_rows ? cc->slot[s].recv : NULL;
-	IBC_CHECK(ibc_coll_run(sr->comm, &sub));
+	IBC_CHECK(sr->run(sr->run_arg, &sub));
 	__atomic_add_fetch(&stage_nsegments, 1, __ATOMIC_RELAXED);
 	if (!p->recv_rows)
 		return IBC_OK;
@@ -628,8 +630,8 @@ static ibc_status_t stage_pipeline(struct stage_run *sr)
 out:
 	/* drain every slot, also after an error (no copy may outlive the op) */
 	for (s = 0; s < sr->cc->nslots; s++) {
-		IBC_CHECK_IGNORE(stage_wait(sr->comm, sr->cc, s, DIR_IN), st);
-		IBC_CHECK_IGNORE(stage_wait(sr->comm, sr->cc, s, DIR_OUT), st);
+		IBC_CHECK_IGNORE(stage_wait(sr->net, sr->cc, s, DIR_IN), st);
+		IBC_CHECK_IGNORE(stage_wait(sr->net, sr->cc, s, DIR_OUT), st);
 	}
 	/* every emulated copy ran (or the operation failed): restart the queues */
 	sr->cc->emu[DIR_IN].n = sr->cc->emu[DIR_IN].done = 0;
@@ -640,55 +642,57 @@ out:
 	return st;
 }
 
-ibc_status_t ibc_cuda_coll_run(struct ibc_comm *comm, struct ibc_request *req)
+ibc_status_t ibc_cuda_stage_run(struct ibc_cuda_comm **state_p, struct ibc_net *net, struct ibc_op *op,
+				 void *gate, ibc_cuda_host_run_fn run, void *arg)
 {
 	struct stage_run sr;
-	struct ibc_request plain;
-	int emulated = !!(req->cuda_flags & IBC_CUDA_REQ_EMULATED);
+	struct ibc_op plain;
+	int emulated = !!(op->cuda_flags & IBC_CUDA_REQ_EMULATED);
 	int saved_dev = -1;
 	ibc_status_t st;
 
-	if (req->cuda_flags & IBC_CUDA_REQ_GATED)
-		IBC_CHECK(ibc_cuda_gate_wait(comm, req));
-	if (!(req->cuda_flags & (IBC_CUDA_REQ_SEND_DEV | IBC_CUDA_REQ_RECV_DEV)) ||
-	    req->count == 0) {
+	if (op->cuda_flags & IBC_CUDA_REQ_GATED)
+		IBC_CHECK(ibc_cuda_gate_wait(net, op, gate));
+	if (!(op->cuda_flags & (IBC_CUDA_REQ_SEND_DEV | IBC_CUDA_REQ_RECV_DEV)) ||
+	    op->count == 0) {
 		/* host buffers (a stream-ordered call) or nothing to move */
-		plain = *req;
+		plain = *op;
 		plain.cuda_flags = 0;
-		plain.cuda_gate = NULL;
-		return ibc_coll_run(comm, &plain);
+		return run(arg, &plain);
 	}
 	if (!emulated && !IBC_CUDA_BUILT) {
 		IBC_LOG_ERROR(CUDA, "device buffer in a build without CUDA");
 		return IBC_ERR_UNSUPPORTED;
 	}
 	memset(&sr, 0, sizeof(sr));
-	sr.comm = comm;
-	sr.req = req;
-	stage_plan_make(comm, req, &sr.p);
+	sr.net = net;
+	sr.op = op;
+	sr.run = run;
+	sr.run_arg = arg;
+	stage_plan_make(net, op, &sr.p);
 	if (!emulated) {
 		/* work on the buffers' device, and give the caller's thread its device back */
 		IBC_CHECK(ibc_cuda_get_device(&saved_dev));
-		if (req->cuda_dev < 0)
-			req->cuda_dev = saved_dev;      /* the driver gave no ordinal */
-		if (saved_dev != req->cuda_dev)
-			IBC_CHECK(ibc_cuda_set_device(req->cuda_dev));
+		if (op->cuda_dev < 0)
+			op->cuda_dev = saved_dev;      /* the driver gave no ordinal */
+		if (saved_dev != op->cuda_dev)
+			IBC_CHECK(ibc_cuda_set_device(op->cuda_dev));
 	}
-	st = stage_state_get(comm, emulated, req->cuda_dev,
+	st = stage_state_get(state_p, emulated, op->cuda_dev,
 			     sr.p.seg * sr.p.esz * (size_t)IBC_MAX(sr.p.send_rows,
 								   IBC_MAX(sr.p.recv_rows, 1)),
 			     &sr.cc);
 	if (st == IBC_OK) {
 		IBC_LOG_TRACE(CUDA, "%s #%u staged: %zu segments of %zu elements per block",
-			      ibc_coll_name(req->coll), req->seq, sr.p.nseg, sr.p.seg);
+			      ibc_coll_name(op->coll), op->seq, sr.p.nseg, sr.p.seg);
 		__atomic_add_fetch(&stage_nops, 1, __ATOMIC_RELAXED);
 		st = stage_pipeline(&sr);
 	}
 	/* a staging failure (the algorithm's own failures have poisoned comm already) */
-	if (st != IBC_OK && ibc_comm_poison_status(comm) == IBC_OK)
-		st = ibc_comm_fail(comm, st, -1, "staging device buffers through %s host memory: %s",
+	if (st != IBC_OK && ibc_net_status(net) == IBC_OK)
+		st = ibc_net_fail(net, st, -1, "staging device buffers through %s host memory: %s",
 				   emulated ? "emulated" : "pinned", ibc_last_error());
-	if (!emulated && saved_dev != req->cuda_dev && saved_dev >= 0)
+	if (!emulated && saved_dev != op->cuda_dev && saved_dev >= 0)
 		IBC_CHECK_IGNORE(ibc_cuda_set_device(saved_dev), st);
 	return st;
 }

@@ -99,9 +99,9 @@ static void gate_host_fn(void *arg)
 	gate_free(g);
 }
 
-ibc_status_t ibc_cuda_gate_wait(struct ibc_comm *comm, struct ibc_request *req)
+ibc_status_t ibc_cuda_gate_wait(struct ibc_net *net, const struct ibc_op *op, void *gate)
 {
-	struct ibc_cuda_gate *g = req->cuda_gate;
+	struct ibc_cuda_gate *g = gate;
 	uint64_t start = ibc_time_ms();
 	ibc_status_t st = IBC_OK;
 
@@ -109,15 +109,14 @@ ibc_status_t ibc_cuda_gate_wait(struct ibc_comm *comm, struct ibc_request *req)
 	while (!g->open) {
 		struct timespec ts;
 
-		st = ibc_comm_poison_status(comm);
+		st = ibc_net_status(net);
 		if (st != IBC_OK)
 			break;
-		if (ibc_time_ms() - start > (uint64_t)ibc_comm_timeout_ms(comm)) {
+		if (ibc_time_ms() - start > (uint64_t)net->timeout_ms) {
 			pthread_mutex_unlock(&g->lock);
-			return ibc_comm_fail(comm, IBC_ERR_TIMEOUT, -1,
+			return ibc_net_fail(net, IBC_ERR_TIMEOUT, -1,
 					     "stream-ordered %s: its CUDA stream did not reach the operation within %lld ms (is the stream blocked, or was it never synchronized before ibc_comm_destroy?)",
-					     ibc_coll_name(req->coll),
-					     (long long)ibc_comm_timeout_ms(comm));
+					    ibc_coll_name(op->coll), (long long)net->timeout_ms);
 		}
 		deadline_in(&ts, 100);
 		pthread_cond_timedwait(&g->cond, &g->lock, &ts);

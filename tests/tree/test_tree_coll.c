@@ -307,7 +307,7 @@ static void determinism_checks(ibc_comm_h comm, int n)
 		int rep;
 		int q;
 
-		ibc_tuner_force(comm, algo, -1, 256);
+		ibc_tuner_force(ibc_comm_tuner(comm), algo, -1, 256);
 		for (rep = 0; rep < 2; rep++) {
 			ibc_status_t st = ibc_allreduce(s, o, cnt, IBC_FLOAT32, IBC_SUM, comm);
 
@@ -366,7 +366,7 @@ static int rank_main(int rank, int n, void *arg)
 		int g = gidx(G_ENV, 0, 0);
 
 		allreduce_checks(comm, n, g, "IBC_ALGO from rank 0");
-		check(g, ibc_tuner_model(comm, &m) == IBC_OK && (n == 1 ||
+		check(g, ibc_tuner_model(ibc_comm_tuner(comm), &m) == IBC_OK && (n == 1 ||
 		      (m.force_algo == IBC_ALGO_RAB && m.force_proto == IBC_PROTO_SIMPLE)),
 		      "rank %d does not use rank 0's IBC_ALGO/IBC_PROTO", rank);
 		rooted_checks(comm, n, g, g, "IBC_ALGO=rabenseifner (not for broadcast/reduce)");
@@ -384,7 +384,7 @@ static int rank_main(int rank, int n, void *arg)
 
 				snprintf(cfg, sizeof(cfg), "%s/%s chunk %zu", ibc_algo_name(algo),
 					 ibc_proto_name(proto), chunk);
-				if (ibc_tuner_force(comm, algo, proto, chunk) != IBC_OK)
+				if (ibc_tuner_force(ibc_comm_tuner(comm), algo, proto, chunk) != IBC_OK)
 					return 11;
 				allreduce_checks(comm, n, gidx(G_AR, algo, proto), cfg);
 				if (ibc_algo_applies(IBC_TUNE_BCAST, algo))
@@ -400,7 +400,7 @@ static int rank_main(int rank, int n, void *arg)
 		ibc_status_t st;
 
 		/* rank 0 sends by the LL path, rank 1 expects the slot path, and back */
-		ibc_tuner_force(comm, IBC_ALGO_RD, rank == 0 ? IBC_PROTO_LL : IBC_PROTO_SIMPLE, 0);
+		ibc_tuner_force(ibc_comm_tuner(comm), IBC_ALGO_RD, rank == 0 ? IBC_PROTO_LL : IBC_PROTO_SIMPLE, 0);
 		st = ibc_allreduce(&x, &y, 1, IBC_INT32, IBC_SUM, comm);
 		check(gidx(G_MISMATCH, 0, 0), st == IBC_ERR_INVALID_USAGE,
 		      "protocol mismatch gave %s, not IBC_ERR_INVALID_USAGE", ibc_status_str(st));

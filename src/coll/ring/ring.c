@@ -41,8 +41,8 @@
 enum { PHASE_RS = 1, PHASE_AG = 2, PHASE_BCAST = 3, PHASE_REDUCE = 4 };
 
 struct ring {
-	struct ibc_comm *comm;
-	struct ibc_request *req;
+	struct ibc_coll *coll;
+	struct ibc_op *op;
 	int n;
 	int r;
 	int next;
@@ -57,27 +57,27 @@ struct ring {
 /* called for every received chunk: @data holds @cnt wire elements at element offset @off */
 typedef void (*ring_chunk_fn)(struct ring *rg, void *arg, size_t off, size_t cnt, char *data);
 
-static ibc_status_t ring_init(struct ring *rg, struct ibc_comm *comm, struct ibc_request *req,
+static ibc_status_t ring_init(struct ring *rg, struct ibc_coll *coll, struct ibc_op *op,
 			      int accum_ok)
 {
 	size_t chunk_bytes = (size_t)ibc_param_ring_chunk_bytes();
 
 	memset(rg, 0, sizeof(*rg));
-	rg->comm = comm;
-	rg->req = req;
-	rg->n = comm->nranks;
-	rg->r = comm->rank;
+	rg->coll = coll;
+	rg->op = op;
+	rg->n = coll->net->nranks;
+	rg->r = coll->net->rank;
 	rg->next = (rg->r + 1) % rg->n;
 	rg->prev = (rg->r + rg->n - 1) % rg->n;
-	IBC_CHECK(ibc_dtype_size(req->dtype, &rg->esz));
+	IBC_CHECK(ibc_dtype_size(op->dtype, &rg->esz));
 	rg->accum = accum_ok && ibc_param_accum_fp32() &&
-		    (req->dtype == IBC_FLOAT16 || req->dtype == IBC_BFLOAT16);
+		    (op->dtype == IBC_FLOAT16 || op->dtype == IBC_BFLOAT16);
 	rg->wsz = rg->accum ? 4 : rg->esz;
 	rg->chunk = IBC_MAX(chunk_bytes / rg->wsz, 1);
 	if (rg->n > 1) {
 		int peers[2] = { rg->next, rg->prev };
 
-		IBC_CHECK(ibc_net_connect(comm, peers, 2));
+		IBC_CHECK(ibc_net_connect(coll->net, peers, 2));
 	}
 	return IBC_OK;
 }
@@ -88,7 +88,7 @@ static ibc_status_t ring_scratch(struct ring *rg, size_t extra, char **extra_p)
 	size_t win = IBC_ALIGN_UP(RING_WINDOW * rg->chunk * rg->wsz, 64);
 	void *p;
 
-	IBC_CHECK(ibc_coll_scratch(rg->comm, win + extra, &p));
+	IBC_CHECK(ibc_coll_scratch(rg->coll, win + extra, &p));
 	rg->tmp = p;
 	if (extra_p)
 		*extra_p = (char *)p + win;
@@ -104,7 +104,7 @@ static ibc_status_t ring_scratch(struct ring *rg, size_t extra, char **extra_p)
 static ibc_status_t ring_step(struct ring *rg, int phase, int s, const char *sbuf, size_t scount,
 			      char *rdirect, size_t rcount, ring_chunk_fn fn, void *arg)
 {
-	struct ibc_comm *comm = rg->comm;
+	struct ibc_coll *coll = rg->coll;
 	struct ibc_treq sreq[RING_WINDOW];
 	struct ibc_treq rreq[RING_WINDOW];
 	size_t nsc = IBC_DIV_UP(scount, rg->chunk);
@@ -119,15 +119,15 @@ static ibc_status_t ring_step(struct ring *rg, int phase, int s, const char *sbu
 		char *dst = rdirect ? rdirect + i * rg->chunk * rg->wsz
 				    : rg->tmp + i * rg->chunk * rg->wsz;
 
-		ibc_coll_desc(rg->req, IBC_COLL_STEP(phase, s, i), rg->accum, &d);
-		IBC_CHECK(ibc_net_irecv(comm, rg->prev, dst, cnt * rg->wsz, &d, &rreq[i]));
+		ibc_coll_desc(rg->op, IBC_COLL_STEP(phase, s, i), rg->accum, &d);
+		IBC_CHECK(ibc_net_irecv(coll->net, rg->prev, dst, cnt * rg->wsz, &d, &rreq[i]));
 	}
 	while (si < nsc || ri < nrc) {
 		struct ibc_treq *wait[2];
 		int nwait = 0;
 		int progressed = 0;
 
-		IBC_CHECK(ibc_net_progress(comm));
+		IBC_CHECK(ibc_net_progress(coll->net));
 		while (si < nsc) {
 			struct ibc_treq *sr = &sreq[si % RING_WINDOW];
 			struct ibc_msg_desc d;
@@ -139,8 +139,8 @@ static ibc_status_t ring_step(struct ring *rg, int phase, int s, const char *sbu
 				if (sr->status != IBC_OK)
 					return sr->status;
 			}
-			ibc_coll_desc(rg->req, IBC_COLL_STEP(phase, s, si), rg->accum, &d);
-			IBC_CHECK(ibc_net_isend(comm, rg->next, sbuf + si * rg->chunk * rg->wsz,
+			ibc_coll_desc(rg->op, IBC_COLL_STEP(phase, s, si), rg->accum, &d);
+			IBC_CHECK(ibc_net_isend(coll->net, rg->next, sbuf + si * rg->chunk * rg->wsz,
 						cnt * rg->wsz, &d, sr));
 			si++;
 			progressed = 1;
@@ -162,9 +162,9 @@ static ibc_status_t ring_step(struct ring *rg, int phase, int s, const char *sbu
 				char *ndst = rdirect ? rdirect + noff * rg->wsz : data;
 				struct ibc_msg_desc d;
 
-				ibc_coll_desc(rg->req, IBC_COLL_STEP(phase, s, ri + RING_WINDOW),
+				ibc_coll_desc(rg->op, IBC_COLL_STEP(phase, s, ri + RING_WINDOW),
 					      rg->accum, &d);
-				IBC_CHECK(ibc_net_irecv(comm, rg->prev, ndst, ncnt * rg->wsz, &d, rr));
+				IBC_CHECK(ibc_net_irecv(coll->net, rg->prev, ndst, ncnt * rg->wsz, &d, rr));
 			}
 			ri++;
 			progressed = 1;
@@ -175,7 +175,7 @@ static ibc_status_t ring_step(struct ring *rg, int phase, int s, const char *sbu
 			wait[nwait++] = &sreq[si % RING_WINDOW];
 		if (ri < nrc)
 			wait[nwait++] = &rreq[ri % RING_WINDOW];
-		IBC_CHECK(ibc_net_waitany(comm, wait, nwait));
+		IBC_CHECK(ibc_net_waitany(coll->net, wait, nwait));
 	}
 	{
 		struct ibc_treq *wait[RING_WINDOW];
@@ -183,7 +183,7 @@ static ibc_status_t ring_step(struct ring *rg, int phase, int s, const char *sbu
 
 		for (i = nsc > RING_WINDOW ? nsc - RING_WINDOW : 0; i < nsc; i++)
 			wait[nwait++] = &sreq[i % RING_WINDOW];
-		IBC_CHECK(ibc_net_waitall(comm, wait, nwait));
+		IBC_CHECK(ibc_net_waitall(coll->net, wait, nwait));
 	}
 	return IBC_OK;
 }
@@ -213,27 +213,27 @@ static size_t blk_off(const struct rs_args *a, int n, int b)
 static void rs_chunk(struct ring *rg, void *varg, size_t off, size_t cnt, char *data)
 {
 	struct rs_args *a = varg;
-	const struct ibc_request *req = rg->req;
+	const struct ibc_op *op = rg->op;
 	size_t boff = blk_off(a, rg->n, a->rblk) + off;
 	const char *mine = a->src + boff * rg->esz;
 
 	if (rg->accum) {
 		/* data is an fp32 partial, in place in part[] (direct receive) */
 		if (!a->last) {
-			ibc_reduce_f32_acc((float *)data, mine, cnt, req->dtype, req->op);
-		} else if (req->op == IBC_AVG) {
-			ibc_reduce_f32_acc((float *)data, mine, cnt, req->dtype, req->op);
+			ibc_reduce_f32_acc((float *)data, mine, cnt, op->dtype, op->redop);
+		} else if (op->redop == IBC_AVG) {
+			ibc_reduce_f32_acc((float *)data, mine, cnt, op->dtype, op->redop);
 			ibc_reduce_avg_finalize(data, cnt, IBC_FLOAT32, rg->n);
-			ibc_cvt_from_f32(a->final + off * rg->esz, (float *)data, cnt, req->dtype);
+			ibc_cvt_from_f32(a->final + off * rg->esz, (float *)data, cnt, op->dtype);
 		} else {
 			ibc_reduce_f32_acc_cvt(a->final + off * rg->esz, (float *)data, mine, cnt,
-					       req->dtype, req->op);
+					       op->dtype, op->redop);
 		}
 		return;
 	}
 	if (a->part[0] && !a->last) {
 		/* reduce-scatter: partial in scratch, received in place */
-		ibc_reduce_local(data, mine, cnt, req->dtype, req->op);
+		ibc_reduce_local(data, mine, cnt, op->dtype, op->redop);
 		return;
 	}
 	{
@@ -241,11 +241,11 @@ static void rs_chunk(struct ring *rg, void *varg, size_t off, size_t cnt, char *
 						 : a->ubuf + boff * rg->esz;
 
 		if (a->direct && dst == data)
-			ibc_reduce_local(dst, mine, cnt, req->dtype, req->op);
+			ibc_reduce_local(dst, mine, cnt, op->dtype, op->redop);
 		else
-			ibc_reduce_local3(dst, data, mine, cnt, req->dtype, req->op);
-		if (a->last && req->op == IBC_AVG)
-			ibc_reduce_avg_finalize(dst, cnt, req->dtype, rg->n);
+			ibc_reduce_local3(dst, data, mine, cnt, op->dtype, op->redop);
+		if (a->last && op->redop == IBC_AVG)
+			ibc_reduce_avg_finalize(dst, cnt, op->dtype, rg->n);
 	}
 }
 
@@ -275,7 +275,7 @@ static ibc_status_t ring_rs(struct ring *rg, struct rs_args *a)
 			const char *own = a->src + blk_off(a, n, sblk) * rg->esz;
 
 			if (rg->accum) {
-				ibc_cvt_to_f32((float *)a->part[1], own, scount, rg->req->dtype);
+				ibc_cvt_to_f32((float *)a->part[1], own, scount, rg->op->dtype);
 				sbuf = a->part[1];
 			} else {
 				sbuf = own;
@@ -320,26 +320,26 @@ static void copy_if_needed(void *dst, const void *src, size_t nbytes)
 		memmove(dst, src, nbytes);
 }
 
-ibc_status_t ibc_ring_allreduce(struct ibc_comm *comm, struct ibc_request *req)
+ibc_status_t ibc_ring_allreduce(struct ibc_coll *coll, struct ibc_op *op)
 {
 	struct ring rg;
 	struct rs_args a;
-	size_t count = req->count;
+	size_t count = op->count;
 	char *extra = NULL;
 
-	IBC_CHECK(ring_init(&rg, comm, req, 1));
+	IBC_CHECK(ring_init(&rg, coll, op, 1));
 	if (rg.n == 1) {
-		copy_if_needed(req->recvbuf, req->sendbuf, count * rg.esz);
-		if (req->op == IBC_AVG)
-			ibc_reduce_avg_finalize(req->recvbuf, count, req->dtype, 1);
+		copy_if_needed(op->recvbuf, op->sendbuf, count * rg.esz);
+		if (op->redop == IBC_AVG)
+			ibc_reduce_avg_finalize(op->recvbuf, count, op->dtype, 1);
 		return IBC_OK;
 	}
 	memset(&a, 0, sizeof(a));
 	a.total = count;
 	a.shift = 0;
-	a.src = req->sendbuf;
-	a.ubuf = req->recvbuf;
-	a.direct = req->sendbuf != req->recvbuf;
+	a.src = op->sendbuf;
+	a.ubuf = op->recvbuf;
+	a.direct = op->sendbuf != op->recvbuf;
 	if (rg.accum) {
 		size_t bmax = ibc_block_count(count, rg.n, 0) * 4;
 
@@ -355,22 +355,22 @@ ibc_status_t ibc_ring_allreduce(struct ibc_comm *comm, struct ibc_request *req)
 	rg.wsz = rg.esz;
 	rg.accum = 0;
 	rg.chunk = IBC_MAX((size_t)ibc_param_ring_chunk_bytes() / rg.esz, 1);
-	return ring_ag(&rg, req->recvbuf, count, (rg.r + 1) % rg.n);
+	return ring_ag(&rg, op->recvbuf, count, (rg.r + 1) % rg.n);
 }
 
-ibc_status_t ibc_ring_reduce_scatter(struct ibc_comm *comm, struct ibc_request *req)
+ibc_status_t ibc_ring_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op)
 {
 	struct ring rg;
 	struct rs_args a;
-	size_t rc = req->count;
+	size_t rc = op->count;
 	char *extra = NULL;
 	size_t pbytes;
 
-	IBC_CHECK(ring_init(&rg, comm, req, 1));
+	IBC_CHECK(ring_init(&rg, coll, op, 1));
 	if (rg.n == 1) {
-		copy_if_needed(req->recvbuf, req->sendbuf, rc * rg.esz);
-		if (req->op == IBC_AVG)
-			ibc_reduce_avg_finalize(req->recvbuf, rc, req->dtype, 1);
+		copy_if_needed(op->recvbuf, op->sendbuf, rc * rg.esz);
+		if (op->redop == IBC_AVG)
+			ibc_reduce_avg_finalize(op->recvbuf, rc, op->dtype, 1);
 		return IBC_OK;
 	}
 	pbytes = IBC_ALIGN_UP(rc * rg.wsz, 64);
@@ -378,26 +378,26 @@ ibc_status_t ibc_ring_reduce_scatter(struct ibc_comm *comm, struct ibc_request *
 	memset(&a, 0, sizeof(a));
 	a.total = rc * (size_t)rg.n;
 	a.shift = -1;
-	a.src = req->sendbuf;
+	a.src = op->sendbuf;
 	a.part[0] = extra;
 	a.part[1] = extra + pbytes;
-	a.final = req->recvbuf;
+	a.final = op->recvbuf;
 	return ring_rs(&rg, &a);
 }
 
-ibc_status_t ibc_ring_allgather(struct ibc_comm *comm, struct ibc_request *req)
+ibc_status_t ibc_ring_allgather(struct ibc_coll *coll, struct ibc_op *op)
 {
 	struct ring rg;
-	size_t sc = req->count;
+	size_t sc = op->count;
 	char *own;
 
-	IBC_CHECK(ring_init(&rg, comm, req, 0));
-	own = (char *)req->recvbuf + (size_t)rg.r * sc * rg.esz;
-	copy_if_needed(own, req->sendbuf, sc * rg.esz);
+	IBC_CHECK(ring_init(&rg, coll, op, 0));
+	own = (char *)op->recvbuf + (size_t)rg.r * sc * rg.esz;
+	copy_if_needed(own, op->sendbuf, sc * rg.esz);
 	if (rg.n == 1)
 		return IBC_OK;
 	IBC_CHECK(ring_scratch(&rg, 0, NULL));
-	return ring_ag(&rg, req->recvbuf, sc * (size_t)rg.n, rg.r);
+	return ring_ag(&rg, op->recvbuf, sc * (size_t)rg.n, rg.r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -425,38 +425,38 @@ static void bcast_chunk(struct ring *rg, void *varg, size_t off, size_t cnt, cha
 	if (!a->forward || a->st != IBC_OK)
 		return;
 	if (a->nfwd >= RING_WINDOW) {
-		a->st = ibc_net_wait1(rg->comm, sr);
+		a->st = ibc_net_wait1(rg->coll->net, sr);
 		if (a->st != IBC_OK)
 			return;
 	}
-	ibc_coll_desc(rg->req, IBC_COLL_STEP(PHASE_BCAST, 0, a->nfwd), 0, &d);
-	a->st = ibc_net_isend(rg->comm, rg->next, data, cnt * rg->esz, &d, sr);
+	ibc_coll_desc(rg->op, IBC_COLL_STEP(PHASE_BCAST, 0, a->nfwd), 0, &d);
+	a->st = ibc_net_isend(rg->coll->net, rg->next, data, cnt * rg->esz, &d, sr);
 	a->nfwd++;
 	(void)off;
 }
 
-ibc_status_t ibc_ring_broadcast(struct ibc_comm *comm, struct ibc_request *req)
+ibc_status_t ibc_ring_broadcast(struct ibc_coll *coll, struct ibc_op *op)
 {
 	struct ring rg;
 	struct bcast_args a;
-	size_t count = req->count;
+	size_t count = op->count;
 	int pos;
 	size_t i;
 
-	IBC_CHECK(ring_init(&rg, comm, req, 0));
-	pos = ibc_mod(rg.r - req->root, rg.n); /* position in the chain, root = 0 */
+	IBC_CHECK(ring_init(&rg, coll, op, 0));
+	pos = ibc_mod(rg.r - op->root, rg.n); /* position in the chain, root = 0 */
 	if (pos == 0)
-		copy_if_needed(req->recvbuf, req->sendbuf, count * rg.esz);
+		copy_if_needed(op->recvbuf, op->sendbuf, count * rg.esz);
 	if (rg.n == 1)
 		return IBC_OK;
 	if (pos == 0)
-		return ring_step(&rg, PHASE_BCAST, 0, req->recvbuf, count, NULL, 0, NULL, NULL);
+		return ring_step(&rg, PHASE_BCAST, 0, op->recvbuf, count, NULL, 0, NULL, NULL);
 	memset(&a, 0, sizeof(a));
 	a.forward = pos < rg.n - 1;
-	IBC_CHECK(ring_step(&rg, PHASE_BCAST, 0, NULL, 0, req->recvbuf, count, bcast_chunk, &a));
+	IBC_CHECK(ring_step(&rg, PHASE_BCAST, 0, NULL, 0, op->recvbuf, count, bcast_chunk, &a));
 	IBC_CHECK(a.st);
 	for (i = a.nfwd > RING_WINDOW ? a.nfwd - RING_WINDOW : 0; i < a.nfwd; i++)
-		IBC_CHECK(ibc_net_wait1(comm, &a.sreq[i % RING_WINDOW]));
+		IBC_CHECK(ibc_net_wait1(coll->net, &a.sreq[i % RING_WINDOW]));
 	return IBC_OK;
 }
 
@@ -478,7 +478,7 @@ struct reduce_args {
 static void reduce_chunk(struct ring *rg, void *varg, size_t off, size_t cnt, char *data)
 {
 	struct reduce_args *a = varg;
-	const struct ibc_request *req = rg->req;
+	const struct ibc_op *op = rg->op;
 	const char *mine = a->mine + off * rg->esz;
 	char *dst;
 	struct ibc_treq *sr;
@@ -489,66 +489,66 @@ static void reduce_chunk(struct ring *rg, void *varg, size_t off, size_t cnt, ch
 	if (a->is_root) {
 		dst = a->out + off * rg->esz;
 		if (rg->accum) {
-			if (req->op == IBC_AVG) {
-				ibc_reduce_f32_acc((float *)data, mine, cnt, req->dtype, req->op);
+			if (op->redop == IBC_AVG) {
+				ibc_reduce_f32_acc((float *)data, mine, cnt, op->dtype, op->redop);
 				ibc_reduce_avg_finalize(data, cnt, IBC_FLOAT32, rg->n);
-				ibc_cvt_from_f32(dst, (float *)data, cnt, req->dtype);
+				ibc_cvt_from_f32(dst, (float *)data, cnt, op->dtype);
 			} else {
-				ibc_reduce_f32_acc_cvt(dst, (float *)data, mine, cnt, req->dtype,
-						       req->op);
+				ibc_reduce_f32_acc_cvt(dst, (float *)data, mine, cnt, op->dtype,
+						       op->redop);
 			}
 		} else {
-			ibc_reduce_local3(dst, data, mine, cnt, req->dtype, req->op);
-			if (req->op == IBC_AVG)
-				ibc_reduce_avg_finalize(dst, cnt, req->dtype, rg->n);
+			ibc_reduce_local3(dst, data, mine, cnt, op->dtype, op->redop);
+			if (op->redop == IBC_AVG)
+				ibc_reduce_avg_finalize(dst, cnt, op->dtype, rg->n);
 		}
 		return;
 	}
 	/* middle of the chain: fold in place in the partial buffer, forward */
 	sr = &a->sreq[a->nfwd % RING_WINDOW];
 	if (a->nfwd >= RING_WINDOW) {
-		a->st = ibc_net_wait1(rg->comm, sr);
+		a->st = ibc_net_wait1(rg->coll->net, sr);
 		if (a->st != IBC_OK)
 			return;
 	}
 	if (rg->accum)
-		ibc_reduce_f32_acc((float *)data, mine, cnt, req->dtype, req->op);
+		ibc_reduce_f32_acc((float *)data, mine, cnt, op->dtype, op->redop);
 	else
-		ibc_reduce_local(data, mine, cnt, req->dtype, req->op);
-	ibc_coll_desc(req, IBC_COLL_STEP(PHASE_REDUCE, 0, a->nfwd), rg->accum, &d);
-	a->st = ibc_net_isend(rg->comm, rg->next, data, cnt * rg->wsz, &d, sr);
+		ibc_reduce_local(data, mine, cnt, op->dtype, op->redop);
+	ibc_coll_desc(op, IBC_COLL_STEP(PHASE_REDUCE, 0, a->nfwd), rg->accum, &d);
+	a->st = ibc_net_isend(rg->coll->net, rg->next, data, cnt * rg->wsz, &d, sr);
 	a->nfwd++;
 }
 
-ibc_status_t ibc_ring_reduce(struct ibc_comm *comm, struct ibc_request *req)
+ibc_status_t ibc_ring_reduce(struct ibc_coll *coll, struct ibc_op *op)
 {
 	struct ring rg;
 	struct reduce_args a;
-	size_t count = req->count;
+	size_t count = op->count;
 	char *extra = NULL;
 	int pos;
 	size_t i;
 
-	IBC_CHECK(ring_init(&rg, comm, req, 1));
+	IBC_CHECK(ring_init(&rg, coll, op, 1));
 	if (rg.n == 1) {
-		copy_if_needed(req->recvbuf, req->sendbuf, count * rg.esz);
-		if (req->op == IBC_AVG)
-			ibc_reduce_avg_finalize(req->recvbuf, count, req->dtype, 1);
+		copy_if_needed(op->recvbuf, op->sendbuf, count * rg.esz);
+		if (op->redop == IBC_AVG)
+			ibc_reduce_avg_finalize(op->recvbuf, count, op->dtype, 1);
 		return IBC_OK;
 	}
 	/* chain position: root+1 is first (1), root is last (n) */
-	pos = ibc_mod(rg.r - req->root, rg.n);
+	pos = ibc_mod(rg.r - op->root, rg.n);
 	if (pos == 0)
 		pos = rg.n;
 	memset(&a, 0, sizeof(a));
-	a.mine = req->sendbuf;
+	a.mine = op->sendbuf;
 	a.is_root = pos == rg.n;
 	if (pos == 1) {
-		const char *src = req->sendbuf;
+		const char *src = op->sendbuf;
 
 		if (rg.accum) {
 			IBC_CHECK(ring_scratch(&rg, count * 4, &extra));
-			ibc_cvt_to_f32((float *)extra, req->sendbuf, count, req->dtype);
+			ibc_cvt_to_f32((float *)extra, op->sendbuf, count, op->dtype);
 			src = extra;
 		} else {
 			IBC_CHECK(ring_scratch(&rg, 0, NULL));
@@ -557,7 +557,7 @@ ibc_status_t ibc_ring_reduce(struct ibc_comm *comm, struct ibc_request *req)
 	}
 	if (a.is_root) {
 		IBC_CHECK(ring_scratch(&rg, 0, NULL));
-		a.out = req->recvbuf;
+		a.out = op->recvbuf;
 		return ring_step(&rg, PHASE_REDUCE, 0, NULL, 0, NULL, count, reduce_chunk, &a);
 	}
 	/* middle ranks receive into a full-size partial buffer and forward from it */
@@ -566,6 +566,6 @@ ibc_status_t ibc_ring_reduce(struct ibc_comm *comm, struct ibc_request *req)
 	IBC_CHECK(ring_step(&rg, PHASE_REDUCE, 0, NULL, 0, extra, count, reduce_chunk, &a));
 	IBC_CHECK(a.st);
 	for (i = a.nfwd > RING_WINDOW ? a.nfwd - RING_WINDOW : 0; i < a.nfwd; i++)
-		IBC_CHECK(ibc_net_wait1(comm, &a.sreq[i % RING_WINDOW]));
+		IBC_CHECK(ibc_net_wait1(coll->net, &a.sreq[i % RING_WINDOW]));
 	return IBC_OK;
 }

@@ -105,11 +105,11 @@ struct ibc_comm;
 struct ibc_request;
 
 /*
- * ibc_sched_run() - run the program of @gen for @req (all-reduce,
+ * ibc_sched_run() - run the program of @gen for @op (all-reduce,
  * broadcast or reduce) on this rank, pipelined in chunks of @chunk_bytes
  * (sched_exec.c; kernel-doc there).
  */
-ibc_status_t ibc_sched_run(struct ibc_comm *comm, struct ibc_request *req, ibc_sched_gen_fn gen,
+ibc_status_t ibc_sched_run(struct ibc_coll *coll, struct ibc_op *op, ibc_sched_gen_fn gen,
 			   size_t chunk_bytes);
 
 /* the chunk actually used for a range of @len elements (>= 1, at most MAX_CHUNKS pieces) */

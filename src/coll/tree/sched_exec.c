@@ -104,8 +104,8 @@ struct sx_peer {
 };
 
 struct sx {
-	struct ibc_comm *comm;
-	const struct ibc_request *req;
+	struct ibc_coll *coll;
+	const struct ibc_op *op;
 	const struct ibc_sched_op *ops;
 	size_t nops;
 	struct ibc_treq *tr;    /* [nops]: one request per op (zeroed: not done) */
@@ -178,8 +178,8 @@ static ibc_status_t sx_issue(struct sx *x)
 					break;
 				continue;
 			}
-			ibc_coll_desc(x->req, op->step, x->accum, &d);
-			IBC_CHECK(ibc_net_isend(x->comm, op->peer, x->w + op->off * x->wsz, nbytes, &d,
+			ibc_coll_desc(x->op, op->step, x->accum, &d);
+			IBC_CHECK(ibc_net_isend(x->coll->net, op->peer, x->w + op->off * x->wsz, nbytes, &d,
 						&x->tr[p->next]));
 			x->issued[p->next] = 1;
 			p->inflight[p->ninflight++] = p->next;
@@ -214,7 +214,7 @@ static ibc_status_t sx_wait(struct sx *x, struct ibc_treq *target)
 					w[n++] = &x->tr[x->peer[k].inflight[i]];
 		if (!n)
 			return IBC_OK;
-		IBC_CHECK(ibc_net_waitany(x->comm, w, n));
+		IBC_CHECK(ibc_net_waitany(x->coll->net, w, n));
 		if (!target)
 			return sx_issue(x);
 	}
@@ -280,8 +280,8 @@ static ibc_status_t sx_post_recv(struct sx *x, size_t i)
 	} else {
 		dst = x->w + op->off * x->wsz;
 	}
-	ibc_coll_desc(x->req, op->step, x->accum, &d);
-	return ibc_net_irecv(x->comm, op->peer, dst, op->cnt * x->wsz, &d, &x->tr[i]);
+	ibc_coll_desc(x->op, op->step, x->accum, &d);
+	return ibc_net_irecv(x->coll->net, op->peer, dst, op->cnt * x->wsz, &d, &x->tr[i]);
 }
 
 /* post the receives of the next ops, in program order, while it is safe */
@@ -317,9 +317,9 @@ static void sx_fold(struct sx *x, const struct ibc_sched_op *op)
 	const char *in = x->tmp + (x->rr_done % SX_NSLOTS) * x->slot_bytes;
 
 	if (op->flags & IBC_SCHED_F_IN_LEFT)
-		ibc_reduce_local3(dst, in, dst, op->cnt, x->wdt, x->req->op);
+		ibc_reduce_local3(dst, in, dst, op->cnt, x->wdt, x->op->redop);
 	else
-		ibc_reduce_local(dst, in, op->cnt, x->wdt, x->req->op);
+		ibc_reduce_local(dst, in, op->cnt, x->wdt, x->op->redop);
 	x->rr_done++;
 }
 
@@ -381,7 +381,7 @@ static ibc_status_t sx_peers(struct sx *x)
 		ranks[x->npeers] = x->ops[i].peer;
 		x->npeers++;
 	}
-	return x->npeers ? ibc_net_connect(x->comm, ranks, x->npeers) : IBC_OK;
+	return x->npeers ? ibc_net_connect(x->coll->net, ranks, x->npeers) : IBC_OK;
 }
 
 static void copy_if_needed(void *dst, const void *src, size_t nbytes)
@@ -393,9 +393,9 @@ static void copy_if_needed(void *dst, const void *src, size_t nbytes)
 /**
  * ibc_sched_run() - Run one all-reduce, broadcast or reduce with the
  * program of @gen on this rank.
- * @comm:        [in] communicator (connections are made as needed).
- * @req:         [in] the operation (count in ELEMENTS, dtype, op, root,
- *               buffers); req->proto_flags is carried in every descriptor.
+ * @coll:        [in] communicator (connections are made as needed).
+ * @op:         [in] the operation (count in ELEMENTS, dtype, op, root,
+ *               buffers); op->proto_flags is carried in every descriptor.
  * @gen:         [in] program generator (sched.h), e.g. ibc_dtree_allreduce_prog.
  * @chunk_bytes: [in] pipeline chunk, bytes of the wire type (>= 1).
  *
@@ -408,7 +408,7 @@ static void copy_if_needed(void *dst, const void *src, size_t nbytes)
  *            (IBC_ERR_REMOTE, IBC_ERR_TIMEOUT, IBC_ERR_INVALID_USAGE for
  *            ranks that called different operations), already logged.
  */
-ibc_status_t ibc_sched_run(struct ibc_comm *comm, struct ibc_request *req, ibc_sched_gen_fn gen,
+ibc_status_t ibc_sched_run(struct ibc_coll *coll, struct ibc_op *op, ibc_sched_gen_fn gen,
 			   size_t chunk_bytes)
 {
 	struct ibc_sched_args a;
@@ -420,36 +420,36 @@ ibc_status_t ibc_sched_run(struct ibc_comm *comm, struct ibc_request *req, ibc_s
 	size_t sz_tr;
 	size_t sz_tmp;
 	size_t sz_w;
-	size_t count = req->count;
-	int coll = req->coll;
-	int is_root = comm->rank == req->root;
+	size_t count = op->count;
+	int kind = op->coll;
+	int is_root = coll->net->rank == op->root;
 	int has_recv = 0;
 	char *base;
 	void *p;
 	size_t i;
 
-	IBC_CHECK(ibc_dtype_size(req->dtype, &esz));
+	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	memset(&x, 0, sizeof(x));
-	x.comm = comm;
-	x.req = req;
-	x.accum = coll != IBC_COLL_BROADCAST && ibc_param_accum_fp32() &&
-		  (req->dtype == IBC_FLOAT16 || req->dtype == IBC_BFLOAT16);
-	x.wdt = x.accum ? IBC_FLOAT32 : req->dtype;
+	x.coll = coll;
+	x.op = op;
+	x.accum = kind != IBC_COLL_BROADCAST && ibc_param_accum_fp32() &&
+		  (op->dtype == IBC_FLOAT16 || op->dtype == IBC_BFLOAT16);
+	x.wdt = x.accum ? IBC_FLOAT32 : op->dtype;
 	x.wsz = x.accum ? 4 : esz;
-	a.n = comm->nranks;
-	a.rank = comm->rank;
+	a.n = coll->net->nranks;
+	a.rank = coll->net->rank;
 	a.count = count;
 	a.chunk = IBC_MAX(chunk_bytes / x.wsz, 1);
-	a.root = req->root;
+	a.root = op->root;
 	nops = gen(&a, NULL, 0);
 	slot_elems = IBC_MIN(count, (size_t)ibc_sched_chunk_for(count, a.chunk));
 	sz_ops = IBC_ALIGN_UP(nops * sizeof(struct ibc_sched_op), 64);
 	sz_tr = IBC_ALIGN_UP(nops * (sizeof(struct ibc_treq) + 1), 64);
 	x.slot_bytes = IBC_ALIGN_UP(slot_elems * x.wsz, 64);
-	sz_tmp = coll == IBC_COLL_BROADCAST ? 0 : SX_NSLOTS * x.slot_bytes;
-	sz_w = (x.accum || (coll == IBC_COLL_REDUCE && !is_root)) ? IBC_ALIGN_UP(count * x.wsz, 64)
+	sz_tmp = kind == IBC_COLL_BROADCAST ? 0 : SX_NSLOTS * x.slot_bytes;
+	sz_w = (x.accum || (kind == IBC_COLL_REDUCE && !is_root)) ? IBC_ALIGN_UP(count * x.wsz, 64)
 								    : 0;
-	IBC_CHECK(ibc_coll_scratch(comm, sz_ops + sz_tr + sz_tmp + sz_w, &p));
+	IBC_CHECK(ibc_coll_scratch(coll, sz_ops + sz_tr + sz_tmp + sz_w, &p));
 	base = p;
 	x.ops = (const struct ibc_sched_op *)base;
 	x.tr = (struct ibc_treq *)(base + sz_ops);
@@ -461,31 +461,31 @@ ibc_status_t ibc_sched_run(struct ibc_comm *comm, struct ibc_request *req, ibc_s
 		has_recv |= x.ops[i].kind != IBC_SCHED_SEND;
 
 	/* the working buffer W */
-	if (coll == IBC_COLL_BROADCAST) {
-		x.w = req->recvbuf;
+	if (kind == IBC_COLL_BROADCAST) {
+		x.w = op->recvbuf;
 		if (is_root)
-			copy_if_needed(req->recvbuf, req->sendbuf, count * esz);
+			copy_if_needed(op->recvbuf, op->sendbuf, count * esz);
 	} else if (x.accum) {
 		x.w = base + sz_ops + sz_tr + sz_tmp;
-		ibc_cvt_to_f32((float *)x.w, req->sendbuf, count, req->dtype);
-	} else if (coll == IBC_COLL_ALLREDUCE || is_root) {
-		x.w = req->recvbuf;
-		copy_if_needed(req->recvbuf, req->sendbuf, count * esz);
+		ibc_cvt_to_f32((float *)x.w, op->sendbuf, count, op->dtype);
+	} else if (kind == IBC_COLL_ALLREDUCE || is_root) {
+		x.w = op->recvbuf;
+		copy_if_needed(op->recvbuf, op->sendbuf, count * esz);
 	} else if (has_recv) {
 		x.w = base + sz_ops + sz_tr + sz_tmp;
-		memcpy(x.w, req->sendbuf, count * esz);
+		memcpy(x.w, op->sendbuf, count * esz);
 	} else {
-		x.w = (char *)req->sendbuf; /* a leaf only sends: W is never written */
+		x.w = (char *)op->sendbuf; /* a leaf only sends: W is never written */
 	}
 
 	IBC_CHECK(sx_peers(&x));
 	IBC_CHECK(sx_run(&x));
 
-	if (coll == IBC_COLL_ALLREDUCE || (coll == IBC_COLL_REDUCE && is_root)) {
-		if (req->op == IBC_AVG)
-			ibc_reduce_avg_finalize(x.w, count, x.wdt, comm->nranks);
+	if (kind == IBC_COLL_ALLREDUCE || (kind == IBC_COLL_REDUCE && is_root)) {
+		if (op->redop == IBC_AVG)
+			ibc_reduce_avg_finalize(x.w, count, x.wdt, coll->net->nranks);
 		if (x.accum)
-			ibc_cvt_from_f32(req->recvbuf, (const float *)x.w, count, req->dtype);
+			ibc_cvt_from_f32(op->recvbuf, (const float *)x.w, count, op->dtype);
 	}
 	return IBC_OK;
 }

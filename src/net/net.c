@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * net.c - the layer between algorithms and transports (net.h).
+ * net.c - what the layers above use to talk to peers (net.h): connection
+ * set-up, posted sends and receives dispatched to each peer's transport,
+ * and the bounded waits.
  */
 #include "config.h"
 
@@ -13,20 +15,20 @@
 #include "base/param.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "net.h"
+#include "net/net.h"
 
-static void *net_ctx(struct ibc_comm *comm, const struct ibc_transport_ops *ops)
+static void *net_ctx(struct ibc_net *net, const struct ibc_transport_ops *ops)
 {
 	int i;
 
-	for (i = 0; i < comm->ntinst; i++)
-		if (comm->tinst[i].ops == ops)
-			return comm->tinst[i].ctx;
+	for (i = 0; i < net->ntinst; i++)
+		if (net->tinst[i].ops == ops)
+			return net->tinst[i].ctx;
 	return NULL;
 }
 
 /* one nonblocking connect pass over @peers: counts those still pending */
-static ibc_status_t net_connect_pass(struct ibc_comm *comm, const int *peers, int npeers,
+static ibc_status_t net_connect_pass(struct ibc_net *net, const int *peers, int npeers,
 				     int *npending_p, int *progressed_p)
 {
 	int i;
@@ -38,12 +40,12 @@ static ibc_status_t net_connect_pass(struct ibc_comm *comm, const int *peers, in
 		struct ibc_peer *pe;
 		ibc_status_t st;
 
-		if (p < 0 || p >= comm->nranks || p == comm->rank)
+		if (p < 0 || p >= net->nranks || p == net->rank)
 			continue;
-		pe = &comm->peers[p];
+		pe = &net->peers[p];
 		if (pe->conn)
 			continue;
-		st = pe->ops->connect(net_ctx(comm, pe->ops), p, &pe->conn);
+		st = pe->ops->connect(net_ctx(net, pe->ops), p, &pe->conn);
 		if (st == IBC_OK) {
 			*progressed_p = 1;
 			IBC_LOG_DEBUG(NET, "connected to rank %d over %s", p, pe->ops->name);
@@ -53,10 +55,10 @@ static ibc_status_t net_connect_pass(struct ibc_comm *comm, const int *peers, in
 			char why[512];
 
 			pe->conn = NULL;
-			if (ibc_comm_poison_status(comm) != IBC_OK)
-				return ibc_comm_poison_status(comm);
-			snprintf(why, sizeof(why), "%s", ibc_comm_strip_rank(ibc_last_error()));
-			return ibc_comm_fail(comm, st, p, "connection set-up over %s failed: %s",
+			if (ibc_net_status(net) != IBC_OK)
+				return ibc_net_status(net);
+			snprintf(why, sizeof(why), "%s", ibc_log_strip_rank(ibc_last_error()));
+			return ibc_net_fail(net, st, p, "connection set-up over %s failed: %s",
 					     pe->ops->name, *why ? why : ibc_status_str(st));
 		}
 		(*npending_p)++;
@@ -64,23 +66,23 @@ static ibc_status_t net_connect_pass(struct ibc_comm *comm, const int *peers, in
 	return IBC_OK;
 }
 
-ibc_status_t ibc_net_connect_try(struct ibc_comm *comm, int peer)
+ibc_status_t ibc_net_connect_try(struct ibc_net *net, int peer)
 {
 	int npending;
 	int progressed;
 
-	IBC_CHECK(net_connect_pass(comm, &peer, 1, &npending, &progressed));
+	IBC_CHECK(net_connect_pass(net, &peer, 1, &npending, &progressed));
 	return npending ? IBC_INPROGRESS : IBC_OK;
 }
 
 /* the first of @peers still without a connection, or -1 */
-static int net_unconnected(const struct ibc_comm *comm, const int *peers, int npeers)
+static int net_unconnected(const struct ibc_net *net, const int *peers, int npeers)
 {
 	int i;
 
 	for (i = 0; i < npeers; i++)
-		if (peers[i] >= 0 && peers[i] != comm->rank && peers[i] < comm->nranks &&
-		    !comm->peers[peers[i]].conn)
+		if (peers[i] >= 0 && peers[i] != net->rank && peers[i] < net->nranks &&
+		    !net->peers[peers[i]].conn)
 			return peers[i];
 	return -1;
 }
@@ -91,7 +93,7 @@ static int net_unconnected(const struct ibc_comm *comm, const int *peers, int np
  * that peer names the culprit (a peer that never enters the library cannot
  * complete a handshake).
  */
-static ibc_status_t net_connect_body(struct ibc_comm *comm, const int *peers, int npeers)
+static ibc_status_t net_connect_body(struct ibc_net *net, const int *peers, int npeers)
 {
 	uint64_t deadline = 0;
 	int waiting = -1;
@@ -101,14 +103,14 @@ static ibc_status_t net_connect_body(struct ibc_comm *comm, const int *peers, in
 		int progressed;
 		int peer;
 
-		IBC_CHECK(net_connect_pass(comm, peers, npeers, &npending, &progressed));
+		IBC_CHECK(net_connect_pass(net, peers, npeers, &npending, &progressed));
 		if (!npending)
 			return IBC_OK;
-		if (ibc_comm_poison_status(comm) != IBC_OK)
-			return ibc_comm_poison_status(comm);
-		peer = net_unconnected(comm, peers, npeers);
+		if (ibc_net_status(net) != IBC_OK)
+			return ibc_net_status(net);
+		peer = net_unconnected(net, peers, npeers);
 		if (peer != waiting) {
-			ibc_comm_wait_publish(comm, peer, ibc_time_ms());
+			ibc_net_wait_publish(net, peer, ibc_time_ms());
 			waiting = peer;
 		}
 		if (!deadline)
@@ -118,24 +120,24 @@ static ibc_status_t net_connect_body(struct ibc_comm *comm, const int *peers, in
 				usleep(200);
 			continue;
 		}
-		return ibc_comm_fail_stalled(comm, peer, peer,
+		return ibc_net_fail_stalled(net, peer, peer,
 					     "connection set-up with rank %d did not complete within %lld ms (IBC_BOOTSTRAP_TIMEOUT_MS)",
 					     peer, (long long)ibc_param_bootstrap_timeout_ms());
 	}
 }
 
-ibc_status_t ibc_net_connect(struct ibc_comm *comm, const int *peers, int npeers)
+ibc_status_t ibc_net_connect(struct ibc_net *net, const int *peers, int npeers)
 {
-	ibc_status_t st = net_connect_body(comm, peers, npeers);
+	ibc_status_t st = net_connect_body(net, peers, npeers);
 
-	ibc_comm_wait_clear(comm);
+	ibc_net_wait_clear(net);
 	return st;
 }
 
-ibc_status_t ibc_net_isend(struct ibc_comm *comm, int peer, const void *buf, size_t nbytes,
+ibc_status_t ibc_net_isend(struct ibc_net *net, int peer, const void *buf, size_t nbytes,
 			   const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
-	struct ibc_peer *pe = &comm->peers[peer];
+	struct ibc_peer *pe = &net->peers[peer];
 
 	req->done = 0;
 	req->status = IBC_OK;
@@ -143,15 +145,15 @@ ibc_status_t ibc_net_isend(struct ibc_comm *comm, int peer, const void *buf, siz
 	req->peer = peer;
 	req->is_send = 1;
 	req->counted = 0;
-	req->moved_p = &comm->cur_bytes_done;
-	comm->cur_bytes_total += nbytes;
+	req->moved_p = &net->cur_bytes_done;
+	net->cur_bytes_total += nbytes;
 	return pe->ops->isend(pe->conn, buf, nbytes, desc, req);
 }
 
-ibc_status_t ibc_net_irecv(struct ibc_comm *comm, int peer, void *buf, size_t nbytes,
+ibc_status_t ibc_net_irecv(struct ibc_net *net, int peer, void *buf, size_t nbytes,
 			   const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
-	struct ibc_peer *pe = &comm->peers[peer];
+	struct ibc_peer *pe = &net->peers[peer];
 
 	req->done = 0;
 	req->status = IBC_OK;
@@ -159,33 +161,33 @@ ibc_status_t ibc_net_irecv(struct ibc_comm *comm, int peer, void *buf, size_t nb
 	req->peer = peer;
 	req->is_send = 0;
 	req->counted = 0;
-	req->moved_p = &comm->cur_bytes_done;
-	comm->cur_bytes_total += nbytes;
+	req->moved_p = &net->cur_bytes_done;
+	net->cur_bytes_total += nbytes;
 	return pe->ops->irecv(pe->conn, buf, nbytes, desc, req);
 }
 
-ibc_status_t ibc_net_progress(struct ibc_comm *comm)
+ibc_status_t ibc_net_progress(struct ibc_net *net)
 {
 	int i;
 
-	for (i = 0; i < comm->ntinst; i++) {
-		ibc_status_t st = comm->tinst[i].ops->progress(comm->tinst[i].ctx);
+	for (i = 0; i < net->ntinst; i++) {
+		ibc_status_t st = net->tinst[i].ops->progress(net->tinst[i].ctx);
 
 		if (st != IBC_OK)
 			return st;
 	}
-	return ibc_comm_poison_status(comm);
+	return ibc_net_status(net);
 }
 
-static void net_idle(struct ibc_comm *comm, int timeout_us)
+void ibc_net_idle(struct ibc_net *net, int timeout_us)
 {
-	if (comm->ntinst == 1) {
-		comm->tinst[0].ops->wait(comm->tinst[0].ctx, timeout_us);
-	} else if (comm->ntinst > 1) {
+	if (net->ntinst == 1) {
+		net->tinst[0].ops->wait(net->tinst[0].ctx, timeout_us);
+	} else if (net->ntinst > 1) {
 		int i;
 
-		for (i = 0; i < comm->ntinst; i++)
-			comm->tinst[i].ops->wait(comm->tinst[i].ctx, IBC_MAX(timeout_us / comm->ntinst / 8, 20));
+		for (i = 0; i < net->ntinst; i++)
+			net->tinst[i].ops->wait(net->tinst[i].ctx, IBC_MAX(timeout_us / net->ntinst / 8, 20));
 	} else {
 		usleep((useconds_t)timeout_us);
 	}
@@ -210,9 +212,9 @@ static int net_waited_peer(struct ibc_treq *const *reqs, int n)
 
 /*
  * No progress for IBC_TIMEOUT_MS: name the direct peers and follow the
- * wait-for chain from the one this rank waits on (ibc_comm_fail_stalled()).
+ * wait-for chain from the one this rank waits on (ibc_net_fail_stalled()).
  */
-static ibc_status_t net_timeout(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
+static ibc_status_t net_timeout(struct ibc_net *net, struct ibc_treq *const *reqs, int n)
 {
 	char who[256];
 	size_t len = 0;
@@ -224,18 +226,18 @@ static ibc_status_t net_timeout(struct ibc_comm *comm, struct ibc_treq *const *r
 			continue;
 		len += (size_t)snprintf(who + len, sizeof(who) - len, "%s%s rank %d (host %s)",
 					len ? "," : "", reqs[i]->is_send ? " sending to" : " receiving from",
-					reqs[i]->peer, ibc_comm_peer_host(comm, reqs[i]->peer));
+					reqs[i]->peer, ibc_net_peer_host(net, reqs[i]->peer));
 	}
-	return ibc_comm_fail_stalled(comm, net_waited_peer(reqs, n), -1,
+	return ibc_net_fail_stalled(net, net_waited_peer(reqs, n), -1,
 				     "no progress for %lld ms (IBC_TIMEOUT_MS) while%s",
-				     (long long)comm->timeout_ms, who);
+				     (long long)net->timeout_ms, who);
 }
 
 /* @any: 0 all, 1 any, 2 any or a p2p operation at the queue head (IBC_INPROGRESS) */
-static ibc_status_t net_wait_body(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n,
+static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *reqs, int n,
 				  int any)
 {
-	uint64_t spin_ns = comm->spin_ns;
+	uint64_t spin_ns = net->spin_ns;
 	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
 	uint64_t now = ibc_time_ns();
 	uint64_t last_ns = now;
@@ -243,7 +245,7 @@ static ibc_status_t net_wait_body(struct ibc_comm *comm, struct ibc_treq *const 
 	int idle_us = 20;
 
 	for (;;) {
-		ibc_status_t st = ibc_net_progress(comm);
+		ibc_status_t st = ibc_net_progress(net);
 		int ndone = 0;
 		int i;
 
@@ -263,22 +265,22 @@ static ibc_status_t net_wait_body(struct ibc_comm *comm, struct ibc_treq *const 
 			last_ns = now;
 			idle_us = 20;
 			ndone_prev = ndone;
-			ibc_comm_wait_publish(comm, net_waited_peer(reqs, n), now / 1000000);
+			ibc_net_wait_publish(net, net_waited_peer(reqs, n), now / 1000000);
 		}
 		if (any && ndone > 0)
 			return IBC_OK;
-		if (any == 2 && __atomic_load_n(&comm->head_p2p, __ATOMIC_ACQUIRE))
+		if (any == 2 && __atomic_load_n(&net->yield_p2p, __ATOMIC_ACQUIRE))
 			return IBC_INPROGRESS;
 		for (i = 0; i < n; i++)
 			if (reqs[i] && !ibc_treq_is_done(reqs[i]))
 				break;
 		if (i == n)
 			return IBC_OK;
-		if (__atomic_load_n(&comm->aborting, __ATOMIC_ACQUIRE))
-			return ibc_comm_poison_status(comm) != IBC_OK ? ibc_comm_poison_status(comm)
+		if (__atomic_load_n(&net->aborting, __ATOMIC_ACQUIRE))
+			return ibc_net_status(net) != IBC_OK ? ibc_net_status(net)
 								       : IBC_ERR_REMOTE;
-		if (now - last_ns > (uint64_t)comm->timeout_ms * 1000000ull)
-			return net_timeout(comm, reqs, n);
+		if (now - last_ns > (uint64_t)net->timeout_ms * 1000000ull)
+			return net_timeout(net, reqs, n);
 		/* idle: spin (cores to spare), then yield (let a co-located peer
 		 * run), then sleep in the transports' wait() */
 		if (now - last_ns < spin_ns) {
@@ -289,52 +291,52 @@ static ibc_status_t net_wait_body(struct ibc_comm *comm, struct ibc_treq *const 
 			sched_yield();
 			continue;
 		}
-		net_idle(comm, idle_us);
+		ibc_net_idle(net, idle_us);
 		idle_us = IBC_MIN(idle_us * 2, 2000);
 	}
 }
 
 /* net_wait_body() with this rank's wait published for peers' wait-for queries */
-static ibc_status_t net_wait(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n, int any)
+static ibc_status_t net_wait(struct ibc_net *net, struct ibc_treq *const *reqs, int n, int any)
 {
-	ibc_status_t st = net_wait_body(comm, reqs, n, any);
+	ibc_status_t st = net_wait_body(net, reqs, n, any);
 
-	ibc_comm_wait_clear(comm);
+	ibc_net_wait_clear(net);
 	return st;
 }
 
-ibc_status_t ibc_net_waitall(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
+ibc_status_t ibc_net_waitall(struct ibc_net *net, struct ibc_treq *const *reqs, int n)
 {
-	return net_wait(comm, reqs, n, 0);
+	return net_wait(net, reqs, n, 0);
 }
 
-ibc_status_t ibc_net_waitany(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
+ibc_status_t ibc_net_waitany(struct ibc_net *net, struct ibc_treq *const *reqs, int n)
 {
-	return net_wait(comm, reqs, n, 1);
+	return net_wait(net, reqs, n, 1);
 }
 
-ibc_status_t ibc_net_wait1(struct ibc_comm *comm, struct ibc_treq *req)
+ibc_status_t ibc_net_wait1(struct ibc_net *net, struct ibc_treq *req)
 {
 	struct ibc_treq *reqs[1] = { req };
 
-	return net_wait(comm, reqs, 1, 0);
+	return net_wait(net, reqs, 1, 0);
 }
 
-ibc_status_t ibc_net_wait_p2p(struct ibc_comm *comm, struct ibc_treq *const *reqs, int n)
+ibc_status_t ibc_net_wait_p2p(struct ibc_net *net, struct ibc_treq *const *reqs, int n)
 {
-	return net_wait(comm, reqs, n, 2);
+	return net_wait(net, reqs, n, 2);
 }
 
-ibc_status_t ibc_net_test(struct ibc_comm *comm, struct ibc_treq *req, int *done_p)
+ibc_status_t ibc_net_test(struct ibc_net *net, struct ibc_treq *req, int *done_p)
 {
-	IBC_CHECK(ibc_net_progress(comm));
+	IBC_CHECK(ibc_net_progress(net));
 	*done_p = ibc_treq_is_done(req);
 	if (*done_p && req->status != IBC_OK)
 		return req->status;
 	return IBC_OK;
 }
 
-ibc_status_t ibc_net_desc_check(struct ibc_comm *comm, int peer, const struct ibc_msg_desc *mine,
+ibc_status_t ibc_net_desc_check(struct ibc_net *net, int peer, const struct ibc_msg_desc *mine,
 				size_t my_nbytes, const struct ibc_msg_desc *theirs,
 				size_t their_nbytes)
 {
@@ -342,5 +344,5 @@ ibc_status_t ibc_net_desc_check(struct ibc_comm *comm, int peer, const struct ib
 
 	if (!ibc_msg_desc_mismatch(mine, my_nbytes, theirs, their_nbytes, text, sizeof(text)))
 		return IBC_OK;
-	return ibc_comm_fail(comm, IBC_ERR_INVALID_USAGE, peer, "%s", text);
+	return ibc_net_fail(net, IBC_ERR_INVALID_USAGE, peer, "%s", text);
 }

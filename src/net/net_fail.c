@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net_fail.c - the communicator's error state: the first fatal error is
+ * composed into one line naming the operation in flight, this rank, the
+ * peer and its host, the transport and the bytes moved, poisons the
+ * communicator and is told to the peers through the bootstrap; peers'
+ * failures reported by the bootstrap arrive here too. And the wait-for
+ * chain: the answers this rank gives to its peers' wait-for queries, and
+ * the chase that finds the rank a stalled wait ultimately waits on.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/coll_kind.h"
+#include "base/log.h"
+#include "base/param.h"
+#include "base/status.h"
+#include "base/util.h"
+#include "net/net.h"
+#include "net/net_internal.h"
+
+const char *ibc_net_peer_host(const struct ibc_net *net, int peer)
+{
+	if (!net->bs || peer < 0 || peer >= net->nranks)
+		return "?";
+	return ibc_bootstrap_peer(net->bs, peer)->host;
+}
+
+/* poison @net with @st and @msg unless already poisoned; 1 if this call did it */
+static int net_poison(struct ibc_net *net, ibc_status_t st, const char *msg)
+{
+	int first = 0;
+
+	pthread_mutex_lock(&net->lock);
+	if (!net->poisoned) {
+		net->poison_st = st;
+		snprintf(net->poison_msg, sizeof(net->poison_msg), "%s", msg);
+		__atomic_store_n(&net->poisoned, 1, __ATOMIC_RELEASE);
+		first = 1;
+	}
+	pthread_mutex_unlock(&net->lock);
+	if (first && net->on_poison)
+		net->on_poison(net->on_poison_arg);
+	return first;
+}
+
+/*
+ * The body of ibc_net_fail(). FAIL_LOCAL in @flags: the error was detected
+ * by this rank (then it is broadcast to the peers, and a lost connection or
+ * a timeout first waits for the liveness verdict, unless FAIL_NO_GRACE: the
+ * culprit is known); without: it came from the bootstrap (a peer's failure
+ * reported by the hub), which every rank already hears.
+ */
+enum { FAIL_LOCAL = 1, FAIL_NO_GRACE = 2 };
+
+static ibc_status_t net_fail_v(struct ibc_net *net, ibc_status_t st, int peer, int flags,
+				const char *fmt, va_list ap)
+{
+	char cause[768];
+	char ctx[256] = "";
+	char body[1000];
+	char msg[1024];
+	const struct ibc_op *cur;
+	int local = flags & FAIL_LOCAL;
+	uint64_t grace = 0;     /* ms to wait for a first error from elsewhere */
+	uint64_t deadline;
+
+	vsnprintf(cause, sizeof(cause), fmt, ap);
+	if (local && __atomic_load_n(&net->aborting, __ATOMIC_ACQUIRE)) {
+		/*
+		 * ibc_comm_abort() on this rank set @aborting, which makes blocked
+		 * waits give up, and poisons the communicator a moment later. A
+		 * wait that gives up in between must not become the first error:
+		 * it would be broadcast as "error on rank R: remote peer failed"
+		 * ahead of the abort notice (seen in 4 of 80 test_abort runs under
+		 * load). Wait (bounded) for the abort's own poison.
+		 */
+		grace = 1000;
+	} else if (local && !(flags & FAIL_NO_GRACE) &&
+		   ((st == IBC_ERR_REMOTE && peer >= 0) || st == IBC_ERR_TIMEOUT) && net->bs) {
+		/*
+		 * A connection to @peer broke, or a wait timed out. If another rank
+		 * died or stalled first, @peer may just be a survivor that already
+		 * gave up, or is itself waiting on the culprit (a ring stalls all
+		 * around when one rank stops): give the liveness hub and the peer's
+		 * own report a moment to name the rank that failed first (it usually
+		 * takes < 10 ms).
+		 */
+		grace = (uint64_t)ibc_param_failure_grace_ms();
+		/*
+		 * A timeout: the rank this one waits on may itself be waiting on
+		 * the culprit, and its own timeout fires as much later as its last
+		 * progress was (seen with 4 ranks, one stopped: up to ~1 s). Wait
+		 * up to half the timeout, at most 2 s, for its report.
+		 */
+		if (st == IBC_ERR_TIMEOUT)
+			grace = IBC_MAX(grace, IBC_MIN((uint64_t)net->timeout_ms / 2, 2000));
+	}
+	/* until the communicator is poisoned (by that report, or the abort), at most @grace ms */
+	deadline = ibc_time_ms() + grace;
+	while (grace && !__atomic_load_n(&net->poisoned, __ATOMIC_ACQUIRE) && ibc_time_ms() < deadline)
+		usleep(1000);
+	pthread_mutex_lock(&net->lock);
+	cur = net->cur;
+	if (cur) {
+		int reduces = ibc_coll_reduces(cur->coll);
+		int has_root = ibc_coll_has_root(cur->coll);
+		int has_peer = ibc_coll_is_p2p(cur->coll);
+
+		char who[32] = "";
+		char moved[64];
+
+		if (has_root || has_peer)
+			snprintf(who, sizeof(who), " %s %d", has_root ? "root" : "peer", cur->root);
+		/* the probe's and race's traffic is not the operation's (src/tune/) */
+		if (__atomic_load_n(&net->cur_tuning, __ATOMIC_RELAXED))
+			snprintf(moved, sizeof(moved), "in the tuner's start-up measurements");
+		else
+			snprintf(moved, sizeof(moved), "%llu bytes moved so far",
+				 (unsigned long long)__atomic_load_n(&net->cur_bytes_done,
+								     __ATOMIC_RELAXED));
+		snprintf(ctx, sizeof(ctx), "%s #%u (count %zu %s%s%s%s, %s) ",
+			 ibc_coll_name(cur->coll), cur->seq, cur->count, ibc_dtype_name(cur->dtype),
+			 reduces ? " " : "", reduces ? ibc_redop_name(cur->redop) : "", who, moved);
+	}
+	pthread_mutex_unlock(&net->lock);
+	if (peer >= 0)
+		snprintf(body, sizeof(body), "%son %s: peer rank %d (host %s): %s", ctx,
+			 net->transport_name, peer, ibc_net_peer_host(net, peer), cause);
+	else
+		snprintf(body, sizeof(body), "%son %s: %s", ctx, net->transport_name, cause);
+	snprintf(msg, sizeof(msg), "rank %d: %s", net->rank, body);
+	if (!net_poison(net, st, msg)) {
+		IBC_LOG_DEBUG(COLL, "after the first error: %s", body);
+		return net->poison_st;
+	}
+	IBC_LOG_ERROR(COLL, "%s", body);
+	ibc_log_set_last_error(msg);
+	if (local && net->bs)
+		ibc_bootstrap_notify_error(net->bs, st, msg);
+	return st;
+}
+
+ibc_status_t ibc_net_fail(struct ibc_net *net, ibc_status_t st, int peer, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	st = net_fail_v(net, st, peer, FAIL_LOCAL, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* ibc_net_fail() for a timeout whose culprit @peer is known: no grace wait */
+static ibc_status_t net_fail_found(struct ibc_net *net, ibc_status_t st, int peer,
+				    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static ibc_status_t net_fail_found(struct ibc_net *net, ibc_status_t st, int peer,
+				    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	st = net_fail_v(net, st, peer, FAIL_LOCAL | FAIL_NO_GRACE, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* poison without telling the peers (they learnt it from the bootstrap, or will) */
+ibc_status_t ibc_net_fail_quiet(struct ibc_net *net, ibc_status_t st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	st = net_fail_v(net, st, -1, 0, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* bootstrap service thread: a peer died, aborted, failed or stopped answering */
+void ibc_net_on_boot_error(void *arg, ibc_status_t st, int peer, const char *why)
+{
+	struct ibc_net *net = arg;
+
+	ibc_log_set_rank(net->rank);
+	ibc_net_fail_quiet(net, st, "%s", why);
+	(void)peer;
+}
+
+/* ------------------------------------------------------------------------ */
+/* wait-for chains                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* bootstrap service thread: a peer asks what this rank is doing (never blocks) */
+void ibc_net_wait_state(void *arg, struct ibc_boot_waitstate *ws)
+{
+	struct ibc_net *net = arg;
+	int peer = __atomic_load_n(&net->wait_peer, __ATOMIC_ACQUIRE);
+	uint64_t since = __atomic_load_n(&net->wait_since_ms, __ATOMIC_RELAXED);
+	uint64_t now = ibc_time_ms();
+
+	ws->peer = -1;
+	ws->idle_ms = 0;
+	ws->seq = __atomic_load_n(&net->op_seq, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&net->poisoned, __ATOMIC_ACQUIRE)) {
+		ws->state = IBC_BOOT_WAIT_FAILED;
+	} else if (peer >= 0 && peer < net->nranks) {
+		ws->state = IBC_BOOT_WAIT_PEER;
+		ws->peer = peer;
+		ws->idle_ms = now > since ? (uint32_t)IBC_MIN(now - since, UINT32_MAX) : 0;
+	} else if (__atomic_load_n(&net->in_op, __ATOMIC_ACQUIRE)) {
+		ws->state = IBC_BOOT_WAIT_BUSY;
+	} else {
+		/* idle: @seq is the number of collectives issued so far */
+		ws->state = IBC_BOOT_WAIT_IDLE;
+		ws->seq = __atomic_load_n(&net->coll_seq, __ATOMIC_RELAXED);
+	}
+}
+
+int ibc_net_chase(struct ibc_net *net, int peer, char *why, size_t len)
+{
+	int64_t max_ms = IBC_MIN(IBC_MAX(net->timeout_ms / 4, 500), 2000);
+	size_t off = 0;
+	uint8_t *seen;
+	int culprit = -1;
+	int hops;
+	int cur = peer;
+
+#define CHASE_SAY(...)                                                                         \
+	do {                                                                                   \
+		if (off < len)                                                                 \
+			off += (size_t)snprintf(why + off, len - off, __VA_ARGS__);            \
+	} while (0)
+
+	if (len)
+		why[0] = '\0';
+	if (!net->bs || peer < 0 || peer >= net->nranks || peer == net->rank)
+		return -1;
+	seen = ibc_calloc((size_t)net->nranks, 1, "wait-for chain");
+	if (!seen)
+		return -1;
+	seen[net->rank] = 1;
+	for (hops = 0; hops < net->nranks; hops++) {
+		struct ibc_boot_waitstate ws;
+		ibc_status_t st;
+
+		int tries;
+
+		/* aborted, or another rank's report arrived: that error stands */
+		if (__atomic_load_n(&net->aborting, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&net->poisoned, __ATOMIC_ACQUIRE))
+			break;
+		seen[cur] = 1;
+		st = ibc_bootstrap_query_wait(net->bs, cur, max_ms, &ws);
+		/*
+		 * Not waiting: perhaps caught between two waits (reducing a chunk,
+		 * entering the next step). Ask again a few times, 50 ms apart,
+		 * before calling it the culprit.
+		 */
+		for (tries = 0; tries < 3 && st == IBC_OK &&
+				(ws.state == IBC_BOOT_WAIT_BUSY || ws.state == IBC_BOOT_WAIT_IDLE);
+		     tries++) {
+			usleep(50000);
+			st = ibc_bootstrap_query_wait(net->bs, cur, max_ms, &ws);
+		}
+		if (st != IBC_OK) {
+			CHASE_SAY("%srank %d %s", off ? "; " : "", cur,
+				  st == IBC_ERR_TIMEOUT ? "does not answer: stopped, hung or starved of CPU"
+							: "cannot be reached: its process is gone");
+			culprit = cur;
+			break;
+		}
+		if (ws.state == IBC_BOOT_WAIT_FAILED) {
+			CHASE_SAY("%srank %d has failed already (its report names the cause)",
+				  off ? "; " : "", cur);
+			break;
+		}
+		if (ws.state == IBC_BOOT_WAIT_IDLE) {
+			CHASE_SAY("%srank %d is in no ibcoll operation (it has not made the matching call; collectives it issued: %u)",
+				  off ? "; " : "", cur, ws.seq);
+			culprit = cur;
+			break;
+		}
+		if (ws.state == IBC_BOOT_WAIT_BUSY) {
+			CHASE_SAY("%srank %d is busy in collective #%u, waiting on nobody (slow)",
+				  off ? "; " : "", cur, ws.seq);
+			culprit = cur;
+			break;
+		}
+		CHASE_SAY("%srank %d waits on rank %d (no progress for %u ms)", off ? "; " : "", cur,
+			  ws.peer, ws.idle_ms);
+		if (seen[ws.peer]) {
+			CHASE_SAY(": a cycle of waits");
+			break;
+		}
+		cur = ws.peer;
+	}
+#undef CHASE_SAY
+	ibc_free(seen);
+	return culprit;
+}
+
+ibc_status_t ibc_net_fail_stalled(struct ibc_net *net, int waited, int peer,
+				   const char *fmt, ...)
+{
+	char cause[768];
+	char chain[512];
+	va_list ap;
+	int culprit;
+
+	va_start(ap, fmt);
+	vsnprintf(cause, sizeof(cause), fmt, ap);
+	va_end(ap);
+	culprit = ibc_net_chase(net, waited, chain, sizeof(chain));
+	if (culprit >= 0)
+		return net_fail_found(net, IBC_ERR_TIMEOUT, culprit, "%s; wait-for chain: %s",
+				       cause, chain);
+	return ibc_net_fail(net, IBC_ERR_TIMEOUT, peer, "%s%s%s", cause,
+			     chain[0] ? "; wait-for chain: " : "", chain);
+}

@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net_setup.c - the net layer's lifecycle: the transport of every peer
+ * (forced, or shm on this host, ib where both ends have a usable device,
+ * tcp otherwise), the environment each transport is given (struct
+ * ibc_tenv: the bootstrap seen through this layer, with each transport's
+ * out-of-band tags in its own range), the spin policy, the teardown; and
+ * the out-of-band exchange for the layers above.
+ */
+#include "config.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
+#include "base/param.h"
+#include "base/shmseg.h"
+#include "base/util.h"
+#include "net/net.h"
+#include "net/net_internal.h"
+#include "topo/topo.h"
+
+/* ------------------------------------------------------------------------ */
+/* the transports' environment (struct ibc_tenv)                            */
+/* ------------------------------------------------------------------------ */
+
+/* a transport's out-of-band tag on the bootstrap: its own range, by transport id */
+static uint32_t tenv_tag(const struct ibc_tinst *ti, uint32_t tag)
+{
+	return ((uint32_t)ti->ops->id << 12) | (tag & IBC_TENV_TAG_MAX);
+}
+
+static int tenv_same_host(void *arg, int peer)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_same_host(ti->net->bs, peer);
+}
+
+static const char *tenv_peer_host(void *arg, int peer)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_net_peer_host(ti->net, peer);
+}
+
+static ibc_status_t tenv_oob_send(void *arg, int peer, uint32_t tag, const void *buf,
+				  size_t nbytes)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_send(ti->net->bs, peer, tenv_tag(ti, tag), buf, nbytes);
+}
+
+static ibc_status_t tenv_oob_try_recv(void *arg, int peer, uint32_t tag, void *buf,
+				      size_t nbytes, int *got_p)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_try_recv(ti->net->bs, peer, tenv_tag(ti, tag), buf, nbytes, got_p);
+}
+
+static ibc_status_t tenv_oob_connect_stream(void *arg, int peer, uint32_t tag, int *fd_p)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_connect_stream(ti->net->bs, peer, tenv_tag(ti, tag), fd_p);
+}
+
+static ibc_status_t tenv_oob_try_accept_stream(void *arg, int peer, uint32_t tag, int *fd_p)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_bootstrap_try_accept_stream(ti->net->bs, peer, tenv_tag(ti, tag), fd_p);
+}
+
+static ibc_status_t tenv_fail(void *arg, ibc_status_t st, int peer, const char *text)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_net_fail(ti->net, st, peer, "%s", text);
+}
+
+static ibc_status_t tenv_status(void *arg)
+{
+	struct ibc_tinst *ti = arg;
+
+	return ibc_net_status(ti->net);
+}
+
+static const struct ibc_tenv_ops tenv_ops = {
+	.same_host = tenv_same_host,
+	.peer_host = tenv_peer_host,
+	.oob_send = tenv_oob_send,
+	.oob_try_recv = tenv_oob_try_recv,
+	.oob_connect_stream = tenv_oob_connect_stream,
+	.oob_try_accept_stream = tenv_oob_try_accept_stream,
+	.fail = tenv_fail,
+	.status = tenv_status,
+};
+
+/* add @ops to the communicator's transports (init its context) unless present */
+static ibc_status_t net_tinst_get(struct ibc_net *net, const struct ibc_transport_ops *ops,
+				   int *ok_p)
+{
+	struct ibc_tinst *ti;
+	ibc_status_t st;
+	int i;
+
+	for (i = 0; i < net->ntinst; i++) {
+		if (net->tinst[i].ops == ops) {
+			*ok_p = 1;
+			return IBC_OK;
+		}
+	}
+	*ok_p = 0;
+	ti = &net->tinst[net->ntinst];
+	memset(ti, 0, sizeof(*ti));
+	ti->ops = ops;
+	ti->net = net;
+	ti->env.rank = net->rank;
+	ti->env.nranks = net->nranks;
+	ti->env.nlocal = net->nlocal;
+	ti->env.local_rank = net->local_rank;
+	ti->env.gpu = net->gpu;
+	ti->env.timeout_ms = net->timeout_ms;
+	ti->env.connect_timeout_ms = ibc_param_bootstrap_timeout_ms();
+	memcpy(ti->env.comm_id, ibc_bootstrap_comm_id(net->bs), IBC_TENV_COMM_ID_BYTES);
+	ti->env.ops = &tenv_ops;
+	ti->env.arg = ti;
+	st = ops->init(&ti->env, &ti->ctx);
+	if (st == IBC_ERR_UNSUPPORTED) {
+		ti->ops = NULL;
+		return IBC_OK;
+	}
+	if (st != IBC_OK) {
+		ti->ops = NULL;
+		return st;
+	}
+	net->ntinst++;
+	*ok_p = 1;
+	return IBC_OK;
+}
+
+enum { CAN_IB = 1 };
+
+int ibc_net_transport_parse(const char *name, const struct ibc_transport_ops **ops_p)
+{
+	const struct ibc_transport_ops *ops = NULL;
+
+	if (!strcmp(name, "tcp"))
+		ops = &ibc_sock_ops;
+	else if (!strcmp(name, "shm"))
+		ops = &ibc_shm_ops;
+	else if (!strcmp(name, "ib"))
+		ops = &ibc_ib_ops;
+	else if (strcmp(name, "auto"))
+		return -1;
+	if (ops_p)
+		*ops_p = ops;
+	return 0;
+}
+
+/*
+ * Choose the transport of every peer. Forced (IBC_TRANSPORT): everyone uses
+ * it. Auto: shm with ranks of this host, else ib when both ends have a
+ * usable device (agreed through an allgather of capabilities), else tcp.
+ */
+static ibc_status_t net_choose_transports(struct ibc_net *net)
+{
+	const char *want = ibc_param_transport();
+	const struct ibc_transport_ops *forced = NULL;
+	uint8_t *caps = NULL;
+	int any_remote = 0;
+	int have_shm = 0;
+	int have_tcp = 0;
+	int have_ib = 0;
+	int ok;
+	int i;
+	ibc_status_t st = IBC_OK;
+
+	if (ibc_net_transport_parse(want, &forced) != 0)
+		IBC_LOG_WARN(ENV, "IBC_TRANSPORT=%s is not auto, shm, tcp or ib; using auto", want);
+
+	if (forced) {
+		if (forced->caps & IBC_TCAP_LOCAL) {
+			for (i = 0; i < net->nranks; i++) {
+				if (!ibc_bootstrap_same_host(net->bs, i)) {
+					IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=shm but rank %d runs on host %s, not this host",
+						      i, ibc_net_peer_host(net, i));
+					return IBC_ERR_INVALID_USAGE;
+				}
+			}
+		}
+		IBC_CHECK(net_tinst_get(net, forced, &ok));
+		if (!ok) {
+			IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=%s but that transport is %s", want,
+				      forced == &ibc_ib_ops ? "not usable here (no active verbs device, or built without verbs)"
+							    : "not usable");
+			return IBC_ERR_UNSUPPORTED;
+		}
+		for (i = 0; i < net->nranks; i++)
+			net->peers[i].ops = forced;
+		snprintf(net->transport_name, sizeof(net->transport_name), "%s", forced->name);
+		return IBC_OK;
+	}
+
+	for (i = 0; i < net->nranks; i++)
+		if (i != net->rank && !ibc_bootstrap_same_host(net->bs, i))
+			any_remote = 1;
+	if (any_remote) {
+		/* agree on ib per pair: both ends must have a usable device */
+		caps = ibc_calloc((size_t)net->nranks, 1, "transport capabilities");
+		if (!caps)
+			return IBC_ERR_NO_MEMORY;
+		IBC_CHECK_GOTO(net_tinst_get(net, &ibc_ib_ops, &ok), st, out);
+		caps[net->rank] = ok ? CAN_IB : 0;
+		IBC_CHECK_GOTO(ibc_bootstrap_allgather(net->bs, caps, 1), st, out);
+	}
+	for (i = 0; i < net->nranks; i++) {
+		const struct ibc_transport_ops *ops;
+
+		if (ibc_bootstrap_same_host(net->bs, i)) {
+			ops = &ibc_shm_ops;
+		} else if ((caps[i] & CAN_IB) && (caps[net->rank] & CAN_IB)) {
+			ops = &ibc_ib_ops;
+		} else {
+			ops = &ibc_sock_ops;
+		}
+		if (i == net->rank)
+			ops = NULL;
+		if (ops) {
+			IBC_CHECK_GOTO(net_tinst_get(net, ops, &ok), st, out);
+			if (!ok) {
+				IBC_LOG_ERROR(INIT, "transport %s needed for rank %d is not usable",
+					      ops->name, i);
+				st = IBC_ERR_UNSUPPORTED;
+				goto out;
+			}
+		}
+		net->peers[i].ops = ops;
+		have_shm |= ops == &ibc_shm_ops;
+		have_tcp |= ops == &ibc_sock_ops;
+		have_ib |= ops == &ibc_ib_ops;
+	}
+	snprintf(net->transport_name, sizeof(net->transport_name), "%s%s%s%s%s",
+		 have_shm ? "shm" : "", have_shm && (have_ib || have_tcp) ? "+" : "",
+		 have_ib ? "ib" : "", have_ib && have_tcp ? "+" : "", have_tcp ? "tcp" : "");
+	if (!have_shm && !have_tcp && !have_ib)
+		snprintf(net->transport_name, sizeof(net->transport_name), "self");
+out:
+	ibc_free(caps);
+	return st;
+}
+
+/* this host's ranks (same host name and boot id) and this rank's index among them */
+static void net_count_local(struct ibc_net *net)
+{
+	int i;
+
+	net->nlocal = 0;
+	net->local_rank = 0;
+	for (i = 0; i < net->nranks; i++) {
+		net->nlocal += ibc_bootstrap_same_host(net->bs, i);
+		if (i < net->rank && ibc_bootstrap_same_host(net->bs, i))
+			net->local_rank++;
+	}
+	ibc_shm_note_nlocal(net->nlocal);
+}
+
+/*
+ * Busy-polling helps only when every rank has a core: with more ranks on
+ * this host than cores available to the process, waiting ranks yield at
+ * once so that the peer they wait for can run.
+ */
+static void net_choose_spin(struct ibc_net *net)
+{
+	cpu_set_t set;
+	int ncpu = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		ncpu = CPU_COUNT(&set);
+	net->spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
+	if (ncpu > 0 && net->nlocal > ncpu && !ibc_param_from_env(IBC_PARAM_IDX_SPIN_US)) {
+		net->spin_ns = 0;
+		if (net->rank == 0)
+			IBC_LOG_INFO(INIT, "%d ranks on this host share %d cores: waits yield instead of spinning",
+				     net->nlocal, ncpu);
+	}
+}
+
+/*
+ * The rank's GPU (ibc_topo_rank_gpu(): IBC_TOPO_GPU, else the current CUDA
+ * device), before the transports start: the verbs transport picks the NIC
+ * nearest it and the progress thread is bound near it. -1 when none.
+ */
+static void net_find_gpu(struct ibc_net *net)
+{
+	char why[IBC_TOPO_WHY_LEN];
+	struct ibc_topo *topo;
+
+	net->gpu = -1;
+	if (ibc_topo_shared(&topo) != IBC_OK ||
+	    ibc_topo_rank_gpu(topo, &net->gpu, why, sizeof(why)) != IBC_OK)
+		return;
+	IBC_LOG_INFO(TOPO, "rank's GPU: %s", why);
+}
+
+void ibc_net_init(struct ibc_net *net)
+{
+	pthread_mutex_init(&net->lock, NULL);
+	net->timeout_ms = ibc_param_timeout_ms();
+	net->gpu = -1;
+	net->wait_peer = -1;
+	snprintf(net->transport_name, sizeof(net->transport_name), "bootstrap");
+}
+
+void ibc_net_fini(struct ibc_net *net)
+{
+	pthread_mutex_destroy(&net->lock);
+	ibc_free(net->peers);
+	net->peers = NULL;
+}
+
+ibc_status_t ibc_net_setup(struct ibc_net *net)
+{
+	net->rank = ibc_bootstrap_rank(net->bs);
+	net->nranks = ibc_bootstrap_nranks(net->bs);
+	ibc_bootstrap_set_wait_fn(net->bs, ibc_net_wait_state);
+	ibc_log_set_rank(net->rank);
+	net->peers = ibc_calloc((size_t)net->nranks, sizeof(*net->peers), "peer table");
+	if (!net->peers)
+		return IBC_ERR_NO_MEMORY;
+	net_find_gpu(net);
+	net_count_local(net);
+	IBC_CHECK(net_choose_transports(net));
+	net_choose_spin(net);
+	return IBC_OK;
+}
+
+void ibc_net_teardown(struct ibc_net *net, int abort)
+{
+	int i;
+
+	if (net->bs)
+		ibc_bootstrap_announce_leave(net->bs, abort, net->poisoned ? net->poison_msg : "");
+	for (i = 0; net->peers && i < net->nranks; i++) {
+		if (net->peers[i].conn) {
+			net->peers[i].ops->disconnect(net->peers[i].conn);
+			net->peers[i].conn = NULL;
+		}
+	}
+	for (i = net->ntinst - 1; i >= 0; i--)
+		net->tinst[i].ops->fini(net->tinst[i].ctx);
+	net->ntinst = 0;
+	ibc_bootstrap_destroy(net->bs, abort);
+	net->bs = NULL;
+}
+
+const char *ibc_net_device(const struct ibc_net *net)
+{
+	int i;
+
+	/* the device of a transport that opened one and that some peer uses */
+	for (i = 0; i < net->ntinst; i++) {
+		const struct ibc_tinst *ti = &net->tinst[i];
+		int p;
+
+		for (p = 0; p < net->nranks; p++)
+			if (net->peers[p].ops == ti->ops && *ti->ops->device(ti->ctx))
+				return ti->ops->device(ti->ctx);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the out-of-band exchange for the layers above                            */
+/* ------------------------------------------------------------------------ */
+
+static uint32_t upper_tag(uint32_t tag)
+{
+	return IBC_BOOT_TAG_UPPER | (tag & IBC_TENV_TAG_MAX);
+}
+
+ibc_status_t ibc_net_oob_send(struct ibc_net *net, int peer, uint32_t tag, const void *buf,
+			      size_t nbytes)
+{
+	return ibc_bootstrap_send(net->bs, peer, upper_tag(tag), buf, nbytes);
+}
+
+ibc_status_t ibc_net_oob_recv(struct ibc_net *net, int peer, uint32_t tag, void *buf,
+			      size_t nbytes)
+{
+	return ibc_bootstrap_recv(net->bs, peer, upper_tag(tag), buf, nbytes);
+}
+
+ibc_status_t ibc_net_oob_allgather(struct ibc_net *net, void *buf, size_t nbytes)
+{
+	return ibc_bootstrap_allgather(net->bs, buf, nbytes);
+}
+
+const uint8_t *ibc_net_comm_id(const struct ibc_net *net)
+{
+	return ibc_bootstrap_comm_id(net->bs);
+}
+
+int ibc_net_same_host(const struct ibc_net *net, int rank)
+{
+	return ibc_bootstrap_same_host(net->bs, rank);
+}
