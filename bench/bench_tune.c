@@ -249,7 +249,7 @@ void bench_tune_print(const struct bench_tune_result *res, FILE *f)
 			(long long)res->model.cache_bytes,
 			(res->model.source & IBC_TUNE_SRC_FILE) ? "file" : "",
 			(res->model.source & IBC_TUNE_SRC_PROBE) ? "probe" : "");
-	/* the race's measured / predicted ratios (select.c), for --pick-from */
+	/* the race's measured / predicted ratios (src/tune/tuner.c), for --pick-from */
 	for (i = 0; res->have_model && i < IBC_TUNE_RACE_ANCHORS; i++) {
 		const struct ibc_tune_race *r = &res->model.race[i];
 		int a;

@@ -4,7 +4,7 @@
  * writes them to a tuning file (IBC_TUNING_FILE format, docs/algorithms.md).
  * Shared by `ibc_bench --tune FILE` and the build-tree driver
  * bench/algo_timing. Uses the library's internal tuner API (src/coll/
- * select.h), so its programs link src/libibcoll_core.la.
+ * tune/tune.h), so its programs link src/libibcoll_core.la.
  */
 #ifndef IBC_BENCH_TUNE_H
 #define IBC_BENCH_TUNE_H
@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "ibcoll.h"
-#include "coll/select.h"
+#include "tune/tune.h"
 
 #define BENCH_TUNE_MAX_SIZES 32
 #define BENCH_TUNE_MAX_REPS 31

@@ -26,7 +26,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
-#include "coll/select.h"
+#include "tune/tune.h"
 #include "net/net.h"
 #include "topo/topo.h"
 #include "transport/ib/ib_info.h"
@@ -302,7 +302,7 @@ static int print_tuning(void)
 	int tp;
 	size_t i;
 
-	printf("# tuner (src/coll/select.c). Without a communicator this shows the built-in\n"
+	printf("# tuner (src/tune/). Without a communicator this shows the built-in\n"
 	       "# coefficients%s; a communicator measures its own at its first collective\n"
 	       "# (IBC_TUNING_PROBE) and logs them with IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=TUNING.\n",
 	       file && *file ? " replaced by IBC_TUNING_FILE rows" : "");

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include "base/check.h"
@@ -73,6 +74,16 @@ const char *ibc_redop_name(ibc_redop_t op)
 	static const char *const names[IBC_REDOP_COUNT] = { "sum", "prod", "min", "max", "avg" };
 
 	return (unsigned)op < IBC_REDOP_COUNT ? names[op] : "invalid-op";
+}
+
+int ibc_name_lookup(const char *s, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
 }
 
 ibc_status_t ibc_random_bytes(void *buf, size_t nbytes)

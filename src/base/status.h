@@ -14,6 +14,9 @@
 const char *ibc_dtype_name(ibc_dtype_t dtype);
 const char *ibc_redop_name(ibc_redop_t op);
 
+/* the index of @s among the @n @names, or -1 (parsing of enum names) */
+int ibc_name_lookup(const char *s, const char *const *names, int n);
+
 /* random bytes from the OS (getrandom); IBC_ERR_SYSTEM when it fails */
 ibc_status_t ibc_random_bytes(void *buf, size_t nbytes);
 

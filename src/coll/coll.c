@@ -14,9 +14,33 @@
 #include "base/alloc.h"
 #include "base/check.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "base/util.h"
 #include "coll/coll.h"
 #include "coll/tree/sched.h"
+
+static const char *const algo_names[IBC_ALGO_COUNT] = { "ring", "tree", "rd", "rabenseifner", "shm" };
+static const char *const proto_names[IBC_PROTO_COUNT] = { "simple", "ll" };
+
+const char *ibc_algo_name(int algo)
+{
+	return algo >= 0 && algo < IBC_ALGO_COUNT ? algo_names[algo] : "?";
+}
+
+const char *ibc_proto_name(int proto)
+{
+	return proto >= 0 && proto < IBC_PROTO_COUNT ? proto_names[proto] : "?";
+}
+
+int ibc_algo_parse(const char *s)
+{
+	return ibc_name_lookup(s, algo_names, IBC_ALGO_COUNT);
+}
+
+int ibc_proto_parse(const char *s)
+{
+	return ibc_name_lookup(s, proto_names, IBC_PROTO_COUNT);
+}
 
 ibc_status_t ibc_coll_scratch(struct ibc_coll *coll, size_t nbytes, void **p)
 {

@@ -59,8 +59,6 @@ const char *ibc_proto_name(int proto);
 /* parse names ("ring", "tree", "rd", "rabenseifner", "shm"; "simple", "ll"); -1 if unknown */
 int ibc_algo_parse(const char *s);
 int ibc_proto_parse(const char *s);
-/* 1 if @algo implements @coll */
-int ibc_algo_applies(int coll, int algo);
 
 /*
  * ibc_coll_init() / ibc_coll_fini() - the coll layer of a communicator

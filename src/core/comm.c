@@ -27,7 +27,7 @@
 #include "base/util.h"
 #include "boot/boot_wire.h"
 #include "coll/coll.h"
-#include "coll/select.h"
+#include "tune/tune.h"
 #include "core/comm.h"
 #include "cuda/cuda.h"
 #include "net/net.h"

@@ -3,7 +3,7 @@
 # test_probe_bound.sh - the tuner's init probe stays under its bound: on an
 # idle 2-rank communicator (shm and tcp, two runs each) the probe time that
 # IBC_DEBUG_SUBSYS=TUNING logs ("probe X ms": measurement and agreement,
-# src/coll/select.c tuner_probe()) is below 50 ms. The bound holds only when
+# src/tune/tuner.c tuner_probe()) is below 50 ms. The bound holds only when
 # a round trip is short, so the test SKIPs when the 1-minute load average
 # exceeds the number of cores (docs/algorithms.md, "Where the coefficients
 # come from"). Emits TAP.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# test_race.sh - the tuner's race (src/coll/select.c, "The race"): on 2
+# test_race.sh - the tuner's race (src/tune/tuner.c, "The race"): on 2
 # ranks (a core each) over shm and tcp, the first tuned collective times
 # the all-reduce candidates at the anchors and logs each raced anchor; at an
 # anchor the choice is a timed candidate within 10 % of the fastest (the

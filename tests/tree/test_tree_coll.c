@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "coll/select.h"
+#include "tune/tune.h"
 #include "core/comm.h"
 #include "fork_ranks.h"
 #include "tap.h"

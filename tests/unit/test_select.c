@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_select.c - the tuner's pure parts (src/coll/select.c): names, the
+ * test_select.c - the tuner's pure parts (src/tune/): names, the
  * cost model's predictions against hand-computed values, the choice per
  * size (latency-bound sizes pick a logarithmic algorithm, large ones the
  * ring), overrides, the least-squares fit (recovers known coefficients),
@@ -18,7 +18,7 @@
 
 #include "base/param.h"
 #include "base/util.h"
-#include "coll/select.h"
+#include "tune/tune.h"
 #include "tap.h"
 
 static int near(double a, double b, double rel)
@@ -267,7 +267,7 @@ static void rab_samples(const struct ibc_tune_model *g0, struct ibc_tune_sample 
 }
 
 /*
- * Time sharing (ibc_tune_share, select.c header): with more ranks on a host
+ * Time sharing (ibc_tune_share, docs/tuning.md): with more ranks on a host
  * than cores, the reduction passes are priced share times gamma. The case
  * is the one measured (bench/RESULTS.md, "time sharing"): 8 tcp ranks on 2
  * cores, 2 MiB, where Rabenseifner's 6 steps beat the ring's 14 in a model
@@ -347,7 +347,7 @@ static void test_share(void)
 }
 
 /*
- * Messages in flight (select.c header): on a shared host a step's latency
+ * Messages in flight (docs/tuning.md): on a shared host a step's latency
  * grows with the messages in flight in it, L(m), from a lone pair's (the
  * probe's lone_frac of alpha) to alpha at the probe's n/2 pairs and beyond;
  * a step is priced alpha L(m) / L(n), a full step alpha as before. The
@@ -463,7 +463,7 @@ static void test_lone(void)
 }
 
 /*
- * The cache term (select.c, tune_gamma): gamma blends towards the probe's
+ * The cache term (tune_model.c, ibc_tune_gamma): gamma blends towards the probe's
  * in-cache speed by the fraction of the working set (ranks per core x 2 N)
  * that fits the core's L2.
  */
@@ -512,7 +512,7 @@ static void test_cache(void)
 	       "the cache term does not change a broadcast");
 }
 
-/* the race (select.c, "The race"): its plan, and how its ratios re-order the choice */
+/* the race (tuner.c, "The race"): its plan, and how its ratios re-order the choice */
 static void test_race(void)
 {
 	struct ibc_tune_race_plan plan[IBC_TUNE_RACE_ANCHORS];

@@ -34,7 +34,7 @@
  * Latency ceil(log2 n) message steps; the root sends (broadcast) or
  * receives (reduce) every chunk ceil(log2 n) times, so for large messages
  * the pipelined chain (ring/ring.c) has the better bandwidth and the tuner
- * (select.c) picks between them.
+ * (src/tune) picks between them.
  */
 #include "config.h"
 

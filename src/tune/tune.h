@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * select.h - the tuner: an alpha-beta-gamma cost model per (collective,
- * algorithm, protocol) and transport, the choice of the predicted-fastest
- * algorithm, protocol and chunk per message size, and the per-communicator
- * state (model agreed by all ranks at the first tuned collective).
- * Implemented in select.c; used by coll.c (dispatch), tools/ibc_info.c
- * (--tuning) and the tuning sweep of ibc_bench --tune and bench/algo_timing
- * (bench/bench_tune.c).
+ * tune.h - the tune layer: an alpha-beta-gamma cost model per
+ * (collective, algorithm, protocol) and transport class (tune_model.c,
+ * pure), tuning files and their fit (tune_file.c), its printing
+ * (tune_print.c), and the tuner of one communicator (tuner.c: the model
+ * agreed by all ranks at the first tuned collective, the probe, the race,
+ * the choice per call). Used by the executor (src/core), tools/ibc_info.c
+ * (--tuning) and the tuning sweeps of ibc_bench --tune and
+ * bench/algo_timing (bench/bench_tune.c). docs/tuning.md has the model.
  *
  * Predicted time of one operation of N bytes on n ranks:
  *   T = alpha * S + (beta * B + share * gamma * G) / 1000        [us]
  * where S (message steps on the critical path), B (bytes moved on it) and
- * G (bytes reduced on it) come from each algorithm's schedule (select.c,
- * tune_shape()), alpha is in us per step and beta, gamma in ns per byte;
+ * G (bytes reduced on it) come from each algorithm's schedule
+ * (ibc_tune_shape()), alpha is in us per step and beta, gamma in ns per byte;
  * share is the time sharing of the host's cores (ibc_tune_share()): gamma
  * is a rank's reduction speed on a core of its own, and when more ranks
  * than cores reduce at once each pass takes share times longer.
@@ -20,8 +21,8 @@
  * every algorithm, unless the tuning file has fitted ones for that
  * (collective, algorithm, protocol, transport, rank count).
  */
-#ifndef IBC_COLL_SELECT_H
-#define IBC_COLL_SELECT_H
+#ifndef IBC_TUNE_H
+#define IBC_TUNE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -67,7 +68,7 @@ struct ibc_tune_coef {
 };
 
 /*
- * The race (select.c, "The race"): at the anchors 8 B, 64 B, 512 B, 4 KiB,
+ * The race (tuner.c, "The race"): at the anchors 8 B, 64 B, 512 B, 4 KiB,
  * 32 KiB, 256 KiB and 2 MiB the all-reduce algorithms predicted within
  * IBC_TUNE_RACE_MARGIN of the best are timed once, at init, and from
  * 2^-1.5 to 2^1.5 times an anchor each of them is priced at its prediction
@@ -113,7 +114,7 @@ struct ibc_tune_model {
 	int32_t elem_bytes;     /* element size the empty-message count assumes (4; the tuner
 				 * sets the operation's) */
 	double lone_frac;       /* a lone pair's 8-byte latency / the probe's alpha, in (0, 1];
-				 * 0: not measured, the message-count term is off (select.c) */
+				 * 0: not measured, the message-count term is off (tune_model.c) */
 	double gamma_cache_ns;  /* reduction speed from the core's cache, ns/B (probe on
 				 * PROBE_GAMMA_CACHE bytes); 0: not measured, gamma everywhere */
 	int64_t cache_bytes;    /* the core's L2 cache, bytes (0: unknown) */
@@ -154,6 +155,9 @@ struct ibc_tune_sample {
 };
 
 const char *ibc_tune_coll_name(int coll);
+int ibc_tune_coll_parse(const char *s);
+/* 1 if @algo implements @coll (enum ibc_tune_coll) */
+int ibc_algo_applies(int coll, int algo);
 const char *ibc_tune_tp_name(int tp);
 int ibc_tune_tp_parse(const char *s);
 
@@ -165,14 +169,14 @@ int ibc_tune_share(int nlocal, int ncores);
 /* predicted time (us) of @coll with @algo/@proto on @nbytes with @chunk_bytes */
 /* set the lone-pair latency (us, simple protocol) from which lone_frac follows */
 void ibc_tune_set_lone(struct ibc_tune_model *m, double lone_us);
-/* the per-step latency factor of a step with @msgs messages in flight (select.c) */
+/* the per-step latency factor of a step with @msgs messages in flight (tune_model.c) */
 double ibc_tune_step_factor(const struct ibc_tune_model *m, double msgs);
 double ibc_tune_predict(const struct ibc_tune_model *m, int coll, int algo, int proto,
 			size_t nbytes, size_t chunk_bytes);
 /* the model's choice for @coll on @nbytes, honouring the model's overrides */
 void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 		     struct ibc_algo_choice *c);
-/* the anchors and candidates the race may time on @m (kernel-doc in select.c) */
+/* the anchors and candidates the race may time on @m (kernel-doc in tune_model.c) */
 int ibc_tune_race_plan(const struct ibc_tune_model *m,
 		       struct ibc_tune_race_plan plan[IBC_TUNE_RACE_ANCHORS]);
 /* 1 if the transport has an LL path and every message of @algo fits IBC_LL_MAX_BYTES */
@@ -188,7 +192,7 @@ ibc_status_t ibc_tune_fit(const struct ibc_tune_model *m, int coll, int algo, in
 /*
  * fit all algorithms of @coll at once: one alpha per protocol shared by the
  * algorithms, one beta per algorithm (LL: alpha only); the preferred fit for
- * tuning files (kernel-doc in select.c)
+ * tuning files (kernel-doc in tune_model.c)
  */
 ibc_status_t ibc_tune_fit_coll(const struct ibc_tune_model *m, int coll,
 			       const struct ibc_tune_sample *const s[IBC_ALGO_COUNT][IBC_PROTO_COUNT],
@@ -230,4 +234,4 @@ ibc_status_t ibc_tuner_force(struct ibc_tuner *t, int algo, int proto, size_t ch
 /* a copy of @t's model (after its first tuned collective) */
 ibc_status_t ibc_tuner_model(const struct ibc_tuner *t, struct ibc_tune_model *m_p);
 
-#endif /* IBC_COLL_SELECT_H */
+#endif /* IBC_TUNE_H */
