@@ -17,7 +17,7 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "coll/coll.h"
-#include "coll/tree/sched.h"
+#include "coll/sched.h"
 
 static const char *const algo_names[IBC_ALGO_COUNT] = { "ring", "tree", "rd", "rabenseifner", "shm" };
 static const char *const proto_names[IBC_PROTO_COUNT] = { "simple", "ll" };

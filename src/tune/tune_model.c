@@ -27,7 +27,7 @@
 #include "base/util.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
-#include "coll/tree/sched.h"
+#include "coll/sched.h"
 #include "tune/tune.h"
 #include "tune/tune_internal.h"
 
@@ -324,7 +324,7 @@ void ibc_tune_shape(const struct ibc_tune_model *m, int coll, int algo, double N
 	if (coll == IBC_TUNE_ALLREDUCE) {
 		/*
 		 * The schedule executor (tree, rd, rabenseifner) first copies the
-		 * input into the output buffer (src/coll/tree/sched_exec.c): one
+		 * input into the output buffer (src/coll/sched_exec.c): one
 		 * local pass over N bytes, priced like a reduction pass (gamma).
 		 * Measured on 4 shm ranks, 1 and 4 MiB: Rabenseifner 1007 and
 		 * 3704 us, ring 698 and 2930 us, while the model without this
@@ -413,7 +413,7 @@ static double tune_max_msg(const struct ibc_tune_model *m, int coll, int algo, d
 	if (coll == IBC_TUNE_ALLREDUCE) {
 		/*
 		 * The schedule executor (tree, rd, rabenseifner) first copies the
-		 * input into the output buffer (src/coll/tree/sched_exec.c): one
+		 * input into the output buffer (src/coll/sched_exec.c): one
 		 * local pass over N bytes, priced like a reduction pass (gamma).
 		 * Measured on 4 shm ranks, 1 and 4 MiB: Rabenseifner 1007 and
 		 * 3704 us, ring 698 and 2930 us, while the model without this

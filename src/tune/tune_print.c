@@ -19,7 +19,7 @@
 #include "base/util.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
-#include "coll/tree/sched.h"
+#include "coll/sched.h"
 #include "tune/tune.h"
 #include "tune/tune_internal.h"
 

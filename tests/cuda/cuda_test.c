@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/cuda_stage.h"
 #include "cuda/cuda.h"
 #include "cuda_test.h"
 

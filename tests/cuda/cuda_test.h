@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "api/cuda_stage.h"
 #include "ibcoll.h"
 
 /*

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/cuda_stage.h"
 #include "base/fault.h"
 #include "base/param.h"
 #include "base/status.h"

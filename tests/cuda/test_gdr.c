@@ -19,6 +19,7 @@
 #include "cuda/cuda.h"
 #include "tap.h"
 #include "topo/topo.h"
+#include "topo/topo_gdr.h"
 
 /* every mechanism available, GPU and NIC on one PCIe switch, default level */
 static struct ibc_gdr_facts base(void)

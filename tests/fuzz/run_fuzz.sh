@@ -37,7 +37,7 @@ crypto_cflags=$(pkg-config --cflags libcrypto 2>/dev/null || true)
 echo "1..4"
 # shellcheck disable=SC2086
 if "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-I"$builddir" -I"$srcdir/include" -I"$srcdir/src" -I"$srcdir/src/core" $crypto_cflags \
+	-I"$builddir" -I"$srcdir/include" -I"$srcdir/src" $crypto_cflags \
 	"$srcdir/tests/fuzz/fuzz_boot_wire.c" "$srcdir/src/boot/boot_wire.c" \
 	$crypto_libs -o "$out/fuzz_boot_wire" 2>"$tmp/build.log"; then
 	echo "ok 1 - fuzz_boot_wire builds with -fsanitize=fuzzer,address,undefined"

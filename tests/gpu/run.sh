@@ -152,7 +152,7 @@ say "compiler warnings in the build: $nwarn"
 grep 'warning' "$bdir/last-step.out" | head -n 10 | tee -a "$log"
 step "nvcc sm_80 compile of the kernels" 300 sh -c "cd '$obj' && \
 	nvcc -std=c++17 -O3 -gencode arch=compute_80,code=sm_80 -DHAVE_CONFIG_H \
-	-I. -I'$src/include' -I'$src/src' -I'$src/src/core' -c '$src/src/cuda/cuda_reduce.cu' \
+	-I. -I'$src/include' -I'$src/src' -c '$src/src/cuda/cuda_reduce.cu' \
 	-o /tmp/ibc_cuda_reduce_sm80.o"
 "$obj/tools/ibc_info" --build 2>&1 | tee -a "$log" | head -n 20
 

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
-#include "coll/tree/sched.h"
+#include "coll/sched.h"
 #include "tap.h"
 
 enum { C_ALLREDUCE, C_BCAST, C_REDUCE };

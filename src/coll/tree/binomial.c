@@ -39,7 +39,7 @@
 #include "config.h"
 
 #include "coll/coll.h"
-#include "coll/tree/sched.h"
+#include "coll/sched.h"
 
 /**
  * ibc_binomial_children() - Rank @r's parent and children in the binomial

@@ -56,7 +56,7 @@
 #include "config.h"
 
 #include "coll/coll.h"
-#include "coll/tree/sched.h"
+#include "coll/sched.h"
 
 /* tree 0: the in-order binary tree described above */
 static void btree(int n, int r, int *parent_p, int child[2])

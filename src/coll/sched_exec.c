@@ -27,7 +27,7 @@
 #include "base/util.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
-#include "coll/tree/sched.h"
+#include "coll/sched.h"
 
 #define SX_LOOKAHEAD 64         /* ops ahead of the current one whose receives may be posted */
 #define SX_NSLOTS 16            /* chunk buffers for RECV_REDUCE */

@@ -18,6 +18,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "cuda/cuda.h"
+#include "transport/ib/ib_gdr.h"
 
 /* ibv_reg_dmabuf_mr() declared by this rdma-core (configure, by feature) */
 #if defined(HAVE_DECL_IBV_REG_DMABUF_MR) && HAVE_DECL_IBV_REG_DMABUF_MR

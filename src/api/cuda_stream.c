@@ -30,11 +30,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "api/comm.h"
+#include "api/cuda_stage.h"
 #include "base/alloc.h"
 #include "base/check.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "core/comm.h"
 #include "cuda/cuda.h"
 #include "ibcoll_cuda.h"
 

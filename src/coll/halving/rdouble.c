@@ -32,7 +32,7 @@
 #include "config.h"
 
 #include "coll/coll.h"
-#include "coll/tree/sched.h"
+#include "coll/sched.h"
 
 /**
  * ibc_rd_fold() - Fold @n ranks onto a power of two (see file header).

@@ -39,7 +39,7 @@
 #include "config.h"
 
 #include "coll/coll.h"
-#include "coll/tree/sched.h"
+#include "coll/sched.h"
 
 /**
  * ibc_rab_allreduce_prog() - Rabenseifner's all-reduce program.

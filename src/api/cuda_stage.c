@@ -41,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/cuda_stage.h"
 #include "base/alloc.h"
 #include "base/check.h"
 #include "base/coll_kind.h"
@@ -48,8 +49,8 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
-#include "net/net.h"
 #include "cuda/cuda.h"
+#include "net/net.h"
 
 #define STAGE_MAX_SLOTS 8
 #define FAKE_MAX 64

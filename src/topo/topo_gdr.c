@@ -22,6 +22,7 @@
 #include "base/param.h"
 #include "cuda/cuda.h"
 #include "topo/topo.h"
+#include "topo/topo_gdr.h"
 
 const char *ibc_gdr_mode_name(enum ibc_gdr_mode mode)
 {

@@ -10,10 +10,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "api/comm.h"
+#include "api/cuda_stage.h"
 #include "base/alloc.h"
 #include "base/check.h"
 #include "base/log.h"
-#include "core/comm.h"
 #include "cuda/cuda.h"
 
 struct op_args {

@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * comm.c - communicator lifecycle (create from a unique id, split,
+ * destroy, abort; from the environment: comm_env.c), the registry of live
+ * handles, the progress thread's placement, and the accessors. Each layer
+ * sets up its own part of the communicator: the bootstrap (src/boot), the
+ * net layer (src/net), the algorithms (src/coll), the tuner (src/tune) and
+ * the CUDA staging state (cuda_stage.c); the executor is exec.c.
+ */
+#include "config.h"
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "api/api_internal.h"
+#include "api/comm.h"
+#include "api/cuda_stage.h"
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/fault.h"
+#include "base/log.h"
+#include "base/param.h"
+#include "base/socket.h"
+#include "base/status.h"
+#include "base/util.h"
+#include "boot/boot_wire.h"
+#include "coll/coll.h"
+#include "cuda/cuda.h"
+#include "net/net.h"
+#include "topo/topo.h"
+#include "tune/tune.h"
+
+/* ------------------------------------------------------------------------ */
+/* registry of live communicators: a destroyed handle is detected, not used */
+/* ------------------------------------------------------------------------ */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibc_comm **reg_comms;
+static int reg_n;
+static int reg_cap;
+
+static int registry_add(struct ibc_comm *comm)
+{
+	pthread_mutex_lock(&reg_lock);
+	if (reg_n == reg_cap) {
+		int ncap = reg_cap ? 2 * reg_cap : 16;
+		struct ibc_comm **nc = realloc(reg_comms, sizeof(*nc) * (size_t)ncap);
+
+		if (!nc) {
+			pthread_mutex_unlock(&reg_lock);
+			return -1;
+		}
+		reg_comms = nc;
+		reg_cap = ncap;
+	}
+	reg_comms[reg_n++] = comm;
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+static void registry_remove(struct ibc_comm *comm)
+{
+	int i;
+
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < reg_n; i++) {
+		if (reg_comms[i] == comm) {
+			reg_comms[i] = reg_comms[--reg_n];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/*
+ * ibc_comm_enter() - validate a handle at an API entry and count the caller
+ * (ibc_comm_abort waits for callers to leave). IBC_ERR_INVALID_ARG for NULL,
+ * IBC_ERR_INVALID_USAGE for a destroyed or aborting communicator.
+ */
+ibc_status_t ibc_comm_enter(struct ibc_comm *comm, const char *fn)
+{
+	int i;
+	int found = 0;
+
+	if (!comm) {
+		IBC_LOG_ERROR(COLL, "%s: communicator is NULL", fn);
+		return IBC_ERR_INVALID_ARG;
+	}
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < reg_n; i++) {
+		if (reg_comms[i] == comm) {
+			found = 1;
+			break;
+		}
+	}
+	if (found && !__atomic_load_n(&comm->net.aborting, __ATOMIC_ACQUIRE))
+		__atomic_add_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
+	else
+		found = 0;
+	pthread_mutex_unlock(&reg_lock);
+	if (!found) {
+		IBC_LOG_ERROR(COLL, "%s: communicator %p was destroyed or aborted (or never created)", fn,
+			      (void *)comm);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	ibc_log_set_rank(comm->net.rank);
+	return IBC_OK;
+}
+
+/* enter @comm for a request call: silent, 0 when entered */
+int ibc_comm_enter_quiet(struct ibc_comm *comm)
+{
+	int i;
+	int found = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < reg_n; i++)
+		if (reg_comms[i] == comm)
+			found = 1;
+	if (found && !__atomic_load_n(&comm->net.aborting, __ATOMIC_ACQUIRE))
+		__atomic_add_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
+	else
+		found = 0;
+	pthread_mutex_unlock(&reg_lock);
+	return found ? 0 : -1;
+}
+
+void ibc_comm_leave(struct ibc_comm *comm)
+{
+	__atomic_sub_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* creation                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* the net layer failed the communicator: wake the threads waiting in the executor */
+static void comm_on_poison(void *arg)
+{
+	struct ibc_comm *comm = arg;
+
+	pthread_mutex_lock(&comm->lock);
+	pthread_cond_broadcast(&comm->cond);
+	pthread_mutex_unlock(&comm->lock);
+}
+
+static ibc_status_t comm_alloc(struct ibc_comm **comm_p)
+{
+	struct ibc_comm *comm = ibc_calloc(1, sizeof(*comm), "communicator");
+
+	if (!comm)
+		return IBC_ERR_NO_MEMORY;
+	pthread_mutex_init(&comm->lock, NULL);
+	pthread_cond_init(&comm->cond, NULL);
+	pthread_cond_init(&comm->work_cond, NULL);
+	comm->use_thread = (int)ibc_param_progress_thread();
+	ibc_net_init(&comm->net);
+	comm->net.on_poison = comm_on_poison;
+	comm->net.on_poison_arg = comm;
+	*comm_p = comm;
+	return IBC_OK;
+}
+
+static void comm_free(struct ibc_comm *comm)
+{
+	ibc_tuner_destroy(comm->tuner);
+	ibc_coll_fini(&comm->coll);
+	ibc_cuda_stage_free(comm->cuda);
+	ibc_net_fini(&comm->net);
+	pthread_mutex_destroy(&comm->lock);
+	pthread_cond_destroy(&comm->cond);
+	pthread_cond_destroy(&comm->work_cond);
+	ibc_free(comm);
+}
+
+/*
+ * Decide where the progress thread runs (ibc_topo_progress_plan(): near the
+ * NIC of the verbs transport when a peer uses it, else near the rank's GPU,
+ * else on the local rank's share of the NUMA nodes) and log it at INFO.
+ * Never fails: without a topology or a plan the thread stays unbound (WARN).
+ * Return: 1 and @set filled when the thread is to be bound, else 0.
+ */
+static int comm_plan_progress(struct ibc_comm *comm, cpu_set_t *set)
+{
+	char cpus[IBC_TOPO_CPULIST_LEN];
+	char why[IBC_TOPO_WHY_LEN];
+	struct ibc_topo *topo;
+	const char *nic = ibc_net_device(&comm->net);
+	ibc_status_t st;
+	int bind = 0;
+
+	st = ibc_topo_shared(&topo);
+	if (st == IBC_OK)
+		st = ibc_topo_progress_plan(topo, nic, comm->net.gpu, comm->net.local_rank,
+					    comm->net.nlocal, &bind, cpus, sizeof(cpus), why,
+					    sizeof(why));
+	if (st != IBC_OK) {
+		IBC_LOG_WARN(TOPO, "progress thread: not bound, the topology gave no plan (%s)",
+			     ibc_status_str(st));
+		return 0;
+	}
+	if (bind && ibc_topo_cpulist_parse(cpus, set) != 0) {
+		IBC_LOG_WARN(TOPO, "progress thread: not bound, cannot use CPU list \"%s\"", cpus);
+		return 0;
+	}
+	IBC_LOG_INFO(TOPO, "progress thread: %s", why);
+	return bind;
+}
+
+/* start the progress thread, bound as comm_plan_progress() decides */
+static ibc_status_t comm_start_progress(struct ibc_comm *comm)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int bind = comm_plan_progress(comm, &set);
+	int ret = -1;
+
+	if (bind && pthread_attr_init(&attr) == 0) {
+		ret = pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+		if (ret == 0)
+			ret = pthread_create(&comm->thread, &attr, ibc_exec_thread, comm);
+		pthread_attr_destroy(&attr);
+		if (ret)
+			IBC_LOG_WARN(TOPO, "progress thread: binding refused (%s); running unbound",
+				     strerror(ret));
+	}
+	if (ret)
+		ret = pthread_create(&comm->thread, NULL, ibc_exec_thread, comm);
+	if (ret) {
+		IBC_LOG_ERROR(INIT, "cannot start the progress thread: %s", strerror(ret));
+		return IBC_ERR_SYSTEM;
+	}
+	comm->thread_started = 1;
+	return IBC_OK;
+}
+
+struct ibc_tuner *ibc_comm_tuner(struct ibc_comm *comm)
+{
+	return comm->tuner;
+}
+
+ibc_status_t ibc_comm_progress_cpus(struct ibc_comm *comm, char *buf, size_t len)
+{
+	cpu_set_t set;
+	size_t off = 0;
+	int first = -1;
+	int c;
+
+	if (!comm || !buf || !len || !comm->thread_started)
+		return IBC_ERR_INVALID_ARG;
+	if (pthread_getaffinity_np(comm->thread, sizeof(set), &set) != 0)
+		return IBC_ERR_SYSTEM;
+	buf[0] = '\0';
+	for (c = 0; c <= CPU_SETSIZE; c++) {
+		int in = c < CPU_SETSIZE && CPU_ISSET(c, &set);
+
+		if (in && first < 0)
+			first = c;
+		if (!in && first >= 0 && off < len) {
+			if (c - 1 > first)
+				off += (size_t)snprintf(buf + off, len - off, "%s%d-%d", off ? "," : "",
+							first, c - 1);
+			else
+				off += (size_t)snprintf(buf + off, len - off, "%s%d", off ? "," : "",
+							first);
+			first = -1;
+		}
+	}
+	return IBC_OK;
+}
+
+/* build the communicator around its ready bootstrap */
+static ibc_status_t comm_setup(struct ibc_comm *comm)
+{
+	ibc_status_t st;
+
+	IBC_CHECK(ibc_net_setup(&comm->net));
+	IBC_CHECK(ibc_coll_init(&comm->coll, &comm->net));
+	IBC_CHECK(ibc_tuner_create(&comm->coll, &comm->tuner));
+	if (comm->use_thread)
+		IBC_CHECK(comm_start_progress(comm));
+	if (registry_add(comm) != 0) {
+		IBC_LOG_ERROR(INIT, "out of memory registering the communicator");
+		st = IBC_ERR_NO_MEMORY;
+		return st;
+	}
+	if (comm->net.rank == 0)
+		IBC_LOG_INFO(INIT, "communicator of %d ranks ready: transport %s, progress %s, timeout %lld ms",
+			     comm->net.nranks, comm->net.transport_name,
+			     comm->use_thread ? "thread" : "in ibc_test/ibc_wait",
+			     (long long)comm->net.timeout_ms);
+	return IBC_OK;
+}
+
+/*
+ * Stop the progress thread, tell the peers that this rank leaves (the
+ * reason first, so that they do not blame the connections that drop next),
+ * close the connections and the bootstrap. Bounded: the progress thread
+ * has nothing queued (destroy drained, abort completed the queue).
+ */
+static void comm_teardown(struct ibc_comm *comm, int abort)
+{
+	if (comm->thread_started) {
+		pthread_mutex_lock(&comm->lock);
+		comm->stop = 1;
+		pthread_cond_signal(&comm->work_cond);
+		pthread_mutex_unlock(&comm->lock);
+		pthread_join(comm->thread, NULL);
+		comm->thread_started = 0;
+	}
+	ibc_net_teardown(&comm->net, abort);
+}
+
+ibc_status_t ibc_get_unique_id(ibc_unique_id_t *id)
+{
+	if (!id) {
+		IBC_LOG_ERROR(INIT, "ibc_get_unique_id: id is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	ibc_fault_configure();
+	return ibc_bootstrap_root_start(NULL, 0, NULL, id);
+}
+
+ibc_status_t ibc_comm_init_uid(struct ibc_comm **comm_p, int nranks,
+			      const struct ibc_boot_uid *uid, int rank)
+{
+	struct ibc_comm *comm;
+	ibc_status_t st;
+
+	ibc_log_set_rank(rank);
+	st = comm_alloc(&comm);
+	if (st != IBC_OK) {
+		ibc_bootstrap_report_join_failure(uid, rank, nranks, st);
+		return st;
+	}
+	IBC_CHECK_GOTO(ibc_bootstrap_create(uid, rank, nranks, ibc_net_on_boot_error, &comm->net,
+					    &comm->net.bs),
+		       st, err_free);
+	IBC_CHECK_GOTO(comm_setup(comm), st, err_teardown);
+	*comm_p = comm;
+	return IBC_OK;
+err_teardown:
+	comm_teardown(comm, 1);
+err_free:
+	comm_free(comm);
+	return st;
+}
+
+ibc_status_t ibc_comm_init_rank(ibc_comm_h *comm_p, int nranks, const ibc_unique_id_t *id, int rank)
+{
+	struct ibc_boot_uid uid;
+
+	ibc_fault_configure();
+	if (!comm_p || !id) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_init_rank: %s is NULL", comm_p ? "id" : "comm_p");
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (nranks < 1 || nranks > IBC_BOOT_MAX_RANKS || rank < 0 || rank >= nranks) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_init_rank: rank %d of %d ranks is out of range", rank,
+			      nranks);
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_boot_uid_unpack(id, &uid));
+	return ibc_comm_init_uid(comm_p, nranks, &uid, rank);
+}
+
+ibc_status_t ibc_comm_split(ibc_comm_h comm, int color, int key, ibc_comm_h *newcomm_p)
+{
+	struct ibc_comm *nc = NULL;
+	ibc_status_t st;
+
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_split"));
+	if (!newcomm_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_split: newcomm_p is NULL");
+		st = IBC_ERR_INVALID_ARG;
+		goto out;
+	}
+	st = ibc_net_status(&comm->net);
+	if (st != IBC_OK) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_split on a failed communicator: %s", comm->net.poison_msg);
+		goto out;
+	}
+	/* no operation may be in flight: the bootstrap is used directly */
+	IBC_CHECK_GOTO(ibc_comm_drain(comm), st, out);
+	IBC_CHECK_GOTO(comm_alloc(&nc), st, out);
+	IBC_CHECK_GOTO(ibc_bootstrap_split(comm->net.bs, color, key, comm->split_seq++,
+					   ibc_net_on_boot_error, &nc->net, &nc->net.bs),
+		       st, err_free);
+	if (!nc->net.bs) {
+		comm_free(nc);
+		*newcomm_p = NULL;
+		st = IBC_OK;
+		goto out;
+	}
+	IBC_CHECK_GOTO(comm_setup(nc), st, err_teardown);
+	*newcomm_p = nc;
+	ibc_log_set_rank(comm->net.rank);
+	goto out;
+err_teardown:
+	comm_teardown(nc, 1);
+err_free:
+	comm_free(nc);
+out:
+	ibc_comm_leave(comm);
+	return st;
+}
+
+ibc_status_t ibc_comm_destroy(ibc_comm_h comm)
+{
+	ibc_status_t st;
+
+	if (!comm)
+		return IBC_OK;
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_destroy"));
+	st = ibc_comm_drain(comm);
+	registry_remove(comm);
+	ibc_comm_leave(comm);
+	comm_teardown(comm, 0);
+	comm_free(comm);
+	ibc_log_set_rank(-1);
+	return st;
+}
+
+/*
+ * ibc_comm_abort() - see ibcoll.h. Order: refuse new callers (registry),
+ * poison, cancel the bootstrap's blocking calls, tell the peers, complete
+ * every queued request, wait (bounded) for threads inside the library to
+ * leave, then free. Threads blocked in a wait notice the poison within one
+ * wait slice (<= 100 ms; transports' waits are shorter).
+ */
+ibc_status_t ibc_comm_abort(ibc_comm_h comm)
+{
+	char reason[sizeof(comm->net.poison_msg)];
+	uint64_t deadline = ibc_time_ms() + 900;
+	int i;
+	int found = 0;
+
+	if (!comm)
+		return IBC_OK;
+	pthread_mutex_lock(&reg_lock);
+	for (i = 0; i < reg_n; i++)
+		if (reg_comms[i] == comm)
+			found = 1;
+	if (found && __atomic_exchange_n(&comm->net.aborting, 1, __ATOMIC_ACQ_REL))
+		found = 0; /* another thread is aborting it */
+	pthread_mutex_unlock(&reg_lock);
+	if (!found) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_abort: communicator %p was destroyed, is being aborted, or was never created",
+			      (void *)comm);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	registry_remove(comm);
+	ibc_log_set_rank(comm->net.rank);
+	pthread_mutex_lock(&comm->net.lock);
+	snprintf(reason, sizeof(reason), "%s", comm->net.poisoned ? comm->net.poison_msg : "");
+	pthread_mutex_unlock(&comm->net.lock);
+	ibc_net_fail_quiet(&comm->net, IBC_ERR_REMOTE, "communicator aborted by ibc_comm_abort() on rank %d",
+			comm->net.rank);
+	ibc_bootstrap_cancel(comm->net.bs);
+	ibc_bootstrap_announce_leave(comm->net.bs, 1, reason);
+	/* queued operations will never run: complete them with the poison status */
+	ibc_exec_cancel_queued(comm);
+	while (__atomic_load_n(&comm->ncallers, __ATOMIC_ACQUIRE) > 0 && ibc_time_ms() < deadline)
+		usleep(1000);
+	pthread_mutex_lock(&comm->lock);
+	while (comm->running && ibc_time_ms() < deadline) {
+		pthread_mutex_unlock(&comm->lock);
+		usleep(1000);
+		pthread_mutex_lock(&comm->lock);
+	}
+	i = comm->running;
+	pthread_mutex_unlock(&comm->lock);
+	if (i || __atomic_load_n(&comm->ncallers, __ATOMIC_ACQUIRE) > 0) {
+		/* never free under a thread that is still inside: leak instead */
+		IBC_LOG_WARN(INIT, "ibc_comm_abort: a thread is still inside the library after 900 ms; the communicator is left allocated");
+		return IBC_OK;
+	}
+	comm_teardown(comm, 1);
+	comm_free(comm);
+	ibc_log_set_rank(-1);
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_rank(ibc_comm_h comm, int *rank_p)
+{
+	if (!comm || !rank_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_rank: NULL argument");
+		return IBC_ERR_INVALID_ARG;
+	}
+	/* a destroyed handle is an error, not a read of freed memory */
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_rank"));
+	*rank_p = comm->net.rank;
+	ibc_comm_leave(comm);
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p)
+{
+	if (!comm || !size_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_size: NULL argument");
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_size"));
+	*size_p = comm->net.nranks;
+	ibc_comm_leave(comm);
+	return IBC_OK;
+}
+
+/*
+ * ibc_comm_transport() - see ibcoll.h: the name is a static string, valid
+ * after the communicator is destroyed (comm->net.transport_name is not), so it
+ * is looked up among every name comm_choose_transports() can compose.
+ */
+ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
+{
+	static const char *const names[] = {
+		"shm", "tcp", "ib", "shm+ib", "shm+tcp", "ib+tcp", "shm+ib+tcp", "self", "bootstrap",
+	};
+	size_t i;
+
+	if (!comm || !name_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_transport: NULL argument");
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_transport"));
+	*name_p = "unknown";
+	for (i = 0; i < IBC_ARRAY_SIZE(names); i++) {
+		if (!strcmp(comm->net.transport_name, names[i])) {
+			*name_p = names[i];
+			break;
+		}
+	}
+	ibc_comm_leave(comm);
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_get_async_error(ibc_comm_h comm, ibc_status_t *st_p)
+{
+	if (!comm || !st_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_get_async_error: NULL argument");
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_get_async_error"));
+	*st_p = ibc_net_status(&comm->net);
+	if (*st_p != IBC_OK)
+		ibc_log_set_last_error(comm->net.poison_msg);
+	ibc_comm_leave(comm);
+	return IBC_OK;
+}
+
