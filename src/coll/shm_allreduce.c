@@ -87,7 +87,6 @@
 #include "base/util.h"
 #include "coll/coll.h"
 #include "coll/reduce.h"
-#include "tune/tune.h"
 
 #define SHMAR_MAGIC 0x69626373686d6172ull /* "ibcshmar" */
 #define SHMAR_TAG IBC_NET_TAG_SHMAR

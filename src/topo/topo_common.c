@@ -23,7 +23,7 @@
 #include "base/param.h"
 #include "base/util.h"
 #include "cuda/cuda.h"
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 static const char *const topo_dist_names[IBC_TOPO_DIST_COUNT] = {
 	[IBC_TOPO_PIX] = "PIX",

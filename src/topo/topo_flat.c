@@ -18,7 +18,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/param.h"
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 struct ibc_topo {
 	char **nics;            /* [nnics] verbs device names, natural order */

@@ -7,7 +7,7 @@
 #ifndef IBC_TOPO_INTERNAL_H
 #define IBC_TOPO_INTERNAL_H
 
-#include "topo.h"
+#include "topo/topo.h"
 
 /* levels of the spread key: NUMA node, host bridge, PCI device (bus:dev) */
 #define IBC_TOPO_KEY_LEVELS 3

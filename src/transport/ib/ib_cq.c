@@ -20,7 +20,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
-#include "ib.h"
+#include "transport/ib/ib.h"
 
 #define IB_CQ_INITIAL_CQES  1024
 #define IB_POLL_BATCH       32

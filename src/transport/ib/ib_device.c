@@ -14,7 +14,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/param.h"
-#include "ib.h"
+#include "transport/ib/ib.h"
 
 /**
  * ibc_ib_hca_parse() - Parse an IBC_IB_HCA value (NCCL_IB_HCA syntax).

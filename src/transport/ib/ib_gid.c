@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #include "base/log.h"
-#include "ib.h"
+#include "transport/ib/ib.h"
 
 static const char *const gid_class_names[IBC_IB_GID_CLASS_COUNT] = {
 	[IBC_IB_GID_V2_IPV4] = "RoCE v2 IPv4-mapped",

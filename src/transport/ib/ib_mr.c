@@ -31,7 +31,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "ib.h"
+#include "transport/ib/ib.h"
 
 static uintptr_t mr_page_size(void)
 {

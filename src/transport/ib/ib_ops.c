@@ -23,8 +23,8 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
-#include "ib.h"
 #include "topo/topo.h"
+#include "transport/ib/ib.h"
 
 #define IB_TAG_INFO  0        /* out-of-band tags */
 #define IB_TAG_READY 1

@@ -18,7 +18,7 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/util.h"
-#include "ib.h"
+#include "transport/ib/ib.h"
 
 /**
  * ibc_ib_qp_create() - Create one RC QP of a connection, in RESET state.

@@ -32,7 +32,7 @@
 #include "base/param.h"
 #include "base/socket.h"
 #include "base/util.h"
-#include "sock.h"
+#include "transport/sock/sock.h"
 
 #define SOCK_HDR_BYTES 48
 #define SOCK_STRIPE_MIN (256u << 10)
