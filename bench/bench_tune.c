@@ -12,7 +12,7 @@
 
 #include "base/util.h"
 #include "bench_tune.h"
-#include "api/comm.h"
+#include "api/api.h"
 
 static ibc_status_t run_op(ibc_comm_h comm, int coll, void *s, void *r, size_t count)
 {

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "api/comm.h"
+#include "api/api.h"
 #include "api/cuda_stage.h"
 #include "base/alloc.h"
 #include "base/check.h"

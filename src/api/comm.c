@@ -15,8 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "api/api_internal.h"
-#include "api/comm.h"
+#include "api/api.h"
 #include "api/cuda_stage.h"
 #include "base/alloc.h"
 #include "base/check.h"
@@ -32,106 +31,6 @@
 #include "net/net.h"
 #include "topo/topo.h"
 #include "tune/tune.h"
-
-/* ------------------------------------------------------------------------ */
-/* registry of live communicators: a destroyed handle is detected, not used */
-/* ------------------------------------------------------------------------ */
-
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ibc_comm **reg_comms;
-static int reg_n;
-static int reg_cap;
-
-static int registry_add(struct ibc_comm *comm)
-{
-	pthread_mutex_lock(&reg_lock);
-	if (reg_n == reg_cap) {
-		int ncap = reg_cap ? 2 * reg_cap : 16;
-		struct ibc_comm **nc = realloc(reg_comms, sizeof(*nc) * (size_t)ncap);
-
-		if (!nc) {
-			pthread_mutex_unlock(&reg_lock);
-			return -1;
-		}
-		reg_comms = nc;
-		reg_cap = ncap;
-	}
-	reg_comms[reg_n++] = comm;
-	pthread_mutex_unlock(&reg_lock);
-	return 0;
-}
-
-static void registry_remove(struct ibc_comm *comm)
-{
-	int i;
-
-	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < reg_n; i++) {
-		if (reg_comms[i] == comm) {
-			reg_comms[i] = reg_comms[--reg_n];
-			break;
-		}
-	}
-	pthread_mutex_unlock(&reg_lock);
-}
-
-/*
- * ibc_comm_enter() - validate a handle at an API entry and count the caller
- * (ibc_comm_abort waits for callers to leave). IBC_ERR_INVALID_ARG for NULL,
- * IBC_ERR_INVALID_USAGE for a destroyed or aborting communicator.
- */
-ibc_status_t ibc_comm_enter(struct ibc_comm *comm, const char *fn)
-{
-	int i;
-	int found = 0;
-
-	if (!comm) {
-		IBC_LOG_ERROR(COLL, "%s: communicator is NULL", fn);
-		return IBC_ERR_INVALID_ARG;
-	}
-	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < reg_n; i++) {
-		if (reg_comms[i] == comm) {
-			found = 1;
-			break;
-		}
-	}
-	if (found && !__atomic_load_n(&comm->net.aborting, __ATOMIC_ACQUIRE))
-		__atomic_add_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
-	else
-		found = 0;
-	pthread_mutex_unlock(&reg_lock);
-	if (!found) {
-		IBC_LOG_ERROR(COLL, "%s: communicator %p was destroyed or aborted (or never created)", fn,
-			      (void *)comm);
-		return IBC_ERR_INVALID_USAGE;
-	}
-	ibc_log_set_rank(comm->net.rank);
-	return IBC_OK;
-}
-
-/* enter @comm for a request call: silent, 0 when entered */
-int ibc_comm_enter_quiet(struct ibc_comm *comm)
-{
-	int i;
-	int found = 0;
-
-	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < reg_n; i++)
-		if (reg_comms[i] == comm)
-			found = 1;
-	if (found && !__atomic_load_n(&comm->net.aborting, __ATOMIC_ACQUIRE))
-		__atomic_add_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
-	else
-		found = 0;
-	pthread_mutex_unlock(&reg_lock);
-	return found ? 0 : -1;
-}
-
-void ibc_comm_leave(struct ibc_comm *comm)
-{
-	__atomic_sub_fetch(&comm->ncallers, 1, __ATOMIC_ACQ_REL);
-}
 
 /* ------------------------------------------------------------------------ */
 /* creation                                                                 */
@@ -282,7 +181,7 @@ static ibc_status_t comm_setup(struct ibc_comm *comm)
 	IBC_CHECK(ibc_tuner_create(&comm->coll, &comm->tuner));
 	if (comm->use_thread)
 		IBC_CHECK(comm_start_progress(comm));
-	if (registry_add(comm) != 0) {
+	if (ibc_registry_add(comm) != 0) {
 		IBC_LOG_ERROR(INIT, "out of memory registering the communicator");
 		st = IBC_ERR_NO_MEMORY;
 		return st;
@@ -416,7 +315,7 @@ ibc_status_t ibc_comm_destroy(ibc_comm_h comm)
 		return IBC_OK;
 	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_destroy"));
 	st = ibc_comm_drain(comm);
-	registry_remove(comm);
+	ibc_registry_remove(comm);
 	ibc_comm_leave(comm);
 	comm_teardown(comm, 0);
 	comm_free(comm);
@@ -436,23 +335,14 @@ ibc_status_t ibc_comm_abort(ibc_comm_h comm)
 	char reason[sizeof(comm->net.poison_msg)];
 	uint64_t deadline = ibc_time_ms() + 900;
 	int i;
-	int found = 0;
 
 	if (!comm)
 		return IBC_OK;
-	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < reg_n; i++)
-		if (reg_comms[i] == comm)
-			found = 1;
-	if (found && __atomic_exchange_n(&comm->net.aborting, 1, __ATOMIC_ACQ_REL))
-		found = 0; /* another thread is aborting it */
-	pthread_mutex_unlock(&reg_lock);
-	if (!found) {
+	if (ibc_registry_take_for_abort(comm) != 0) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_abort: communicator %p was destroyed, is being aborted, or was never created",
 			      (void *)comm);
 		return IBC_ERR_INVALID_USAGE;
 	}
-	registry_remove(comm);
 	ibc_log_set_rank(comm->net.rank);
 	pthread_mutex_lock(&comm->net.lock);
 	snprintf(reason, sizeof(reason), "%s", comm->net.poisoned ? comm->net.poison_msg : "");

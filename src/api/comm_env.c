@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_internal.h"
-#include "api/comm.h"
+#include "api/api.h"
 #include "base/check.h"
 #include "base/fault.h"
 #include "base/log.h"

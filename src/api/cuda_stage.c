@@ -48,6 +48,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "base/param.h"
+#include "base/twait.h"
 #include "base/util.h"
 #include "cuda/cuda.h"
 #include "net/net.h"
@@ -695,5 +696,28 @@ ibc_status_t ibc_cuda_stage_run(struct ibc_cuda_comm **state_p, struct ibc_net *
 				   emulated ? "emulated" : "pinned", ibc_last_error());
 	if (!emulated && saved_dev != op->cuda_dev && saved_dev >= 0)
 		IBC_CHECK_IGNORE(ibc_cuda_set_device(saved_dev), st);
+	return st;
+}
+
+ibc_status_t ibc_cuda_gate_wait(struct ibc_net *net, const struct ibc_op *op, void *gate)
+{
+	struct ibc_cuda_gate *g = gate;
+	uint64_t start = ibc_time_ms();
+	ibc_status_t st = IBC_OK;
+
+	pthread_mutex_lock(&g->lock);
+	while (!g->open) {
+		st = ibc_net_status(net);
+		if (st != IBC_OK)
+			break;
+		if (ibc_time_ms() - start > (uint64_t)net->timeout_ms) {
+			pthread_mutex_unlock(&g->lock);
+			return ibc_net_fail(net, IBC_ERR_TIMEOUT, -1,
+					     "stream-ordered %s: its CUDA stream did not reach the operation within %lld ms (is the stream blocked, or was it never synchronized before ibc_comm_destroy?)",
+					    ibc_coll_name(op->coll), (long long)net->timeout_ms);
+		}
+		ibc_cond_wait_ms(&g->cond, &g->lock, 100);
+	}
+	pthread_mutex_unlock(&g->lock);
 	return st;
 }

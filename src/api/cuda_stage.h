@@ -3,12 +3,14 @@
  * cuda_stage.h - the API layer's handling of CUDA buffers: which buffers of
  * an operation are device memory, the staging wrapper the executor runs
  * such operations through (cuda_stage.c), and the gates of stream-ordered
- * operations (cuda_stream.c). Built with or without CUDA: without it,
+ * operations (opened by the stream in cuda_stream.c, waited for by the
+ * executor in cuda_stage.c). Built with or without CUDA: without it,
  * device buffers cannot exist and stream-ordered calls are refused.
  */
 #ifndef IBC_API_CUDA_STAGE_H
 #define IBC_API_CUDA_STAGE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,6 +91,17 @@ void ibc_cuda_fake_device_remove(const void *ptr);
 /* ---------------------------------------------------------------------- */
 /* cuda_stream.c: the stream-ordered entry points                          */
 /* ---------------------------------------------------------------------- */
+
+/* the gate of a stream-ordered operation (cuda_stream.c opens it, the executor waits) */
+enum ibc_cuda_gate_state { IBC_GATE_NEW = 0, IBC_GATE_SUBMITTED, IBC_GATE_CANCELLED };
+
+struct ibc_cuda_gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int state;              /* enum ibc_cuda_gate_state */
+	int open;               /* the stream reached the operation */
+	ibc_request_h req;      /* valid in GATE_SUBMITTED */
+};
 
 /**
  * ibc_cuda_gate_wait() - In the executing thread, wait until the CUDA

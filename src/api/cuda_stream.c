@@ -30,24 +30,15 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "api/comm.h"
+#include "api/api.h"
 #include "api/cuda_stage.h"
 #include "base/alloc.h"
 #include "base/check.h"
 #include "base/log.h"
+#include "base/twait.h"
 #include "base/util.h"
 #include "cuda/cuda.h"
 #include "ibcoll_cuda.h"
-
-enum gate_state { GATE_NEW = 0, GATE_SUBMITTED, GATE_CANCELLED };
-
-struct ibc_cuda_gate {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int state;              /* enum gate_state */
-	int open;               /* the stream reached the operation */
-	ibc_request_h req;      /* valid in GATE_SUBMITTED */
-};
 
 static ibc_cuda_launch_fn test_launcher;
 
@@ -63,15 +54,6 @@ static void gate_free(struct ibc_cuda_gate *g)
 	ibc_free(g);
 }
 
-/* absolute CLOCK_REALTIME time @ms from now, for pthread_cond_timedwait */
-static void deadline_in(struct timespec *ts, long ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_nsec += (ms % 1000) * 1000000L;
-	ts->tv_sec += ms / 1000 + ts->tv_nsec / 1000000000L;
-	ts->tv_nsec %= 1000000000L;
-}
-
 /* the host function: runs in CUDA's thread when the stream reaches it */
 static void gate_host_fn(void *arg)
 {
@@ -81,9 +63,9 @@ static void gate_host_fn(void *arg)
 
 	pthread_mutex_lock(&g->lock);
 	/* the caller queues the operation right after the launch: a short wait */
-	while (g->state == GATE_NEW)
+	while (g->state == IBC_GATE_NEW)
 		pthread_cond_wait(&g->cond, &g->lock);
-	if (g->state == GATE_CANCELLED) {
+	if (g->state == IBC_GATE_CANCELLED) {
 		pthread_mutex_unlock(&g->lock);
 		gate_free(g);
 		return;
@@ -98,32 +80,6 @@ static void gate_host_fn(void *arg)
 		IBC_LOG_DEBUG(CUDA, "stream-ordered operation failed: %s (%s)", ibc_status_str(st),
 			      ibc_last_error());
 	gate_free(g);
-}
-
-ibc_status_t ibc_cuda_gate_wait(struct ibc_net *net, const struct ibc_op *op, void *gate)
-{
-	struct ibc_cuda_gate *g = gate;
-	uint64_t start = ibc_time_ms();
-	ibc_status_t st = IBC_OK;
-
-	pthread_mutex_lock(&g->lock);
-	while (!g->open) {
-		struct timespec ts;
-
-		st = ibc_net_status(net);
-		if (st != IBC_OK)
-			break;
-		if (ibc_time_ms() - start > (uint64_t)net->timeout_ms) {
-			pthread_mutex_unlock(&g->lock);
-			return ibc_net_fail(net, IBC_ERR_TIMEOUT, -1,
-					     "stream-ordered %s: its CUDA stream did not reach the operation within %lld ms (is the stream blocked, or was it never synchronized before ibc_comm_destroy?)",
-					    ibc_coll_name(op->coll), (long long)net->timeout_ms);
-		}
-		deadline_in(&ts, 100);
-		pthread_cond_timedwait(&g->cond, &g->lock, &ts);
-	}
-	pthread_mutex_unlock(&g->lock);
-	return st;
 }
 
 static ibc_status_t launch(void *stream, struct ibc_cuda_gate *g)
@@ -175,7 +131,7 @@ static ibc_status_t stream_op(ibc_comm_h comm, int coll, const void *sendbuf, vo
 	}
 	st = ibc_api_start_gated(comm, coll, sendbuf, recvbuf, count, dtype, op, root, g, &req, fn);
 	pthread_mutex_lock(&g->lock);
-	g->state = st == IBC_OK ? GATE_SUBMITTED : GATE_CANCELLED;
+	g->state = st == IBC_OK ? IBC_GATE_SUBMITTED : IBC_GATE_CANCELLED;
 	g->req = req;
 	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&g->lock);

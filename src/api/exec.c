@@ -17,14 +17,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/api_internal.h"
-#include "api/comm.h"
+#include "api/api.h"
 #include "api/cuda_stage.h"
 #include "base/check.h"
 #include "base/coll_kind.h"
 #include "base/log.h"
 #include "base/param.h"
 #include "base/status.h"
+#include "base/twait.h"
 #include "base/util.h"
 #include "coll/coll.h"
 #include "cuda/cuda.h"
@@ -403,15 +403,7 @@ ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req)
 			pthread_mutex_lock(&comm->lock);
 			continue;
 		}
-		{
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 100 * 1000000L;
-			ts.tv_sec += ts.tv_nsec / 1000000000L;
-			ts.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&comm->cond, &comm->lock, &ts);
-		}
+		ibc_cond_wait_ms(&comm->cond, &comm->lock, 100);
 	}
 	pthread_mutex_unlock(&comm->lock);
 	if (req->status != IBC_OK)
@@ -499,16 +491,8 @@ ibc_status_t ibc_comm_drain(struct ibc_comm *comm)
 				st = next->status;
 			continue;
 		}
-		{
-			/* operations are bounded by IBC_TIMEOUT_MS; wake up now and then anyway */
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 100 * 1000000L;
-			ts.tv_sec += ts.tv_nsec / 1000000000L;
-			ts.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&comm->cond, &comm->lock, &ts);
-		}
+		/* operations are bounded by IBC_TIMEOUT_MS; wake up now and then anyway */
+		ibc_cond_wait_ms(&comm->cond, &comm->lock, 100);
 	}
 	pthread_mutex_unlock(&comm->lock);
 	return st;

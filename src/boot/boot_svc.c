@@ -24,6 +24,7 @@
 #include "base/param.h"
 #include "base/socket.h"
 #include "base/status.h"
+#include "base/twait.h"
 #include "base/util.h"
 #include "boot/boot_internal.h"
 #include "boot/boot_wire.h"
@@ -176,13 +177,7 @@ static void boot_wait_sent(struct ibc_bootstrap *bs, uint64_t seq, int64_t max_m
 
 	pthread_mutex_lock(&bs->olock);
 	while (bs->nsent < seq && ibc_time_ms() < deadline) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&bs->ocond, &bs->olock, &ts);
+		ibc_cond_wait_ms(&bs->ocond, &bs->olock, 10);
 	}
 	pthread_mutex_unlock(&bs->olock);
 }

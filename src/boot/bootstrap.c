@@ -39,6 +39,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "base/socket.h"
+#include "base/twait.h"
 #include "base/util.h"
 #include "boot/boot_internal.h"
 #include "boot/boot_wire.h"
@@ -655,17 +656,12 @@ ibc_status_t ibc_bootstrap_try_recv(struct ibc_bootstrap *bs, int peer, uint32_t
 /* blocking helpers wait on the queue condition, bounded, and stop early on failure */
 static ibc_status_t boot_wait_queue(struct ibc_bootstrap *bs, uint64_t deadline_ms)
 {
-	struct timespec ts;
 	uint64_t now = ibc_time_ms();
 
 	if (now >= deadline_ms)
 		return IBC_ERR_TIMEOUT;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += (long)IBC_MIN(deadline_ms - now, 100) * 1000000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&bs->qlock);
-	pthread_cond_timedwait(&bs->qcond, &bs->qlock, &ts);
+	ibc_cond_wait_ms(&bs->qcond, &bs->qlock, (long)IBC_MIN(deadline_ms - now, 100));
 	pthread_mutex_unlock(&bs->qlock);
 	return IBC_OK;
 }

@@ -9,7 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/check.h"
-#include "coll/coll.h"
+#include "coll/algo.h"
 
 enum { PHASE_P2P = 5, PHASE_A2A = 6, PHASE_BARRIER = 7 };
 

@@ -25,7 +25,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
-#include "coll/coll.h"
+#include "coll/algo.h"
 #include "coll/reduce.h"
 #include "coll/sched.h"
 

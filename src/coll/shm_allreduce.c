@@ -85,7 +85,7 @@
 #include "base/param.h"
 #include "base/shmseg.h"
 #include "base/util.h"
-#include "coll/coll.h"
+#include "coll/algo.h"
 #include "coll/reduce.h"
 
 #define SHMAR_MAGIC 0x69626373686d6172ull /* "ibcshmar" */

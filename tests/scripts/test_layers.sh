@@ -38,8 +38,8 @@ plant() {
 	rc=$?
 	[ $rc = 1 ] && grep -q "$3" "$tmp/out"
 }
-plant transport/sock/sock_ops.c '#include "api/comm.h"' \
-	'transport/sock/sock_ops.c:[0-9]*: #include "api/comm.h": layer transport may not include layer api'
+plant transport/sock/sock_ops.c '#include "api/api.h"' \
+	'transport/sock/sock_ops.c:[0-9]*: #include "api/api.h": layer transport may not include layer api'
 ok $? "planted: a transport includes the communicator (an arrow up) -> named"
 plant transport/shm/shm_ops.c '#include "transport/ib/ib.h"' \
 	'shm_ops.c:[0-9]*: #include "transport/ib/ib.h": transport/shm may not include its sibling transport/ib'

@@ -22,7 +22,7 @@
 
 #include "base/build_info.h"
 #include "base/param.h"
-#include "api/comm.h"
+#include "api/api.h"
 #include "fork_ranks.h"
 #include "tap.h"
 #include "topo/topo.h"

@@ -29,7 +29,7 @@
 
 #include "base/util.h"
 #include "tune/tune.h"
-#include "api/comm.h"
+#include "api/api.h"
 #include "fork_ranks.h"
 #include "tap.h"
 

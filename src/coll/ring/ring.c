@@ -33,7 +33,7 @@
 #include "base/check.h"
 #include "base/param.h"
 #include "base/util.h"
-#include "coll/coll.h"
+#include "coll/algo.h"
 #include "coll/reduce.h"
 
 #define RING_WINDOW 4

@@ -38,7 +38,7 @@
  */
 #include "config.h"
 
-#include "coll/coll.h"
+#include "coll/algo.h"
 #include "coll/sched.h"
 
 /**

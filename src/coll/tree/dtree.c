@@ -55,7 +55,7 @@
  */
 #include "config.h"
 
-#include "coll/coll.h"
+#include "coll/algo.h"
 #include "coll/sched.h"
 
 /* tree 0: the in-order binary tree described above */

@@ -256,7 +256,7 @@ static void conn_region_free(struct ibc_ib_conn *conn, void *p, size_t nbytes,
 }
 
 /* destroy the QPs, release the buffers and registrations; the struct and its ops stay */
-static void conn_release_resources(struct ibc_ib_conn *conn)
+void ibc_ib_conn_release(struct ibc_ib_conn *conn)
 {
 	size_t fifo_bytes = (size_t)conn->depth * sizeof(struct ib_fifo_slot);
 	struct ibc_ib_op *op;
@@ -285,7 +285,7 @@ static void conn_release_resources(struct ibc_ib_conn *conn)
 }
 
 /* free the operations and the struct (no completion may refer to them any more) */
-static void conn_free(struct ibc_ib_conn *conn)
+void ibc_ib_conn_free(struct ibc_ib_conn *conn)
 {
 	while (conn->live)
 		ibc_ib_op_free(conn->live);
@@ -368,8 +368,8 @@ ibc_status_t ibc_ib_conn_create(struct ibc_ib_ctx *ctx, int peer, const char *pe
 	return IBC_OK;
 
 err:
-	conn_release_resources(conn);
-	conn_free(conn);
+	ibc_ib_conn_release(conn);
+	ibc_ib_conn_free(conn);
 	return st;
 }
 
@@ -616,117 +616,4 @@ ibc_status_t ibc_ib_conn_establish(struct ibc_ib_conn *conn, const struct ibc_ib
 	conn->established = 1;
 	conn->last_activity_ns = ibc_time_ns();
 	return IBC_OK;
-}
-
-/* ---------------------------------------------------------------------- */
-/* teardown                                                               */
-/* ---------------------------------------------------------------------- */
-
-static int conn_drained(const struct ibc_ib_conn *conn)
-{
-	int i;
-
-	for (i = 0; i < conn->nqps; i++) {
-		const struct ibc_ib_qp *qp = &conn->qps[i];
-
-		if (!qp->qp)
-			continue;
-		if (!qp->drain_sq_done || qp->rq_posted > 0)
-			return 0;
-	}
-	return 1;
-}
-
-/*
- * Move every QP to ERROR and post the send marker, which completes after
- * every earlier send WR (signalled or not) has been flushed. Receives need no
- * marker: each completes on its own (flushed), and rq_posted counts those
- * outstanding. A receive marker posted after the move to ERROR never
- * completes on Soft-RoCE under Linux 6.1 (the receives posted before it are
- * flushed, the marker is not), which held every connection for the whole
- * IB_DRAIN_MS (2 s) and left it a zombie.
- */
-static void conn_start_drain(struct ibc_ib_conn *conn)
-{
-	int i;
-
-	for (i = 0; i < conn->nqps; i++) {
-		struct ibc_ib_qp *qp = &conn->qps[i];
-		struct ibv_send_wr swr;
-		struct ibv_send_wr *bad_s = NULL;
-
-		if (!qp->qp)
-			continue;
-		ibc_ib_qp_to_err(qp);
-		memset(&swr, 0, sizeof(swr));
-		swr.wr_id = ibc_ib_wr_id(qp, IBC_IB_WR_DRAIN_SQ);
-		swr.opcode = IBV_WR_RDMA_WRITE;
-		swr.send_flags = IBV_SEND_SIGNALED;
-		if (!conn->established || ibv_post_send(qp->qp, &swr, &bad_s))
-			qp->drain_sq_done = 1; /* nothing was ever sent, or the marker is refused */
-	}
-}
-
-/**
- * ibc_ib_conn_destroy() - Close a connection: abandon its requests (they
- * are not completed), move its QPs to ERROR, wait (at most 2 s, progressing
- * the context) until every posted WR has been flushed out of the CQ, then
- * destroy the QPs and free the buffers. A connection that does not drain in
- * time is kept as a zombie until the context is destroyed, so that a late
- * completion never touches freed memory.
- * @conn: [in] the connection; NULL is ignored.
- */
-void ibc_ib_conn_destroy(struct ibc_ib_conn *conn)
-{
-	struct ibc_ib_ctx *ctx;
-	struct ibc_ib_conn **pp;
-	struct ibc_ib_op *op;
-	uint64_t deadline;
-
-	if (!conn)
-		return;
-	ctx = conn->ctx;
-	for (pp = &ctx->conns; *pp; pp = &(*pp)->next) {
-		if (*pp == conn) {
-			*pp = conn->next;
-			break;
-		}
-	}
-	conn->next = NULL;
-	for (op = conn->live; op; op = op->live_next)
-		op->req = NULL;
-	conn->dead = 1;
-	conn_start_drain(conn);
-	deadline = ibc_time_ms() + IB_DRAIN_MS;
-	while (!conn_drained(conn) && ibc_time_ms() < deadline) {
-		ibc_ib_ctx_wait(ctx, 1000);
-		ibc_ib_ctx_poll(ctx);
-	}
-	if (!conn_drained(conn)) {
-		int i;
-
-		IBC_LOG_DEBUG(IB, "connection to peer rank %d did not drain in %d ms: kept until the context closes",
-			      conn->peer, IB_DRAIN_MS);
-		for (i = 0; i < conn->nqps; i++)
-			IBC_LOG_DEBUG(IB, "  QP %d: send marker %s, %d receives not flushed", i,
-				      conn->qps[i].drain_sq_done ? "flushed" : "missing",
-				      conn->qps[i].rq_posted);
-		conn_release_resources(conn);
-		conn->next = ctx->zombies;
-		ctx->zombies = conn;
-		return;
-	}
-	conn_release_resources(conn);
-	conn_free(conn);
-}
-
-/* ibc_ib_conn_free_zombies() - free undrained connections once the CQ is gone */
-void ibc_ib_conn_free_zombies(struct ibc_ib_ctx *ctx)
-{
-	while (ctx->zombies) {
-		struct ibc_ib_conn *conn = ctx->zombies;
-
-		ctx->zombies = conn->next;
-		conn_free(conn);
-	}
 }

@@ -191,4 +191,17 @@ int ibc_ib_ll_send(struct ibc_ib_conn *conn, struct ibc_ib_op *op);
 /* copy out the LL messages that arrived for the posted LL receives, in order */
 void ibc_ib_ll_progress_recvs(struct ibc_ib_conn *conn);
 
+/*
+ * ibc_ib_ll_progress() - one LL step of @conn (ll_max > 0): copy out the LL
+ * messages that arrived, write the LL sends that waited for room, return
+ * credits when a quarter of the ring is consumed.
+ */
+void ibc_ib_ll_progress(struct ibc_ib_conn *conn);
+
+/* destroy the QPs, release the buffers and registrations; the struct and its ops stay */
+void ibc_ib_conn_release(struct ibc_ib_conn *conn);
+
+/* free the operations and the struct (no completion may refer to them any more) */
+void ibc_ib_conn_free(struct ibc_ib_conn *conn);
+
 #endif /* IBC_IB_CONN_INTERNAL_H */

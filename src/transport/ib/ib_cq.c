@@ -21,6 +21,7 @@
 #include "base/param.h"
 #include "base/util.h"
 #include "transport/ib/ib.h"
+#include "transport/ib/ib_conn_internal.h"
 
 #define IB_CQ_INITIAL_CQES  1024
 #define IB_POLL_BATCH       32
@@ -251,48 +252,6 @@ void ibc_ib_ctx_destroy(struct ibc_ib_ctx *ctx)
 }
 
 /**
- * ibc_ib_ctx_cq_reserve() - Make room in the shared CQ for @ncqe more
- * outstanding completions (a new QP's send + receive queues), growing it
- * with ibv_resize_cq when needed.
- * Return: IBC_OK; IBC_ERR_VERBS when the device cannot hold that many.
- */
-ibc_status_t ibc_ib_ctx_cq_reserve(struct ibc_ib_ctx *ctx, int ncqe)
-{
-	int want;
-	int ret;
-
-	if (ctx->cq_needed + ncqe <= ctx->cq_size) {
-		ctx->cq_needed += ncqe;
-		return IBC_OK;
-	}
-	want = IBC_MAX(ctx->cq_needed + ncqe, 2 * ctx->cq_size);
-	if (want > ctx->dev_attr.max_cqe)
-		want = ctx->dev_attr.max_cqe;
-	if (want < ctx->cq_needed + ncqe) {
-		IBC_LOG_WARN(IB, "%s: the CQ would need %d entries, the device allows %d (too many connections or IBC_IB_DEPTH too large)",
-			     ctx->dev_name, ctx->cq_needed + ncqe, ctx->dev_attr.max_cqe);
-		return IBC_ERR_VERBS;
-	}
-	ret = ibv_resize_cq(ctx->cq, want);
-	if (ret) {
-		IBC_LOG_WARN(IB, "ibv_resize_cq of %s from %d to %d entries failed: %s", ctx->dev_name,
-			     ctx->cq_size, want, strerror(ret));
-		return IBC_ERR_VERBS;
-	}
-	ctx->cq_size = ctx->cq->cqe;
-	ctx->cq_needed += ncqe;
-	return IBC_OK;
-}
-
-/* ibc_ib_ctx_cq_release() - a QP is gone: its @ncqe CQEs are no longer needed */
-void ibc_ib_ctx_cq_release(struct ibc_ib_ctx *ctx, int ncqe)
-{
-	ctx->cq_needed -= ncqe;
-	if (ctx->cq_needed < 0)
-		ctx->cq_needed = 0;
-}
-
-/**
  * ibc_ib_ctx_fail_all() - A device-wide failure (port down, CQ overrun,
  * device fatal): report it once (peer -1), then fail every connection
  * without reporting each, and refuse new ones.
@@ -476,4 +435,117 @@ void ibc_ib_ctx_wait(struct ibc_ib_ctx *ctx, int timeout_us)
 	}
 	if (pfd[1].revents & POLLIN)
 		ibc_ib_ctx_handle_async(ctx);
+}
+
+/* ---------------------------------------------------------------------- */
+/* teardown of a connection: drained through the context's CQ          */
+/* ---------------------------------------------------------------------- */
+
+static int conn_drained(const struct ibc_ib_conn *conn)
+{
+	int i;
+
+	for (i = 0; i < conn->nqps; i++) {
+		const struct ibc_ib_qp *qp = &conn->qps[i];
+
+		if (!qp->qp)
+			continue;
+		if (!qp->drain_sq_done || qp->rq_posted > 0)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Move every QP to ERROR and post the send marker, which completes after
+ * every earlier send WR (signalled or not) has been flushed. Receives need no
+ * marker: each completes on its own (flushed), and rq_posted counts those
+ * outstanding. A receive marker posted after the move to ERROR never
+ * completes on Soft-RoCE under Linux 6.1 (the receives posted before it are
+ * flushed, the marker is not), which held every connection for the whole
+ * IB_DRAIN_MS (2 s) and left it a zombie.
+ */
+static void conn_start_drain(struct ibc_ib_conn *conn)
+{
+	int i;
+
+	for (i = 0; i < conn->nqps; i++) {
+		struct ibc_ib_qp *qp = &conn->qps[i];
+		struct ibv_send_wr swr;
+		struct ibv_send_wr *bad_s = NULL;
+
+		if (!qp->qp)
+			continue;
+		ibc_ib_qp_to_err(qp);
+		memset(&swr, 0, sizeof(swr));
+		swr.wr_id = ibc_ib_wr_id(qp, IBC_IB_WR_DRAIN_SQ);
+		swr.opcode = IBV_WR_RDMA_WRITE;
+		swr.send_flags = IBV_SEND_SIGNALED;
+		if (!conn->established || ibv_post_send(qp->qp, &swr, &bad_s))
+			qp->drain_sq_done = 1; /* nothing was ever sent, or the marker is refused */
+	}
+}
+
+/**
+ * ibc_ib_conn_destroy() - Close a connection: abandon its requests (they
+ * are not completed), move its QPs to ERROR, wait (at most 2 s, progressing
+ * the context) until every posted WR has been flushed out of the CQ, then
+ * destroy the QPs and free the buffers. A connection that does not drain in
+ * time is kept as a zombie until the context is destroyed, so that a late
+ * completion never touches freed memory.
+ * @conn: [in] the connection; NULL is ignored.
+ */
+void ibc_ib_conn_destroy(struct ibc_ib_conn *conn)
+{
+	struct ibc_ib_ctx *ctx;
+	struct ibc_ib_conn **pp;
+	struct ibc_ib_op *op;
+	uint64_t deadline;
+
+	if (!conn)
+		return;
+	ctx = conn->ctx;
+	for (pp = &ctx->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == conn) {
+			*pp = conn->next;
+			break;
+		}
+	}
+	conn->next = NULL;
+	for (op = conn->live; op; op = op->live_next)
+		op->req = NULL;
+	conn->dead = 1;
+	conn_start_drain(conn);
+	deadline = ibc_time_ms() + IB_DRAIN_MS;
+	while (!conn_drained(conn) && ibc_time_ms() < deadline) {
+		ibc_ib_ctx_wait(ctx, 1000);
+		ibc_ib_ctx_poll(ctx);
+	}
+	if (!conn_drained(conn)) {
+		int i;
+
+		IBC_LOG_DEBUG(IB, "connection to peer rank %d did not drain in %d ms: kept until the context closes",
+			      conn->peer, IB_DRAIN_MS);
+		for (i = 0; i < conn->nqps; i++)
+			IBC_LOG_DEBUG(IB, "  QP %d: send marker %s, %d receives not flushed", i,
+				      conn->qps[i].drain_sq_done ? "flushed" : "missing",
+				      conn->qps[i].rq_posted);
+		ibc_ib_conn_release(conn);
+		conn->next = ctx->zombies;
+		ctx->zombies = conn;
+		return;
+	}
+	ibc_ib_conn_release(conn);
+	ibc_ib_conn_free(conn);
+}
+
+/* ibc_ib_conn_free_zombies() - free undrained connections once the CQ is gone */
+void ibc_ib_conn_free_zombies(struct ibc_ib_ctx *ctx)
+{
+	while (ctx->zombies) {
+		struct ibc_ib_conn *conn = ctx->zombies;
+
+		ctx->zombies = conn->next;
+		ibc_ib_conn_free(conn);
+	}
 }

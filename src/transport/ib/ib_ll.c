@@ -287,26 +287,10 @@ void ibc_ib_ll_progress_recvs(struct ibc_ib_conn *conn)
 	}
 }
 
-/*
- * ibc_ib_conn_kick() - post what waits for credits or send-queue room, copy
- * out arrived LL messages and return LL credits, probe an idle peer.
- * Return: 1 while LL receives or sends wait (their progress needs polling
- * memory, not a completion), else 0.
- */
-int ibc_ib_conn_kick(struct ibc_ib_conn *conn)
+void ibc_ib_ll_progress(struct ibc_ib_conn *conn)
 {
-	if (!conn->established || conn->failed != IBC_OK || conn->dead)
-		return 0;
-	if (conn->ll_max) {
-		ibc_ib_ll_progress_recvs(conn);
-		if (conn->ll_sq_head)
-			ll_try_sends(conn);
-		ll_return_credits(conn, 0);
-	}
-	if (conn->rq_head)
-		ibc_ib_rndv_issue_cts(conn);
-	if (conn->sq_head)
-		ibc_ib_rndv_start_sends(conn);
-	ibc_ib_rndv_maybe_probe(conn);
-	return conn->failed == IBC_OK && (conn->ll_rq_head || conn->ll_sq_head);
+	ibc_ib_ll_progress_recvs(conn);
+	if (conn->ll_sq_head)
+		ll_try_sends(conn);
+	ll_return_credits(conn, 0);
 }

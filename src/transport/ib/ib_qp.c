@@ -358,3 +358,45 @@ void ibc_ib_qp_sq_retire(struct ibc_ib_qp *qp)
 		qp->sq_inflight = 0;
 	qp->sig_head = (qp->sig_head + 1) % (qp->sq_depth + 1);
 }
+
+/**
+ * ibc_ib_ctx_cq_reserve() - Make room in the shared CQ for @ncqe more
+ * outstanding completions (a new QP's send + receive queues), growing it
+ * with ibv_resize_cq when needed.
+ * Return: IBC_OK; IBC_ERR_VERBS when the device cannot hold that many.
+ */
+ibc_status_t ibc_ib_ctx_cq_reserve(struct ibc_ib_ctx *ctx, int ncqe)
+{
+	int want;
+	int ret;
+
+	if (ctx->cq_needed + ncqe <= ctx->cq_size) {
+		ctx->cq_needed += ncqe;
+		return IBC_OK;
+	}
+	want = IBC_MAX(ctx->cq_needed + ncqe, 2 * ctx->cq_size);
+	if (want > ctx->dev_attr.max_cqe)
+		want = ctx->dev_attr.max_cqe;
+	if (want < ctx->cq_needed + ncqe) {
+		IBC_LOG_WARN(IB, "%s: the CQ would need %d entries, the device allows %d (too many connections or IBC_IB_DEPTH too large)",
+			     ctx->dev_name, ctx->cq_needed + ncqe, ctx->dev_attr.max_cqe);
+		return IBC_ERR_VERBS;
+	}
+	ret = ibv_resize_cq(ctx->cq, want);
+	if (ret) {
+		IBC_LOG_WARN(IB, "ibv_resize_cq of %s from %d to %d entries failed: %s", ctx->dev_name,
+			     ctx->cq_size, want, strerror(ret));
+		return IBC_ERR_VERBS;
+	}
+	ctx->cq_size = ctx->cq->cqe;
+	ctx->cq_needed += ncqe;
+	return IBC_OK;
+}
+
+/* ibc_ib_ctx_cq_release() - a QP is gone: its @ncqe CQEs are no longer needed */
+void ibc_ib_ctx_cq_release(struct ibc_ib_ctx *ctx, int ncqe)
+{
+	ctx->cq_needed -= ncqe;
+	if (ctx->cq_needed < 0)
+		ctx->cq_needed = 0;
+}

@@ -399,6 +399,26 @@ void ibc_ib_rndv_maybe_probe(struct ibc_ib_conn *conn)
 	conn->last_activity_ns = now;
 }
 
+/*
+ * ibc_ib_conn_kick() - post what waits for credits or send-queue room, copy
+ * out arrived LL messages and return LL credits, probe an idle peer.
+ * Return: 1 while LL receives or sends wait (their progress needs polling
+ * memory, not a completion), else 0.
+ */
+int ibc_ib_conn_kick(struct ibc_ib_conn *conn)
+{
+	if (!conn->established || conn->failed != IBC_OK || conn->dead)
+		return 0;
+	if (conn->ll_max)
+		ibc_ib_ll_progress(conn);
+	if (conn->rq_head)
+		ibc_ib_rndv_issue_cts(conn);
+	if (conn->sq_head)
+		ibc_ib_rndv_start_sends(conn);
+	ibc_ib_rndv_maybe_probe(conn);
+	return conn->failed == IBC_OK && (conn->ll_rq_head || conn->ll_sq_head);
+}
+
 /* ---------------------------------------------------------------------- */
 /* posting                                                                */
 /* ---------------------------------------------------------------------- */

@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * comm.h - the communicator behind the public handle (ibc_comm_h) and its
- * operations (ibc_request_h): composed of one part per layer (net, coll,
- * tune, the CUDA staging state), each set up and torn down by its layer's
- * hooks, plus the executor that runs operations in issue order.
+ * api.h - the API layer's objects and its files' shared functions: the
+ * communicator behind the public handle (ibc_comm_h), composed of one part
+ * per layer (net, coll, tune, the CUDA staging state), each set up and torn
+ * down by its layer's hooks, and its operations (ibc_request_h). The
+ * lifecycle is comm.c and comm_env.c, the registry of live handles
+ * registry.c, the executor exec.c, the public entry points api_coll.c.
  */
-#ifndef IBC_COMM_H
-#define IBC_COMM_H
+#ifndef IBC_API_H
+#define IBC_API_H
 
 #include <pthread.h>
 #include <stdint.h>
 
 #include "coll/coll.h"
 #include "ibcoll.h"
+#include "boot/bootstrap.h"
 #include "net/net.h"
 
 /* struct ibc_request - one operation, blocking or not (ibc_request_h) */
@@ -105,4 +108,31 @@ ibc_status_t ibc_comm_request_test(struct ibc_request *req, int *done_p);
 /* wait until no operation is queued or running; first error of those it ran */
 ibc_status_t ibc_comm_drain(struct ibc_comm *comm);
 
-#endif /* IBC_COMM_H */
+/* ---- registry.c ------------------------------------------------------------ */
+
+/* add a communicator that is ready; 0, or -1 when out of memory */
+int ibc_registry_add(struct ibc_comm *comm);
+void ibc_registry_remove(struct ibc_comm *comm);
+/*
+ * ibc_registry_take_for_abort() - for ibc_comm_abort(): 0 when @comm was
+ * live and not being aborted by another thread; then it is marked aborting
+ * and removed, so that no new caller enters. -1 otherwise.
+ */
+int ibc_registry_take_for_abort(struct ibc_comm *comm);
+
+/* ---- comm.c, exec.c ---------------------------------------------------------- */
+
+/* join the job of @uid as @rank of @nranks and build the communicator (comm.c) */
+ibc_status_t ibc_comm_init_uid(struct ibc_comm **comm_p, int nranks,
+			       const struct ibc_boot_uid *uid, int rank);
+
+/* enter @comm for a request call: silent, 0 when entered, -1 for a dead handle */
+int ibc_comm_enter_quiet(struct ibc_comm *comm);
+
+/* the progress thread's body (exec.c); its argument is the communicator */
+void *ibc_exec_thread(void *arg);
+
+/* complete every queued request with the communicator's error (ibc_comm_abort) */
+void ibc_exec_cancel_queued(struct ibc_comm *comm);
+
+#endif /* IBC_API_H */
