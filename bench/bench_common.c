@@ -12,30 +12,45 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/coll_kind.h"
 #include "bench_common.h"
 
-static const char *const coll_names[BENCH_COLL_COUNT] = {
-	"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall",
-	"sendrecv", "barrier",
-};
-
-/* nccl-tests binary names (all_reduce_perf ...) map here too */
-static const char *const coll_alias[BENCH_COLL_COUNT] = {
-	"all_reduce", "bcast", "reduce", "all_gather", "reducescatter", "all_to_all",
-	"send_recv", "barrier",
+/*
+ * The library's operation kind of each benchmarked collective: names,
+ * nccl-tests aliases and properties come from the one list of kinds
+ * (src/base/coll_kinds.def). sendrecv, a send and a receive per rank, is
+ * the benchmark's own.
+ */
+static const int bench_kind[BENCH_COLL_COUNT] = {
+	[BENCH_ALLREDUCE] = IBC_COLL_ALLREDUCE,
+	[BENCH_BROADCAST] = IBC_COLL_BROADCAST,
+	[BENCH_REDUCE] = IBC_COLL_REDUCE,
+	[BENCH_ALLGATHER] = IBC_COLL_ALLGATHER,
+	[BENCH_REDUCE_SCATTER] = IBC_COLL_REDUCE_SCATTER,
+	[BENCH_ALLTOALL] = IBC_COLL_ALLTOALL,
+	[BENCH_SENDRECV] = IBC_COLL_SEND,
+	[BENCH_BARRIER] = IBC_COLL_BARRIER,
 };
 
 const char *bench_coll_name(int coll)
 {
-	return coll >= 0 && coll < BENCH_COLL_COUNT ? coll_names[coll] : "?";
+	if (coll == BENCH_SENDRECV)
+		return "sendrecv";
+	return coll >= 0 && coll < BENCH_COLL_COUNT ? ibc_coll_name(bench_kind[coll]) : "?";
 }
 
 int bench_coll_parse(const char *name, int *coll_p)
 {
+	int kind;
 	int i;
 
+	if (!strcasecmp(name, "sendrecv") || !strcasecmp(name, "send_recv")) {
+		*coll_p = BENCH_SENDRECV;
+		return 0;
+	}
+	kind = ibc_coll_parse(name);
 	for (i = 0; i < BENCH_COLL_COUNT; i++) {
-		if (!strcasecmp(name, coll_names[i]) || !strcasecmp(name, coll_alias[i])) {
+		if (i != BENCH_SENDRECV && bench_kind[i] == kind) {
 			*coll_p = i;
 			return 0;
 		}
@@ -45,12 +60,12 @@ int bench_coll_parse(const char *name, int *coll_p)
 
 int bench_coll_reduces(int coll)
 {
-	return coll == BENCH_ALLREDUCE || coll == BENCH_REDUCE || coll == BENCH_REDUCE_SCATTER;
+	return coll >= 0 && coll < BENCH_COLL_COUNT && ibc_coll_reduces(bench_kind[coll]);
 }
 
 int bench_coll_rooted(int coll)
 {
-	return coll == BENCH_BROADCAST || coll == BENCH_REDUCE;
+	return coll >= 0 && coll < BENCH_COLL_COUNT && ibc_coll_has_root(bench_kind[coll]);
 }
 
 double bench_busbw_factor(int coll, int nranks)

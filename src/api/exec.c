@@ -250,8 +250,7 @@ static ibc_status_t exec_host(void *arg, struct ibc_op *op)
 	if (op->count == 0 && op->coll != IBC_COLL_BARRIER)
 		return IBC_OK;
 	ibc_coll_announce(&comm->coll, op);
-	if (op->coll == IBC_COLL_ALLREDUCE || op->coll == IBC_COLL_BROADCAST ||
-	    op->coll == IBC_COLL_REDUCE)
+	if (ibc_coll_is_tuned(op->coll))
 		IBC_CHECK(ibc_tuner_select(comm->tuner, op, &c));
 	return ibc_coll_run(&comm->coll, op, &c);
 }

@@ -11,6 +11,7 @@
 #define IBC_COLLF_ROOT     0x2u
 #define IBC_COLLF_PEER     0x4u
 #define IBC_COLLF_PER_RANK 0x8u
+#define IBC_COLLF_TUNED    0x10u
 
 /* enum ibc_coll_type - crosses the wire in struct ibc_msg_desc: fixed values */
 enum ibc_coll_type {
@@ -42,6 +43,11 @@ static inline int ibc_coll_has_root(int coll)
 static inline int ibc_coll_is_p2p(int coll)
 {
 	return (ibc_coll_flags(coll) & IBC_COLLF_PEER) != 0;
+}
+
+static inline int ibc_coll_is_tuned(int coll)
+{
+	return (ibc_coll_flags(coll) & IBC_COLLF_TUNED) != 0;
 }
 
 #endif /* IBC_COLL_KIND_H */

@@ -29,6 +29,7 @@
 #endif
 
 #include "base/check.h"
+#include "base/reduce_elem.h"
 #include "base/util.h"
 #include "coll/reduce.h"
 
@@ -42,78 +43,15 @@
 /* element semantics                                                       */
 /* ---------------------------------------------------------------------- */
 
-RK_INLINE uint32_t rk_f2u(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-RK_INLINE float rk_u2f(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-RK_INLINE uint64_t rk_d2u(double f)
-{
-	uint64_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-RK_INLINE double rk_u2d(uint64_t u)
-{
-	double f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-/*
- * MIN/MAX of floats: NaN if either is NaN (x's if both), and -0 < +0 so
- * that the result does not depend on operand order. Written as selects so
- * that they vectorize.
- */
-RK_INLINE float rk_fmin32(float x, float y)
-{
-	float r = y < x ? y : x;
-
-	r = x == y ? rk_u2f(rk_f2u(x) | rk_f2u(y)) : r;
-	r = y != y ? y : r;
-	return x != x ? x : r;
-}
-
-RK_INLINE float rk_fmax32(float x, float y)
-{
-	float r = x < y ? y : x;
-
-	r = x == y ? rk_u2f(rk_f2u(x) & rk_f2u(y)) : r;
-	r = y != y ? y : r;
-	return x != x ? x : r;
-}
-
-RK_INLINE double rk_fmin64(double x, double y)
-{
-	double r = y < x ? y : x;
-
-	r = x == y ? rk_u2d(rk_d2u(x) | rk_d2u(y)) : r;
-	r = y != y ? y : r;
-	return x != x ? x : r;
-}
-
-RK_INLINE double rk_fmax64(double x, double y)
-{
-	double r = x < y ? y : x;
-
-	r = x == y ? rk_u2d(rk_d2u(x) & rk_d2u(y)) : r;
-	r = y != y ? y : r;
-	return x != x ? x : r;
-}
+/* the shared element semantics (base/reduce_elem.h), by their short names here */
+#define rk_f2u ibc_elem_f2u
+#define rk_u2f ibc_elem_u2f
+#define rk_d2u ibc_elem_d2u
+#define rk_u2d ibc_elem_u2d
+#define rk_fmin32 ibc_elem_fmin32
+#define rk_fmax32 ibc_elem_fmax32
+#define rk_fmin64 ibc_elem_fmin64
+#define rk_fmax64 ibc_elem_fmax64
 
 /*
  * all-ones when @cond holds, else 0: selects written as masks, because
@@ -158,11 +96,7 @@ RK_INLINE uint16_t rk_f2h(float f)
 	return (uint16_t)(r | sign);
 }
 
-/* bfloat16 -> fp32: the high half of an fp32, exact */
-RK_INLINE float rk_b2f(uint16_t b)
-{
-	return rk_u2f((uint32_t)b << 16);
-}
+#define rk_b2f ibc_elem_b2f
 
 /* fp32 -> bfloat16, round to nearest even; NaN -> quiet NaN (sign, high payload) */
 RK_INLINE uint16_t rk_f2b(float f)
@@ -193,10 +127,10 @@ RK_INLINE uint16_t rk_f2b(float f)
 	} while (0)
 
 /* element operations: T the type, U its unsigned twin (wrap-around) */
-#define RK_ISUM(T, U, x, y) ((T)((U)(x) + (U)(y)))
-#define RK_IPROD(T, U, x, y) ((T)((U)(x) * (U)(y)))
-#define RK_IMIN(T, U, x, y) ((y) < (x) ? (y) : (x))
-#define RK_IMAX(T, U, x, y) ((x) < (y) ? (y) : (x))
+#define RK_ISUM IBC_ELEM_ISUM
+#define RK_IPROD IBC_ELEM_IPROD
+#define RK_IMIN IBC_ELEM_IMIN
+#define RK_IMAX IBC_ELEM_IMAX
 #define RK_FSUM(T, U, x, y) ((x) + (y))
 #define RK_FPROD(T, U, x, y) ((x) * (y))
 #define RK_FMIN32(T, U, x, y) rk_fmin32((x), (y))

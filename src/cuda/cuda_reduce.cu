@@ -2,7 +2,7 @@
 /*
  * cuda_reduce.cu - the GPU reduction kernels and their thin launchers:
  * dst = a OP b (every dtype x op) and the AVG division, with the element
- * semantics of src/coll/reduce.h (integers wrap, MIN/MAX of floats give
+ * semantics of base/reduce_elem.h, which the CPU kernels share (integers wrap, MIN/MAX of floats give
  * NaN when either operand is NaN and order -0 below +0, float16/bfloat16
  * are widened to fp32, computed once and rounded to nearest even). Only
  * NaN payloads may differ from the CPU kernels (GPU arithmetic returns the
@@ -30,6 +30,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "base/reduce_elem.h"
 #include "cuda/cuda.h"
 extern "C" {
 #include "base/log.h"
@@ -54,74 +55,11 @@ enum { OP_SUM = 0, OP_PROD = 1, OP_MIN = 2, OP_MAX = 3 };
 
 /* ---- element semantics (src/coll/reduce.c) ---------------------------- */
 
-HD uint32_t f2u(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-HD float u2f(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-HD uint64_t d2u(double f)
-{
-	uint64_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-HD double u2d(uint64_t u)
-{
-	double f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-/* NaN if either is NaN (x's if both); -0 < +0 */
-HD float fmin32(float x, float y)
-{
-	float r = y < x ? y : x;
-
-	r = x == y ? u2f(f2u(x) | f2u(y)) : r;
-	r = y != y ? y : r;
-	return x != x ? x : r;
-}
-
-HD float fmax32(float x, float y)
-{
-	float r = x < y ? y : x;
-
-	r = x == y ? u2f(f2u(x) & f2u(y)) : r;
-	r = y != y ? y : r;
-	return x != x ? x : r;
-}
-
-HD double fmin64(double x, double y)
-{
-	double r = y < x ? y : x;
-
-	r = x == y ? u2d(d2u(x) | d2u(y)) : r;
-	r = y != y ? y : r;
-	return x != x ? x : r;
-}
-
-HD double fmax64(double x, double y)
-{
-	double r = x < y ? y : x;
-
-	r = x == y ? u2d(d2u(x) & d2u(y)) : r;
-	r = y != y ? y : r;
-	return x != x ? x : r;
-}
+/* the shared element semantics (base/reduce_elem.h) */
+HD float fmin32(float x, float y) { return ibc_elem_fmin32(x, y); }
+HD float fmax32(float x, float y) { return ibc_elem_fmax32(x, y); }
+HD double fmin64(double x, double y) { return ibc_elem_fmin64(x, y); }
+HD double fmax64(double x, double y) { return ibc_elem_fmax64(x, y); }
 
 HD float h2f(uint16_t h)
 {
@@ -140,7 +78,7 @@ HD uint16_t f2h(float f)
 
 HD float b2f(uint16_t b)
 {
-	return u2f((uint32_t)b << 16);
+	return ibc_elem_b2f(b);
 }
 
 HD uint16_t f2b(float f)
@@ -176,13 +114,13 @@ struct FInt {
 		using U = typename std::make_unsigned<T>::type;
 
 		if constexpr (OP == OP_SUM)
-			return (T)(U)((U)x + (U)y);
+			return IBC_ELEM_ISUM(T, U, x, y);
 		else if constexpr (OP == OP_PROD)
-			return (T)(U)((U)x * (U)y);
+			return IBC_ELEM_IPROD(T, U, x, y);
 		else if constexpr (OP == OP_MIN)
-			return y < x ? y : x;
+			return IBC_ELEM_IMIN(T, U, x, y);
 		else
-			return x < y ? y : x;
+			return IBC_ELEM_IMAX(T, U, x, y);
 	}
 };
 

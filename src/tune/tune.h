@@ -156,6 +156,8 @@ struct ibc_tune_sample {
 
 const char *ibc_tune_coll_name(int coll);
 int ibc_tune_coll_parse(const char *s);
+/* the enum ibc_tune_coll of operation kind @kind (enum ibc_coll_type), -1 when not tuned */
+int ibc_tune_coll_of(int kind);
 /* 1 if @algo implements @coll (enum ibc_tune_coll) */
 int ibc_algo_applies(int coll, int algo);
 const char *ibc_tune_tp_name(int tp);

@@ -21,6 +21,7 @@
 
 #include "base/alloc.h"
 #include "base/check.h"
+#include "base/coll_kind.h"
 #include "base/log.h"
 #include "base/param.h"
 #include "base/status.h"
@@ -35,7 +36,12 @@
 /* names                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static const char *const coll_names[IBC_TUNE_COLL_COUNT] = { "allreduce", "broadcast", "reduce" };
+/* the operation kind (base/coll_kinds.def) of each collective the tuner decides for */
+static const int tune_kind[IBC_TUNE_COLL_COUNT] = {
+	[IBC_TUNE_ALLREDUCE] = IBC_COLL_ALLREDUCE,
+	[IBC_TUNE_BCAST] = IBC_COLL_BROADCAST,
+	[IBC_TUNE_REDUCE] = IBC_COLL_REDUCE,
+};
 static const char *const tp_names[IBC_TUNE_TP_COUNT] = { "shm", "tcp", "ib" };
 
 static const size_t tune_chunks[] = { 4u << 10, 16u << 10, 64u << 10, 256u << 10, 1u << 20,
@@ -43,12 +49,24 @@ static const size_t tune_chunks[] = { 4u << 10, 16u << 10, 64u << 10, 256u << 10
 
 const char *ibc_tune_coll_name(int coll)
 {
-	return coll >= 0 && coll < IBC_TUNE_COLL_COUNT ? coll_names[coll] : "?";
+	return coll >= 0 && coll < IBC_TUNE_COLL_COUNT ? ibc_coll_name(tune_kind[coll]) : "?";
+}
+
+int ibc_tune_coll_of(int kind)
+{
+	int c;
+
+	for (c = 0; c < IBC_TUNE_COLL_COUNT; c++)
+		if (tune_kind[c] == kind)
+			return c;
+	return -1;
 }
 
 int ibc_tune_coll_parse(const char *s)
 {
-	return ibc_name_lookup(s, coll_names, IBC_TUNE_COLL_COUNT);
+	int kind = ibc_coll_parse(s);
+
+	return kind > 0 && !strcmp(s, ibc_coll_name(kind)) ? ibc_tune_coll_of(kind) : -1;
 }
 
 const char *ibc_tune_tp_name(int tp)

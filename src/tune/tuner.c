@@ -679,20 +679,6 @@ static ibc_status_t tuner_init(struct ibc_coll *cl, struct ibc_tuner *t, struct 
 	return IBC_OK;
 }
 
-static int tune_coll_of(int coll)
-{
-	switch (coll) {
-	case IBC_COLL_ALLREDUCE:
-		return IBC_TUNE_ALLREDUCE;
-	case IBC_COLL_BROADCAST:
-		return IBC_TUNE_BCAST;
-	case IBC_COLL_REDUCE:
-		return IBC_TUNE_REDUCE;
-	default:
-		return -1;
-	}
-}
-
 static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 			       const struct ibc_algo_choice *c)
 {
@@ -737,7 +723,7 @@ static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc_algo_choice *c)
 {
 	struct ibc_coll *cl = t->coll;
-	int coll = tune_coll_of(op->coll);
+	int coll = ibc_tune_coll_of(op->coll);
 	size_t esz;
 	size_t nbytes;
 	unsigned i;
