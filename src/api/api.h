@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Layer api (src/api/, the top): the public entry points of
+ * include/ibcoll.h and ibcoll_cuda.h, the communicator, the executor.
+ *
  * api.h - the API layer's objects and its files' shared functions: the
  * communicator behind the public handle (ibc_comm_h), composed of one part
  * per layer (net, coll, tune, the CUDA staging state), each set up and torn

@@ -77,9 +77,8 @@ static struct ibc_request *comm_pop(struct ibc_comm *comm);
  * peer that is not posted yet: messages between two ranks match in posting
  * order, and the batch's slots are not in issue order (a freed slot is
  * reused), nor is a connection's set-up, which may finish between two posts
- * of one pass. Found by the ASan run of test_p2p.sh under load: rank 1's
- * send #0 to rank 0 got IBC_INPROGRESS (handshake), its send #1 then found
- * the connection up and went first, and rank 0 reported mismatched calls.
+ * of one pass: without this check a send still in its handshake could be
+ * overtaken by the next send to the same peer.
  */
 static int p2p_behind(struct ibc_request *const *reqs, struct ibc_treq *const *trp, int hi, int i)
 {

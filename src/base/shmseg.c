@@ -51,10 +51,8 @@ static int shm_space(double *total_p, double *free_p)
  * not supply killed the rank with SIGBUS and no message; reserving at
  * creation makes it an ENOSPC here, which the callers turn into a smaller
  * ring, a fallback or a named error. And the first pass through a ring paid
- * page faults: on 2 ranks a 512 KiB message took 0.4 ms one way in each of
- * the first 4 ping-pongs (8 slots of 256 KiB per direction) against 60 us
- * afterwards, which is what the tuner's bandwidth probe measured
- * (bench/RESULTS.md, "The shm probe"). MAP_POPULATE maps every page at once
+ * page faults, which the tuner's bandwidth probe then measured instead of
+ * the ring (bench/RESULTS.md, "The shm probe"). MAP_POPULATE maps every page at once
  * (in the creator after the reservation, in the others the pages it
  * allocated). Only ENOSPC, ENOMEM and EFBIG are failures: where
  * posix_fallocate is refused otherwise (a filesystem or sandbox without
@@ -146,9 +144,8 @@ void ibc_shm_note_nlocal(int nlocal)
  * space now shared by the n - 1 rings a rank may still open (other users of
  * /dev/shm, other communicators). n is the largest host group of any
  * communicator this process has made, so a split's rings get no larger
- * share than the world's (measured: 2-rank splits of a 5-rank world in
- * 20 MiB took 8-slot rings while the world's had 2, and the next ring did
- * not fit). 8 ranks in a container's 64 MiB: 2.2 MiB, 4 ring slots.
+ * share than the world's (docs/reliability.md, guarantee 7). Example: 8
+ * ranks in a container's 64 MiB get 2.2 MiB, 4 ring slots, per segment.
  * Return: bytes; SIZE_MAX where /dev/shm cannot be read or n < 2.
  * Thread-safe.
  */

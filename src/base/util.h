@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Layer base (src/base/, the bottom of docs/design.md's table): status and
+ * enum names, logging, parameters, allocation, faults, sockets, the wire
+ * codec, the collective kinds; it includes nothing of the other layers.
+ *
  * util.h - small arithmetic helpers, the CPU pause hint and monotonic time.
  * Depends on nothing of ibcoll's: every layer may include it.
  */

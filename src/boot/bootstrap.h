@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Layer boot (src/boot/, above base): the out-of-band network, which only
+ * the net layer and the API use.
+ *
  * bootstrap.h - the out-of-band TCP network of a communicator: rendezvous
  * through an authenticated root, the table of every rank's address, host
  * and boot id, small tagged messages between ranks, authenticated TCP

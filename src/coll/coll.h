@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Layer coll (src/coll/, above net): the algorithms (ring/, tree/,
+ * halving/, the program executor, the shm all-reduce) and reductions.
+ *
  * coll.h - the coll layer's interface to the layers above: its part of a
  * communicator (init/fini), and the dispatch of an operation to the
  * algorithm it is given (coll.c). The algorithms themselves and what they

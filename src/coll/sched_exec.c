@@ -86,7 +86,7 @@ void ibc_sched_emit_chunked(struct ibc_sched_out *o, int kind, int flags, int pe
  * doubling would hand the transport the whole vector at once; over TCP the
  * kernel then holds megabytes the receiver has not asked for yet, prunes
  * receive queues under that load and the connection stalls in
- * retransmission back-off (seen as a 600 s hang at 64 MiB on 8 ranks). The
+ * retransmission back-off. The
  * ring bounds its sends the same way (RING_WINDOW). Every wait issues
  * deferred sends as windows free, so no peer waits on a send held back
  * behind sends to another peer.

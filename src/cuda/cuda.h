@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Layer cuda (src/cuda/, above base): device memory and the CUDA runtime,
+ * the GPU reduction kernels; stubs without CUDA.
+ *
  * cuda.h - ibcoll's internal CUDA interface: memory kinds of user buffers,
  * pinned staging memory, streams and events, the GPU reduction kernels, the
  * GPUDirect RDMA decision and device-memory registration for the verbs

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Layer net (src/net/, above boot and transport): peers, their transports,
+ * the communicator's errors; the only user of the bootstrap below the API.
+ *
  * net.h - the net layer: a communicator's peers and the transport each is
  * reached by, and what the layers above use to talk to them (connection
  * set-up, posted sends and receives, bounded waits that progress every

@@ -77,8 +77,8 @@ static ibc_status_t net_fail_v(struct ibc_net *net, ibc_status_t st, int peer, i
 		 * waits give up, and poisons the communicator a moment later. A
 		 * wait that gives up in between must not become the first error:
 		 * it would be broadcast as "error on rank R: remote peer failed"
-		 * ahead of the abort notice (seen in 4 of 80 test_abort runs under
-		 * load). Wait (bounded) for the abort's own poison.
+		 * ahead of the abort notice. Wait (bounded) for the abort's own
+		 * poison.
 		 */
 		grace = 1000;
 	} else if (local && !(flags & FAIL_NO_GRACE) &&
@@ -95,8 +95,8 @@ static ibc_status_t net_fail_v(struct ibc_net *net, ibc_status_t st, int peer, i
 		/*
 		 * A timeout: the rank this one waits on may itself be waiting on
 		 * the culprit, and its own timeout fires as much later as its last
-		 * progress was (seen with 4 ranks, one stopped: up to ~1 s). Wait
-		 * up to half the timeout, at most 2 s, for its report.
+		 * progress was. Wait up to half the timeout, at most 2 s, for its
+		 * report.
 		 */
 		if (st == IBC_ERR_TIMEOUT)
 			grace = IBC_MAX(grace, IBC_MIN((uint64_t)net->timeout_ms / 2, 2000));

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Layer topo (src/topo/, above cuda): the machine's topology and what is
+ * decided from it (NIC per GPU, core binding, GPUDirect RDMA).
+ *
  * topo.h - the machine topology as the rest of ibcoll sees it: which NIC is
  * nearest a GPU, how far apart they are (NCCL's PIX/PXB/PHB/NODE/SYS
  * classes), which NIC a rank without a GPU should use, and which cores a

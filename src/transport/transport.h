@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Layer transport (src/transport/, above base, cuda, topo): the transports
+ * (sock/, shm/, ib/) behind one ops table; none sees a communicator.
+ *
  * transport.h - the transport layer: what every transport (tcp, shm, ib)
  * implements, and the narrow environment it is given. The only transport
  * header that the net layer and the algorithms see (STYLE C1, C8).

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Layer tune (src/tune/, above coll): which algorithm, protocol and chunk
+ * each all-reduce, broadcast and reduce runs with.
+ *
  * tune.h - the tune layer: an alpha-beta-gamma cost model per
  * (collective, algorithm, protocol) and transport class (tune_model.c,
  * pure), tuning files and their fit (tune_file.c), its printing

@@ -343,10 +343,9 @@ void ibc_tune_shape(const struct ibc_tune_model *m, int coll, int algo, double N
 		/*
 		 * The schedule executor (tree, rd, rabenseifner) first copies the
 		 * input into the output buffer (src/coll/sched_exec.c): one
-		 * local pass over N bytes, priced like a reduction pass (gamma).
-		 * Measured on 4 shm ranks, 1 and 4 MiB: Rabenseifner 1007 and
-		 * 3704 us, ring 698 and 2930 us, while the model without this
-		 * term ranked Rabenseifner first (bench/RESULTS.md).
+		 * local pass over N bytes, priced like a reduction pass (gamma);
+		 * without it the model ranked Rabenseifner ahead of the ring on
+		 * shm at 1-4 MiB, where it is slower (bench/RESULTS.md).
 		 */
 		double cnt = floor(N / IBC_MAX(m->elem_bytes, 1));
 
@@ -432,10 +431,9 @@ static double tune_max_msg(const struct ibc_tune_model *m, int coll, int algo, d
 		/*
 		 * The schedule executor (tree, rd, rabenseifner) first copies the
 		 * input into the output buffer (src/coll/sched_exec.c): one
-		 * local pass over N bytes, priced like a reduction pass (gamma).
-		 * Measured on 4 shm ranks, 1 and 4 MiB: Rabenseifner 1007 and
-		 * 3704 us, ring 698 and 2930 us, while the model without this
-		 * term ranked Rabenseifner first (bench/RESULTS.md).
+		 * local pass over N bytes, priced like a reduction pass (gamma);
+		 * without it the model ranked Rabenseifner ahead of the ring on
+		 * shm at 1-4 MiB, where it is slower (bench/RESULTS.md).
 		 */
 		switch (algo) {
 		case IBC_ALGO_RING:

@@ -222,11 +222,8 @@ static ibc_status_t probe_pingpong(struct ibc_coll *cl, const struct ibc_op *op,
  * per core) gives the from-memory gamma that messages of megabytes pay,
  * where G gamma decides between algorithms; PROBE_GAMMA_CACHE (256 KiB)
  * gives the in-cache speed that ibc_tune_gamma() blends in for smaller
- * working sets. Measured here with the library's kernel: 0.034 ns/B for
- * 256 KiB, 0.070 for 2 MiB, 0.08-0.09 for 16 MiB. The cache figure alone
- * made the model price Rabenseifner's extra pass over 2 MiB at a third of
- * its cost (bench/RESULTS.md, "time sharing"); the memory figure alone
- * priced it at 256 KiB at twice its cost ("cache"). @buf: 2 @nbytes bytes.
+ * working sets (either figure alone misprices Rabenseifner's extra pass:
+ * docs/tuning.md, "The cache"). @buf: 2 @nbytes bytes.
  */
 static double probe_gamma(char *buf, size_t nbytes)
 {
