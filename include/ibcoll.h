@@ -492,6 +492,97 @@ IBC_API ibc_status_t ibc_recv(void *buf, size_t count, ibc_dtype_t dtype, int pe
 			      ibc_comm_h comm);
 
 /**
+ * ibc_gather() - Gather @sendcount elements from every rank, in rank order, on @root.
+ * @sendbuf:   [in]  @sendcount elements on every rank; on @root, in place when it
+ *                   equals @recvbuf + root * @sendcount * elemsize.
+ * @recvbuf:   [out] nranks * @sendcount elements, written on @root only (may be NULL
+ *                   elsewhere); block r comes from rank r.
+ * @sendcount: number of ELEMENTS each rank contributes, the same on every rank.
+ * @dtype:     element type.
+ * @root:      rank that receives, 0 <= @root < nranks.
+ * @comm:      communicator.
+ *
+ * Memory:    host buffers (device buffers: IBC_ERR_UNSUPPORTED).
+ * Algorithm: direct: every rank sends its block to @root, which has all
+ *            n-1 receives in flight at once (MPI's linear gather); busbw =
+ *            algbw * (n-1)/n with algbw over nranks * @sendcount * elemsize.
+ * Return:    IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_gather(const void *sendbuf, void *recvbuf, size_t sendcount,
+				ibc_dtype_t dtype, int root, ibc_comm_h comm);
+
+/**
+ * ibc_scatter() - @root sends block r of its @sendbuf to rank r.
+ * @sendbuf:   [in]  nranks * @recvcount elements, read on @root only (may be NULL
+ *                   elsewhere).
+ * @recvbuf:   [out] @recvcount elements on every rank; on @root, in place when it
+ *                   equals @sendbuf + root * @recvcount * elemsize.
+ * @recvcount: number of ELEMENTS each rank receives, the same on every rank.
+ * @dtype:     element type.
+ * @root:      rank that sends, 0 <= @root < nranks.
+ * @comm:      communicator.
+ *
+ * Memory:    host buffers (device buffers: IBC_ERR_UNSUPPORTED).
+ * Algorithm: direct: @root has its n-1 sends in flight at once (the mirror
+ *            of ibc_gather()); busbw = algbw * (n-1)/n with algbw over
+ *            nranks * @recvcount * elemsize.
+ * Return:    IBC_OK or one of the common errors above.
+ */
+IBC_API ibc_status_t ibc_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+				 ibc_dtype_t dtype, int root, ibc_comm_h comm);
+
+/**
+ * ibc_allgatherv() - All-gather with a count per rank (MPI_Allgatherv): rank r's
+ * @sendcount elements land at element offset @rdispls[r] of every rank's @recvbuf.
+ * @sendbuf:    [in]  @sendcount elements; in place when it equals
+ *                    @recvbuf + @rdispls[rank] * elemsize.
+ * @recvbuf:    [out] the blocks at @rdispls; elements outside them are not written.
+ * @sendcount:  number of ELEMENTS this rank contributes; must equal @recvcounts[rank].
+ * @recvcounts: [in]  nranks counts (ELEMENTS), the same on every rank; 0 is allowed.
+ * @rdispls:    [in]  nranks element offsets into @recvbuf; blocks must not overlap.
+ * @dtype:      element type.
+ * @comm:       communicator.
+ *
+ * The arrays are copied before the call returns (the nonblocking variant too).
+ * Memory:    host buffers (device buffers: IBC_ERR_UNSUPPORTED).
+ * Algorithm: ring, n-1 steps, each block forwarded whole.
+ * Return:    IBC_OK or one of the common errors above; IBC_ERR_INVALID_ARG
+ *            when @sendcount differs from @recvcounts[rank] or blocks
+ *            overlap; IBC_ERR_INVALID_USAGE when ranks pass different
+ *            @recvcounts (detected as a mismatch of the messages' sizes).
+ */
+IBC_API ibc_status_t ibc_allgatherv(const void *sendbuf, void *recvbuf, size_t sendcount,
+				    const size_t *recvcounts, const size_t *rdispls,
+				    ibc_dtype_t dtype, ibc_comm_h comm);
+
+/**
+ * ibc_alltoallv() - All-to-all with counts and offsets per peer (MPI_Alltoallv): rank
+ * r sends @sendcounts[p] elements at element offset @sdispls[p] of @sendbuf to rank p,
+ * which stores them at element offset @rdispls[r] of its @recvbuf.
+ * @sendbuf:    [in]  the blocks for every peer (this rank's own is copied locally).
+ * @recvbuf:    [out] the blocks from every peer; must not overlap @sendbuf.
+ * @sendcounts: [in]  nranks counts (ELEMENTS); @sendcounts[p] on rank r must equal
+ *                    @recvcounts[r] on rank p; 0 skips the transfer.
+ * @sdispls:    [in]  nranks element offsets into @sendbuf.
+ * @recvcounts: [in]  nranks counts (ELEMENTS).
+ * @rdispls:    [in]  nranks element offsets into @recvbuf; blocks must not overlap.
+ * @dtype:      element type.
+ * @comm:       communicator.
+ *
+ * The arrays are copied before the call returns (the nonblocking variant too).
+ * Memory:    host buffers (device buffers: IBC_ERR_UNSUPPORTED).
+ * Algorithm: pairwise exchange as ibc_alltoall() (step s: send to r+s,
+ *            receive from r-s), n-1 steps.
+ * Return:    IBC_OK or one of the common errors above; IBC_ERR_INVALID_USAGE
+ *            when a pair's counts disagree (both ranks fail, naming the
+ *            peer).
+ */
+IBC_API ibc_status_t ibc_alltoallv(const void *sendbuf, void *recvbuf,
+				   const size_t *sendcounts, const size_t *sdispls,
+				   const size_t *recvcounts, const size_t *rdispls,
+				   ibc_dtype_t dtype, ibc_comm_h comm);
+
+/**
  * ibc_barrier() - Return only after every rank of @comm has entered the barrier.
  * @comm: communicator.
  *
@@ -546,6 +637,122 @@ IBC_API ibc_status_t ibc_irecv(void *buf, size_t count, ibc_dtype_t dtype, int p
 			       ibc_comm_h comm, ibc_request_h *req_p);
 /** ibc_ibarrier() - Nonblocking ibc_barrier(). */
 IBC_API ibc_status_t ibc_ibarrier(ibc_comm_h comm, ibc_request_h *req_p);
+/** ibc_igather() - Nonblocking ibc_gather(). */
+IBC_API ibc_status_t ibc_igather(const void *sendbuf, void *recvbuf, size_t sendcount,
+				 ibc_dtype_t dtype, int root, ibc_comm_h comm,
+				 ibc_request_h *req_p);
+/** ibc_iscatter() - Nonblocking ibc_scatter(). */
+IBC_API ibc_status_t ibc_iscatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+				  ibc_dtype_t dtype, int root, ibc_comm_h comm,
+				  ibc_request_h *req_p);
+/** ibc_iallgatherv() - Nonblocking ibc_allgatherv(); the arrays are copied at issue. */
+IBC_API ibc_status_t ibc_iallgatherv(const void *sendbuf, void *recvbuf, size_t sendcount,
+				     const size_t *recvcounts, const size_t *rdispls,
+				     ibc_dtype_t dtype, ibc_comm_h comm, ibc_request_h *req_p);
+/** ibc_ialltoallv() - Nonblocking ibc_alltoallv(); the arrays are copied at issue. */
+IBC_API ibc_status_t ibc_ialltoallv(const void *sendbuf, void *recvbuf,
+				    const size_t *sendcounts, const size_t *sdispls,
+				    const size_t *recvcounts, const size_t *rdispls,
+				    ibc_dtype_t dtype, ibc_comm_h comm, ibc_request_h *req_p);
+
+#define IBC_ANY_SOURCE (-1)   /* ibc_irecv_tag(): match a message from any rank */
+#define IBC_TAG_MAX 0x7fffffff
+
+/**
+ * ibc_isend_tag() - Nonblocking send of @count elements to @peer, with a tag.
+ * @buf:   [in] @count elements; untouched until the request completes.
+ * @count: number of ELEMENTS; must equal the matching receive's count.
+ * @dtype: element type; must equal the matching receive's dtype.
+ * @peer:  destination rank, != this rank.
+ * @tag:   0 <= @tag <= IBC_TAG_MAX.
+ * @comm:  communicator.
+ * @req_p: [out] the request, written only on success.
+ *
+ * Matching: a receive takes the oldest unmatched tagged send from its source
+ * (or from any rank, IBC_ANY_SOURCE) with the same tag (MPI's non-overtaking
+ * rule per source and tag). Each tagged send announces itself with a small
+ * envelope through the communicator's out-of-band connections, so a
+ * receiver can match by tag and source; the data then moves over the
+ * pair's transport. Tagged operations run in issue order with the
+ * communicator's other operations, like ibc_isend() (consecutive sends and
+ * receives are in flight together); between one pair of ranks, do not mix
+ * them with untagged ibc_isend()/ibc_irecv() while either kind is still
+ * unmatched (the untagged ones match in order and would take the tagged
+ * data: mismatched calls). Host buffers only.
+ * Memory:    a message that arrives before its receive is posted, or whose
+ *            tag is received later, waits in a buffer of its size.
+ * Return:    IBC_OK at issue, or an argument error; the request's status
+ *            from ibc_wait(): IBC_OK, IBC_ERR_INVALID_USAGE (the matched
+ *            receive's count or dtype differ: both sides fail), or one of
+ *            the common errors.
+ */
+IBC_API ibc_status_t ibc_isend_tag(const void *buf, size_t count, ibc_dtype_t dtype,
+				   int peer, int tag, ibc_comm_h comm, ibc_request_h *req_p);
+
+/**
+ * ibc_irecv_tag() - Nonblocking receive with a tag, from @peer or from any rank.
+ * @buf:      [out] @count elements.
+ * @count:    number of ELEMENTS; must equal the matched send's count.
+ * @dtype:    element type.
+ * @peer:     source rank (!= this rank), or IBC_ANY_SOURCE.
+ * @tag:      0 <= @tag <= IBC_TAG_MAX.
+ * @source_p: [out] may be NULL: the rank whose send matched, written before the
+ *            request completes (valid once ibc_test() reports done or ibc_wait()
+ *            returned IBC_OK); must stay valid until then.
+ * @comm:     communicator.
+ * @req_p:    [out] the request, written only on success.
+ *
+ * Matching as in ibc_isend_tag(); an IBC_ANY_SOURCE receive takes the first
+ * matching envelope to arrive. A receive that nothing matches fails after
+ * IBC_TIMEOUT_MS with IBC_ERR_TIMEOUT.
+ * Return:    as ibc_isend_tag().
+ */
+IBC_API ibc_status_t ibc_irecv_tag(void *buf, size_t count, ibc_dtype_t dtype, int peer,
+				   int tag, int *source_p, ibc_comm_h comm,
+				   ibc_request_h *req_p);
+
+/**
+ * ibc_group_start() - Start collecting point-to-point operations on @comm.
+ * @comm: communicator.
+ *
+ * Until ibc_group_end(), ibc_isend(), ibc_irecv(), ibc_isend_tag() and
+ * ibc_irecv_tag() on @comm by this thread are queued, each returning its
+ * request; ibc_group_end() issues them as one batch in which all are in
+ * flight together, so any set of sends and receives matched among the ranks
+ * completes whatever their order on each rank (NCCL's ncclGroupStart/End,
+ * per communicator). Any other call on @comm in between (collectives,
+ * blocking p2p, a nested ibc_group_start) fails with IBC_ERR_INVALID_USAGE;
+ * waiting on a grouped request before ibc_group_end() is refused the same
+ * way.
+ * Threading: one group at a time per communicator.
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL comm); IBC_ERR_INVALID_USAGE
+ *            (already in a group; destroyed or failed comm).
+ */
+IBC_API ibc_status_t ibc_group_start(ibc_comm_h comm);
+
+/**
+ * ibc_group_end() - Issue the operations collected since ibc_group_start().
+ * @comm: communicator.
+ *
+ * Blocking: no; the requests complete as their transfers do.
+ * Return:    IBC_OK; IBC_ERR_INVALID_USAGE (no group started, or the
+ *            communicator failed: then every collected request completes
+ *            with its error).
+ */
+IBC_API ibc_status_t ibc_group_end(ibc_comm_h comm);
+
+/**
+ * ibc_comm_set_timeout() - The wait bound of @comm, in place of IBC_TIMEOUT_MS.
+ * @comm:       communicator.
+ * @timeout_ms: 100 .. 86400000 (IBC_TIMEOUT_MS's range); same meaning: a wait in
+ *              which no peer makes progress for this long fails with IBC_ERR_TIMEOUT.
+ *
+ * Applies to waits that start after the call; per rank (ranks may differ).
+ * Threading: safe from any thread.
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (out of range, NULL comm);
+ *            IBC_ERR_INVALID_USAGE (destroyed or aborted comm).
+ */
+IBC_API ibc_status_t ibc_comm_set_timeout(ibc_comm_h comm, int64_t timeout_ms);
 
 /**
  * ibc_test() - Ask whether a nonblocking operation has finished.

@@ -28,6 +28,7 @@ struct ibc_request {
 	void *cuda_gate;        /* stream-ordered operation: its gate (cuda_stream.c) */
 	int done;               /* atomic (release after status and errmsg) */
 	int freed_by_wait;
+	int in_group;           /* atomic: collected by ibc_group_start(), not issued yet */
 	ibc_status_t status;
 	char errmsg[1024];      /* ibc_last_error() text for the waiting thread */
 	struct ibc_request *next;
@@ -57,6 +58,13 @@ struct ibc_comm {
 	int thread_started;
 	int ncallers;                         /* API calls inside the library (abort waits) */
 	uint64_t split_seq;                   /* number of ibc_comm_split() calls */
+
+	/* ibc_group_start() .. ibc_group_end(): the p2p operations collected */
+	int group_active;                     /* under lock */
+	pthread_t group_thread;
+	struct ibc_request *g_head;
+	struct ibc_request *g_tail;
+	int g_n;
 };
 
 /**
@@ -134,6 +142,12 @@ int ibc_comm_enter_quiet(struct ibc_comm *comm);
 
 /* the progress thread's body (exec.c); its argument is the communicator */
 void *ibc_exec_thread(void *arg);
+
+/* 1 while ibc_group_start() collects the operations of @comm (exec.c) */
+int ibc_exec_in_group(struct ibc_comm *comm);
+
+/* complete the requests of a group never ended with an error (ibc_comm_destroy) */
+void ibc_exec_cancel_group(struct ibc_comm *comm);
 
 /* complete every queued request with the communicator's error (ibc_comm_abort) */
 void ibc_exec_cancel_queued(struct ibc_comm *comm);

@@ -25,8 +25,110 @@ struct op_args {
 	ibc_dtype_t dtype;
 	ibc_redop_t op;
 	int root;
-	void *gate;             /* stream-ordered operations only (src/cuda) */
+	void *gate;             /* stream-ordered operations only (cuda_stream.c) */
+	/* vector collectives: allgatherv uses rc, rd; alltoallv all four (ELEMENTS) */
+	const size_t *sc;
+	const size_t *sd;
+	const size_t *rc;
+	const size_t *rd;
+	/* tagged send/receive */
+	int tagged;
+	int tag;
+	int *source_p;
 };
+
+/* 1 when the @n blocks (@counts[i] elements at @displs[i]) overlap */
+static int blocks_overlap(const size_t *counts, const size_t *displs, int n)
+{
+	int i;
+	int j;
+
+	/* O(n^2) on the non-empty blocks; n is a rank count */
+	for (i = 0; i < n; i++)
+		for (j = i + 1; counts[i] && j < n; j++)
+			if (counts[j] && displs[i] < displs[j] + counts[j] &&
+			    displs[j] < displs[i] + counts[i])
+				return 1;
+	return 0;
+}
+
+/* the end of the furthest of @n blocks, elements; 0 when all are empty */
+static size_t blocks_extent(const size_t *counts, const size_t *displs, int n)
+{
+	size_t end = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (counts[i])
+			end = IBC_MAX(end, displs[i] + counts[i]);
+	return end;
+}
+
+/* the arguments of allgatherv and alltoallv (the dtype is checked) */
+static ibc_status_t check_vector(struct ibc_comm *comm, const struct op_args *a, size_t esz,
+				 const char *fn)
+{
+	int n = comm->net.nranks;
+	int r = comm->net.rank;
+	size_t rext;
+	size_t sext;
+	int i;
+
+	if (!a->rc || !a->rd || (a->coll == IBC_COLL_ALLTOALLV && (!a->sc || !a->sd))) {
+		IBC_LOG_ERROR(COLL, "%s: a count or offset array is NULL", fn);
+		return IBC_ERR_INVALID_ARG;
+	}
+	for (i = 0; i < n; i++) {
+		if (a->rc[i] > SIZE_MAX / esz / 2 || a->rd[i] > SIZE_MAX / esz / 2 ||
+		    (a->sc && (a->sc[i] > SIZE_MAX / esz / 2 || a->sd[i] > SIZE_MAX / esz / 2))) {
+			IBC_LOG_ERROR(COLL, "%s: the count or offset of rank %d overflows the address space",
+				      fn, i);
+			return IBC_ERR_INVALID_ARG;
+		}
+	}
+	if (blocks_overlap(a->rc, a->rd, n)) {
+		IBC_LOG_ERROR(COLL, "%s: the blocks of recvbuf overlap (recvcounts/rdispls)", fn);
+		return IBC_ERR_INVALID_ARG;
+	}
+	rext = blocks_extent(a->rc, a->rd, n);
+	if (rext && !a->recvbuf) {
+		IBC_LOG_ERROR(COLL, "%s: recvbuf is NULL with %zu elements to receive", fn, rext);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (a->coll == IBC_COLL_ALLGATHERV) {
+		if (a->count != a->rc[r]) {
+			IBC_LOG_ERROR(COLL, "%s: sendcount %zu differs from recvcounts[%d] = %zu", fn,
+				      a->count, r, a->rc[r]);
+			return IBC_ERR_INVALID_ARG;
+		}
+		if (a->count && !a->sendbuf) {
+			IBC_LOG_ERROR(COLL, "%s: sendbuf is NULL with sendcount %zu", fn, a->count);
+			return IBC_ERR_INVALID_ARG;
+		}
+		return IBC_OK;
+	}
+	if (a->sc[r] != a->rc[r]) {
+		IBC_LOG_ERROR(COLL, "%s: sendcounts[%d] = %zu differs from recvcounts[%d] = %zu (this rank's own block)",
+			      fn, r, a->sc[r], r, a->rc[r]);
+		return IBC_ERR_INVALID_ARG;
+	}
+	sext = blocks_extent(a->sc, a->sd, n);
+	if (sext && !a->sendbuf) {
+		IBC_LOG_ERROR(COLL, "%s: sendbuf is NULL with %zu elements to send", fn, sext);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (sext && rext) {
+		const char *sb = a->sendbuf;
+		const char *rb = a->recvbuf;
+
+		if (sb < rb + rext * esz && rb < sb + sext * esz) {
+			IBC_LOG_ERROR(COLL, "%s: sendbuf and recvbuf overlap (in place is not supported)",
+				      fn);
+			return IBC_ERR_INVALID_ARG;
+		}
+	}
+	return IBC_OK;
+}
 
 /* check the arguments of @a on @comm; logs the first problem found */
 static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, const char *fn)
@@ -49,13 +151,18 @@ static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, c
 		IBC_LOG_ERROR(COLL, "%s: invalid reduction op %d", fn, (int)a->op);
 		return IBC_ERR_INVALID_ARG;
 	}
-	if (a->coll == IBC_COLL_BROADCAST || a->coll == IBC_COLL_REDUCE) {
+	if (ibc_coll_has_root(a->coll)) {
 		if (a->root < 0 || a->root >= n) {
 			IBC_LOG_ERROR(COLL, "%s: root %d out of range [0, %d)", fn, a->root, n);
 			return IBC_ERR_INVALID_ARG;
 		}
 	}
-	if (a->coll == IBC_COLL_SEND || a->coll == IBC_COLL_RECV) {
+	if (a->tagged && (a->tag < 0 || a->tag > IBC_TAG_MAX)) {
+		IBC_LOG_ERROR(COLL, "%s: tag %d out of range [0, IBC_TAG_MAX]", fn, a->tag);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (ibc_coll_is_p2p(a->coll) &&
+	    !(a->tagged && a->coll == IBC_COLL_RECV && a->root == IBC_ANY_SOURCE)) {
 		if (a->root < 0 || a->root >= n || a->root == comm->net.rank) {
 			IBC_LOG_ERROR(COLL, "%s: peer %d is %s (this is rank %d of %d)", fn, a->root,
 				      a->root == comm->net.rank ? "this rank itself" : "out of range",
@@ -63,8 +170,10 @@ static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, c
 			return IBC_ERR_INVALID_ARG;
 		}
 	}
+	if (ibc_coll_flags(a->coll) & IBC_COLLF_VECTOR)
+		return check_vector(comm, a, esz, fn);
 	if (a->coll == IBC_COLL_ALLGATHER || a->coll == IBC_COLL_REDUCE_SCATTER ||
-	    a->coll == IBC_COLL_ALLTOALL)
+	    a->coll == IBC_COLL_ALLTOALL || a->coll == IBC_COLL_GATHER || a->coll == IBC_COLL_SCATTER)
 		mult = (size_t)n;
 	if (a->count && a->count > SIZE_MAX / esz / mult) {
 		IBC_LOG_ERROR(COLL, "%s: count %zu overflows the address space", fn, a->count);
@@ -78,8 +187,13 @@ static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, c
 		need_recv = 1;
 		break;
 	case IBC_COLL_REDUCE:
+	case IBC_COLL_GATHER:
 		need_send = 1;
 		need_recv = is_root;
+		break;
+	case IBC_COLL_SCATTER:
+		need_send = is_root;
+		need_recv = 1;
 		break;
 	case IBC_COLL_SEND:
 		need_send = 1;
@@ -115,9 +229,25 @@ static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, c
 	return IBC_OK;
 }
 
-static void fill_req(struct ibc_comm *comm, struct ibc_request *req, const struct op_args *a)
+/* the operations that take only host buffers, and why: IBC_OK or IBC_ERR_UNSUPPORTED */
+static ibc_status_t check_host_only(const struct ibc_op *op, const char *fn)
+{
+	if (!(op->cuda_flags & (IBC_CUDA_REQ_SEND_DEV | IBC_CUDA_REQ_RECV_DEV | IBC_CUDA_REQ_GATED)))
+		return IBC_OK;
+	if (op->tagged || op->coll == IBC_COLL_GATHER || op->coll == IBC_COLL_SCATTER ||
+	    (ibc_coll_flags(op->coll) & IBC_COLLF_VECTOR)) {
+		IBC_LOG_ERROR(COLL, "%s: device buffers and streams are not supported for this call yet (host buffers only)",
+			      fn);
+		return IBC_ERR_UNSUPPORTED;
+	}
+	return IBC_OK;
+}
+
+static ibc_status_t fill_req(struct ibc_comm *comm, struct ibc_request *req,
+			     const struct op_args *a, const char *fn)
 {
 	struct ibc_op *op = &req->op;
+	int n = comm->net.nranks;
 
 	memset(req, 0, sizeof(*req));
 	req->comm = comm;
@@ -128,18 +258,65 @@ static void fill_req(struct ibc_comm *comm, struct ibc_request *req, const struc
 	op->dtype = a->dtype;
 	op->redop = a->op;
 	op->root = a->root;
-	if (a->coll == IBC_COLL_SEND)
-		op->seq = comm->net.peers[a->root].p2p_send_seq++;
-	else if (a->coll == IBC_COLL_RECV)
-		op->seq = comm->net.peers[a->root].p2p_recv_seq++;
-	else
-		op->seq = comm->net.coll_seq++;
+	op->tagged = a->tagged;
+	op->tag = a->tag;
+	op->source_p = a->source_p;
+	if (ibc_coll_flags(a->coll) & IBC_COLLF_VECTOR) {
+		/* the arrays are the caller's: copied, owned by the request */
+		size_t *v = ibc_malloc((size_t)(a->coll == IBC_COLL_ALLTOALLV ? 4 : 2) * (size_t)n *
+				       sizeof(size_t), "counts and offsets");
+
+		if (!v)
+			return IBC_ERR_NO_MEMORY;
+		if (a->coll == IBC_COLL_ALLTOALLV) {
+			memcpy(v, a->sc, (size_t)n * sizeof(size_t));
+			memcpy(v + n, a->sd, (size_t)n * sizeof(size_t));
+			memcpy(v + 2 * n, a->rc, (size_t)n * sizeof(size_t));
+			memcpy(v + 3 * n, a->rd, (size_t)n * sizeof(size_t));
+		} else {
+			memcpy(v, a->rc, (size_t)n * sizeof(size_t));
+			memcpy(v + n, a->rd, (size_t)n * sizeof(size_t));
+		}
+		op->v = v;
+	}
 	/* device buffers take the staged path (cuda_stage.c) */
 	if (a->gate) {
 		op->cuda_flags = IBC_CUDA_REQ_GATED;
 		req->cuda_gate = a->gate;
 	}
 	ibc_cuda_op_classify(op, comm->net.rank);
+	if (check_host_only(op, fn) != IBC_OK) {
+		ibc_free((void *)op->v);
+		op->v = NULL;
+		return IBC_ERR_UNSUPPORTED;
+	}
+	/* sequence numbers last: nothing can fail after them */
+	if (a->coll == IBC_COLL_SEND && a->tagged)
+		op->seq = comm->net.peers[a->root].tag_send_seq++;
+	else if (a->tagged)
+		op->seq = 0;    /* a tagged receive takes its sender's (p2p_tag.c) */
+	else if (a->coll == IBC_COLL_SEND)
+		op->seq = comm->net.peers[a->root].p2p_send_seq++;
+	else if (a->coll == IBC_COLL_RECV)
+		op->seq = comm->net.peers[a->root].p2p_recv_seq++;
+	else
+		op->seq = comm->net.coll_seq++;
+	return IBC_OK;
+}
+
+/* undo fill_req()'s sequence number of @a (the request was refused) */
+static void unfill_seq(struct ibc_comm *comm, const struct op_args *a)
+{
+	if (a->coll == IBC_COLL_SEND && a->tagged)
+		comm->net.peers[a->root].tag_send_seq--;
+	else if (a->tagged)
+		return;
+	else if (a->coll == IBC_COLL_SEND)
+		comm->net.peers[a->root].p2p_send_seq--;
+	else if (a->coll == IBC_COLL_RECV)
+		comm->net.peers[a->root].p2p_recv_seq--;
+	else
+		comm->net.coll_seq--;
 }
 
 static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_request_h *req_p,
@@ -161,8 +338,17 @@ static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_reque
 		goto out;
 	}
 	if (!req_p) {
-		fill_req(comm, &breq, a);
+		if (ibc_exec_in_group(comm)) {
+			IBC_LOG_ERROR(COLL, "%s: a blocking call between ibc_group_start() and ibc_group_end()",
+				      fn);
+			st = IBC_ERR_INVALID_USAGE;
+			goto out;
+		}
+		st = fill_req(comm, &breq, a, fn);
+		if (st != IBC_OK)
+			goto out;
 		st = ibc_comm_submit(comm, &breq, 1);
+		ibc_free((void *)breq.op.v);
 		goto out;
 	}
 	req = ibc_malloc(sizeof(*req), "request");
@@ -170,15 +356,15 @@ static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_reque
 		st = IBC_ERR_NO_MEMORY;
 		goto out;
 	}
-	fill_req(comm, req, a);
+	st = fill_req(comm, req, a, fn);
+	if (st != IBC_OK) {
+		ibc_free(req);
+		goto out;
+	}
 	st = ibc_comm_submit(comm, req, 0);
 	if (st != IBC_OK) {
-		if (a->coll == IBC_COLL_SEND)
-			comm->net.peers[a->root].p2p_send_seq--;
-		else if (a->coll == IBC_COLL_RECV)
-			comm->net.peers[a->root].p2p_recv_seq--;
-		else
-			comm->net.coll_seq--;
+		unfill_seq(comm, a);
+		ibc_free((void *)req->op.v);
 		ibc_free(req);
 		goto out;
 	}
@@ -378,11 +564,127 @@ ibc_status_t ibc_ibarrier(ibc_comm_h comm, ibc_request_h *req_p)
 	return op_start(comm, &a, req_p, "ibc_ibarrier");
 }
 
+/* nonblocking entry that insists on a request pointer */
+static ibc_status_t op_start_nb(ibc_comm_h comm, const struct op_args *a, ibc_request_h *req_p,
+				const char *fn)
+{
+	if (!req_p) {
+		IBC_LOG_ERROR(COLL, "%s: req_p is NULL", fn);
+		return IBC_ERR_INVALID_ARG;
+	}
+	return op_start(comm, a, req_p, fn);
+}
+
+ibc_status_t ibc_gather(const void *sendbuf, void *recvbuf, size_t sendcount, ibc_dtype_t dtype,
+			int root, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_GATHER, sendbuf, recvbuf, sendcount, dtype, IBC_SUM, root);
+
+	return op_start(comm, &a, NULL, "ibc_gather");
+}
+
+ibc_status_t ibc_igather(const void *sendbuf, void *recvbuf, size_t sendcount, ibc_dtype_t dtype,
+			 int root, ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_GATHER, sendbuf, recvbuf, sendcount, dtype, IBC_SUM, root);
+
+	return op_start_nb(comm, &a, req_p, "ibc_igather");
+}
+
+ibc_status_t ibc_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, ibc_dtype_t dtype,
+			 int root, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_SCATTER, sendbuf, recvbuf, recvcount, dtype, IBC_SUM, root);
+
+	return op_start(comm, &a, NULL, "ibc_scatter");
+}
+
+ibc_status_t ibc_iscatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+			  ibc_dtype_t dtype, int root, ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_SCATTER, sendbuf, recvbuf, recvcount, dtype, IBC_SUM, root);
+
+	return op_start_nb(comm, &a, req_p, "ibc_iscatter");
+}
+
+ibc_status_t ibc_allgatherv(const void *sendbuf, void *recvbuf, size_t sendcount,
+			    const size_t *recvcounts, const size_t *rdispls, ibc_dtype_t dtype,
+			    ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLGATHERV, sendbuf, recvbuf, sendcount, dtype, IBC_SUM, -1);
+
+	a.rc = recvcounts;
+	a.rd = rdispls;
+	return op_start(comm, &a, NULL, "ibc_allgatherv");
+}
+
+ibc_status_t ibc_iallgatherv(const void *sendbuf, void *recvbuf, size_t sendcount,
+			     const size_t *recvcounts, const size_t *rdispls, ibc_dtype_t dtype,
+			     ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLGATHERV, sendbuf, recvbuf, sendcount, dtype, IBC_SUM, -1);
+
+	a.rc = recvcounts;
+	a.rd = rdispls;
+	return op_start_nb(comm, &a, req_p, "ibc_iallgatherv");
+}
+
+ibc_status_t ibc_alltoallv(const void *sendbuf, void *recvbuf, const size_t *sendcounts,
+			   const size_t *sdispls, const size_t *recvcounts, const size_t *rdispls,
+			   ibc_dtype_t dtype, ibc_comm_h comm)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLTOALLV, sendbuf, recvbuf, 0, dtype, IBC_SUM, -1);
+
+	a.sc = sendcounts;
+	a.sd = sdispls;
+	a.rc = recvcounts;
+	a.rd = rdispls;
+	return op_start(comm, &a, NULL, "ibc_alltoallv");
+}
+
+ibc_status_t ibc_ialltoallv(const void *sendbuf, void *recvbuf, const size_t *sendcounts,
+			    const size_t *sdispls, const size_t *recvcounts, const size_t *rdispls,
+			    ibc_dtype_t dtype, ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_ALLTOALLV, sendbuf, recvbuf, 0, dtype, IBC_SUM, -1);
+
+	a.sc = sendcounts;
+	a.sd = sdispls;
+	a.rc = recvcounts;
+	a.rd = rdispls;
+	return op_start_nb(comm, &a, req_p, "ibc_ialltoallv");
+}
+
+ibc_status_t ibc_isend_tag(const void *buf, size_t count, ibc_dtype_t dtype, int peer, int tag,
+			   ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_SEND, buf, NULL, count, dtype, IBC_SUM, peer);
+
+	a.tagged = 1;
+	a.tag = tag;
+	return op_start_nb(comm, &a, req_p, "ibc_isend_tag");
+}
+
+ibc_status_t ibc_irecv_tag(void *buf, size_t count, ibc_dtype_t dtype, int peer, int tag,
+			   int *source_p, ibc_comm_h comm, ibc_request_h *req_p)
+{
+	struct op_args a = ARGS(IBC_COLL_RECV, NULL, buf, count, dtype, IBC_SUM, peer);
+
+	a.tagged = 1;
+	a.tag = tag;
+	a.source_p = source_p;
+	return op_start_nb(comm, &a, req_p, "ibc_irecv_tag");
+}
+
 ibc_status_t ibc_test(ibc_request_h req, int *done_p)
 {
 	if (!req || !done_p) {
 		IBC_LOG_ERROR(COLL, "ibc_test: %s is NULL", req ? "done_p" : "req");
 		return IBC_ERR_INVALID_ARG;
+	}
+	if (__atomic_load_n(&req->in_group, __ATOMIC_ACQUIRE)) {
+		IBC_LOG_ERROR(COLL, "ibc_test: the request was collected by ibc_group_start() and is not issued until ibc_group_end()");
+		return IBC_ERR_INVALID_USAGE;
 	}
 	return ibc_comm_request_test(req, done_p);
 }
@@ -395,7 +697,12 @@ ibc_status_t ibc_wait(ibc_request_h req)
 		IBC_LOG_ERROR(COLL, "ibc_wait: req is NULL");
 		return IBC_ERR_INVALID_ARG;
 	}
+	if (__atomic_load_n(&req->in_group, __ATOMIC_ACQUIRE)) {
+		IBC_LOG_ERROR(COLL, "ibc_wait: the request was collected by ibc_group_start() and is not issued until ibc_group_end()");
+		return IBC_ERR_INVALID_USAGE;
+	}
 	st = ibc_comm_request_wait(req);
+	ibc_free((void *)req->op.v);
 	ibc_free(req);
 	return st;
 }

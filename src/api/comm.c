@@ -314,6 +314,10 @@ ibc_status_t ibc_comm_destroy(ibc_comm_h comm)
 	if (!comm)
 		return IBC_OK;
 	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_destroy"));
+	if (ibc_exec_in_group(comm)) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_destroy: inside ibc_group_start() .. ibc_group_end(); the collected requests fail");
+		ibc_exec_cancel_group(comm);
+	}
 	st = ibc_comm_drain(comm);
 	ibc_registry_remove(comm);
 	ibc_comm_leave(comm);
@@ -423,6 +427,27 @@ ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
 			break;
 		}
 	}
+	ibc_comm_leave(comm);
+	return IBC_OK;
+}
+
+ibc_status_t ibc_comm_set_timeout(ibc_comm_h comm, int64_t timeout_ms)
+{
+	int i;
+
+	if (!comm) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_set_timeout: comm is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (timeout_ms < 100 || timeout_ms > 86400000) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_set_timeout: %lld ms is outside [100, 86400000]",
+			      (long long)timeout_ms);
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_set_timeout"));
+	__atomic_store_n(&comm->net.timeout_ms, timeout_ms, __ATOMIC_RELAXED);
+	for (i = 0; i < comm->net.ntinst; i++)
+		__atomic_store_n(&comm->net.tinst[i].env.timeout_ms, timeout_ms, __ATOMIC_RELAXED);
 	ibc_comm_leave(comm);
 	return IBC_OK;
 }

@@ -38,7 +38,8 @@
 /* a host-memory send or receive: run concurrently with its queue neighbours */
 static int req_is_host_p2p(const struct ibc_request *req)
 {
-	return req && ibc_coll_is_p2p(req->op.coll) && !req->op.cuda_flags && req->op.count > 0;
+	return req && ibc_coll_is_p2p(req->op.coll) && !req->op.cuda_flags &&
+	       (req->op.count > 0 || req->op.tagged);
 }
 
 /* the queue head changed; comm->lock held */
@@ -87,6 +88,7 @@ static int p2p_behind(struct ibc_request *const *reqs, struct ibc_treq *const *t
 	for (j = 0; j < hi; j++)
 		if (j != i && reqs[j] && !trp[j] && reqs[j]->op.coll == reqs[i]->op.coll &&
 		    reqs[j]->op.root == reqs[i]->op.root &&
+		    reqs[j]->op.tagged == reqs[i]->op.tagged &&
 		    (int32_t)(reqs[j]->op.seq - reqs[i]->op.seq) < 0)
 			return 1;
 	return 0;
@@ -109,12 +111,14 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 	struct ibc_treq *trp[P2P_BATCH_MAX] = { NULL };
 	struct ibc_request *next = first;
 	uint64_t conn_deadline = 0;
+	uint64_t last_ms = ibc_time_ms();       /* last post or completion */
 	ibc_status_t st = IBC_OK;
 	int nact = 0;
 	int hi = 0;
 	int i;
 
 	for (;;) {
+		const struct ibc_op *match_op = NULL;   /* a tagged operation not posted yet */
 		int nconn = 0;
 		int conn_peer = -1;
 
@@ -142,6 +146,11 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 				if (!reqs[i] || trp[i] || p2p_behind(reqs, trp, hi, i))
 					continue;
 				st = ibc_coll_p2p_post(&comm->coll, &reqs[i]->op, &tr[i], 1);
+				if (st == IBC_INPROGRESS && reqs[i]->op.tagged) {
+					/* a handshake or a matching envelope still to come */
+					match_op = &reqs[i]->op;
+					continue;
+				}
 				if (st == IBC_INPROGRESS) {
 					nconn++;
 					conn_peer = reqs[i]->op.root;
@@ -155,6 +164,7 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 			/* what waited behind a request posted just now goes next */
 			if (!posted)
 				break;
+			last_ms = ibc_time_ms();
 		}
 		if (nact < P2P_BATCH_MAX) {
 			pthread_mutex_lock(&comm->lock);
@@ -166,11 +176,28 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 		}
 		if (!nact)
 			return;
-		if (nconn) {
+		if (match_op && ibc_time_ms() - last_ms > (uint64_t)comm->net.timeout_ms) {
+			char who[32];
+
+			if (match_op->root == IBC_ANY_SOURCE)
+				snprintf(who, sizeof(who), "from any rank");
+			else
+				snprintf(who, sizeof(who), "%s rank %d",
+					 match_op->coll == IBC_COLL_SEND ? "to" : "from", match_op->root);
+			st = ibc_net_fail_stalled(&comm->net, match_op->root, match_op->root,
+						  "tagged %s of %zu %s with tag %d %s not matched for %lld ms (IBC_TIMEOUT_MS)",
+						  match_op->coll == IBC_COLL_SEND ? "send" : "receive",
+						  match_op->count, ibc_dtype_name(match_op->dtype),
+						  match_op->tag, who, (long long)comm->net.timeout_ms);
+			goto fail;
+		}
+		if (nconn || match_op) {
 			/* handshakes under way: poll the posted transfers, then step again */
 			uint64_t now = ibc_time_ms();
 
-			if (!conn_deadline) {
+			if (!nconn) {
+				conn_deadline = 0;
+			} else if (!conn_deadline) {
 				conn_deadline = now + (uint64_t)ibc_param_bootstrap_timeout_ms();
 			} else if (now > conn_deadline) {
 				st = ibc_net_fail(&comm->net, IBC_ERR_TIMEOUT, conn_peer,
@@ -205,6 +232,7 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 				goto fail;
 			}
 			comm_complete_locked(comm, reqs[i], IBC_OK);
+			last_ms = ibc_time_ms();
 			/*
 			 * Its caller may free it now: error texts (comm->net.cur)
 			 * must name a request still in the batch.
@@ -246,7 +274,7 @@ static ibc_status_t exec_host(void *arg, struct ibc_op *op)
 	struct ibc_algo_choice c;
 
 	memset(&c, 0, sizeof(c));
-	if (op->count == 0 && op->coll != IBC_COLL_BARRIER)
+	if (ibc_op_is_empty(op))
 		return IBC_OK;
 	ibc_coll_announce(&comm->coll, op);
 	if (ibc_coll_is_tuned(op->coll))
@@ -349,9 +377,36 @@ void *ibc_exec_thread(void *arg)
 	return NULL;
 }
 
+int ibc_exec_in_group(struct ibc_comm *comm)
+{
+	return __atomic_load_n(&comm->group_active, __ATOMIC_ACQUIRE);
+}
+
 ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int blocking)
 {
 	pthread_mutex_lock(&comm->lock);
+	if (comm->group_active) {
+		/* a group collects the nonblocking p2p calls of its thread, and only them */
+		if (blocking || !ibc_coll_is_p2p(req->op.coll) ||
+		    !pthread_equal(comm->group_thread, pthread_self())) {
+			pthread_mutex_unlock(&comm->lock);
+			IBC_LOG_ERROR(COLL, "%s between ibc_group_start() and ibc_group_end()%s: only nonblocking sends and receives of the group's thread may be collected",
+				      ibc_coll_name(req->op.coll),
+				      pthread_equal(comm->group_thread, pthread_self()) ? ""
+											 : " (from another thread)");
+			return IBC_ERR_INVALID_USAGE;
+		}
+		req->next = NULL;
+		__atomic_store_n(&req->in_group, 1, __ATOMIC_RELEASE);
+		if (comm->g_tail)
+			comm->g_tail->next = req;
+		else
+			comm->g_head = req;
+		comm->g_tail = req;
+		comm->g_n++;
+		pthread_mutex_unlock(&comm->lock);
+		return IBC_OK;
+	}
 	if (blocking && !comm->q_head && !comm->running) {
 		/* nothing ahead of us: run in this thread, no hand-off latency */
 		comm->running = 1;
@@ -496,6 +551,33 @@ ibc_status_t ibc_comm_drain(struct ibc_comm *comm)
 	return st;
 }
 
+/* a group never ended: its requests will never be issued (comm->lock held) */
+static void group_cancel_locked(struct ibc_comm *comm)
+{
+	struct ibc_request *req;
+
+	while ((req = comm->g_head)) {
+		comm->g_head = req->next;
+		req->status = comm->net.poisoned ? comm->net.poison_st : IBC_ERR_INVALID_USAGE;
+		snprintf(req->errmsg, sizeof(req->errmsg), "%s",
+			 comm->net.poisoned ? comm->net.poison_msg
+					    : "the communicator was destroyed inside ibc_group_start() .. ibc_group_end()");
+		__atomic_store_n(&req->in_group, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
+	}
+	comm->g_tail = NULL;
+	comm->g_n = 0;
+	comm->group_active = 0;
+}
+
+void ibc_exec_cancel_group(struct ibc_comm *comm)
+{
+	pthread_mutex_lock(&comm->lock);
+	group_cancel_locked(comm);
+	pthread_cond_broadcast(&comm->cond);
+	pthread_mutex_unlock(&comm->lock);
+}
+
 void ibc_exec_cancel_queued(struct ibc_comm *comm)
 {
 	struct ibc_request *req;
@@ -509,7 +591,65 @@ void ibc_exec_cancel_queued(struct ibc_comm *comm)
 	}
 	comm->q_tail = NULL;
 	comm->nqueued = 0;
+	group_cancel_locked(comm);
 	comm_q_changed(comm);
 	pthread_cond_broadcast(&comm->cond);
 	pthread_mutex_unlock(&comm->lock);
+}
+
+ibc_status_t ibc_group_start(ibc_comm_h comm)
+{
+	ibc_status_t st = IBC_OK;
+
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_group_start"));
+	pthread_mutex_lock(&comm->lock);
+	if (comm->group_active) {
+		IBC_LOG_ERROR(COLL, "ibc_group_start: a group is already open on this communicator (groups do not nest)");
+		st = IBC_ERR_INVALID_USAGE;
+	} else {
+		comm->group_thread = pthread_self();
+		__atomic_store_n(&comm->group_active, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&comm->lock);
+	ibc_comm_leave(comm);
+	return st;
+}
+
+ibc_status_t ibc_group_end(ibc_comm_h comm)
+{
+	struct ibc_request *req;
+	ibc_status_t st = IBC_OK;
+
+	IBC_CHECK(ibc_comm_enter(comm, "ibc_group_end"));
+	pthread_mutex_lock(&comm->lock);
+	if (!comm->group_active || !pthread_equal(comm->group_thread, pthread_self())) {
+		pthread_mutex_unlock(&comm->lock);
+		IBC_LOG_ERROR(COLL, "ibc_group_end: no group was started%s",
+			      comm->group_active ? " by this thread" : "");
+		ibc_comm_leave(comm);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	/* the group's operations go to the queue together, in their order */
+	for (req = comm->g_head; req; req = req->next)
+		__atomic_store_n(&req->in_group, 0, __ATOMIC_RELEASE);
+	if (comm->g_head) {
+		if (comm->q_tail)
+			comm->q_tail->next = comm->g_head;
+		else
+			comm->q_head = comm->g_head;
+		comm->q_tail = comm->g_tail;
+		comm->nqueued += comm->g_n;
+		comm_q_changed(comm);
+		pthread_cond_signal(&comm->work_cond);
+	}
+	comm->g_head = comm->g_tail = NULL;
+	comm->g_n = 0;
+	__atomic_store_n(&comm->group_active, 0, __ATOMIC_RELEASE);
+	if (ibc_net_status(&comm->net) != IBC_OK) {
+		IBC_LOG_DEBUG(COLL, "ibc_group_end on a failed communicator: %s", comm->net.poison_msg);
+		st = IBC_ERR_INVALID_USAGE;
+	}
+	pthread_mutex_unlock(&comm->lock);
+	ibc_comm_leave(comm);
+	return st;
 }

@@ -12,6 +12,7 @@
 #define IBC_COLLF_PEER     0x4u
 #define IBC_COLLF_PER_RANK 0x8u
 #define IBC_COLLF_TUNED    0x10u
+#define IBC_COLLF_VECTOR   0x20u
 
 /* enum ibc_coll_type - crosses the wire in struct ibc_msg_desc: fixed values */
 enum ibc_coll_type {

@@ -264,6 +264,8 @@ void ibc_log_emit(int level, uint64_t subsys, const char *file, int line, const 
 		else
 			snprintf(last_error, sizeof(last_error), "%.*s", (int)sizeof(last_error) - 1, msg);
 	}
+	if (!ibc_log_enabled(level, subsys))
+		return;         /* recorded for ibc_last_error(), not printed */
 	base = base ? base + 1 : file;
 	n = snprintf(prefix, sizeof(prefix), "%s:%d:%ld ", log_host, (int)getpid(),
 		     (long)syscall(SYS_gettid));

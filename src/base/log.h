@@ -68,9 +68,13 @@ const char *ibc_log_strip_rank(const char *text);
 /* ibc_last_error() storage: set by ERROR/WARN lines and by request waits */
 void ibc_log_set_last_error(const char *text);
 
+/*
+ * ERROR and WARN lines are always formatted: their text is what
+ * ibc_last_error() returns, whether IBC_DEBUG prints them or not (NONE).
+ */
 #define IBC_LOG(level, subsys, ...)                                                    \
 	do {                                                                           \
-		if (ibc_log_enabled((level), IBC_SUBSYS_##subsys))                    \
+		if ((level) <= IBC_LEVEL_WARN || ibc_log_enabled((level), IBC_SUBSYS_##subsys)) \
 			ibc_log_emit((level), IBC_SUBSYS_##subsys, __FILE__, __LINE__, \
 				     __VA_ARGS__);                                     \
 	} while (0)

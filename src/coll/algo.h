@@ -19,11 +19,14 @@
  * it talks through, and what the algorithms keep across operations.
  */
 struct ibc_shmar;
+struct ibc_tag_ux;
 struct ibc_coll {
 	struct ibc_net *net;
 	void *scratch;                        /* ibc_coll_scratch(), page-aligned */
 	size_t scratch_nbytes;
 	struct ibc_shmar *shmar;              /* the shm all-reduce's segment, NULL when none */
+	struct ibc_tag_ux *ux_head;           /* tagged envelopes taken before their receive */
+	int ux_any_next;                      /* where the next any-source receive starts */
 };
 
 /* enum ibc_algo - algorithms of all-reduce, broadcast and reduce (names: ibc_algo_name) */
@@ -104,6 +107,22 @@ ibc_status_t ibc_coll_p2p_post(struct ibc_coll *coll, struct ibc_op *op, struct 
 			       int nowait);
 ibc_status_t ibc_coll_alltoall(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_coll_barrier(struct ibc_coll *coll, struct ibc_op *op);
+
+/*
+ * ibc_coll_tag_post() - post tagged send or receive @op (op->tagged) into
+ * @tr (p2p_tag.c): IBC_OK once its transfer is posted (a receive whose
+ * data had already arrived completes @tr at once), IBC_INPROGRESS while a
+ * connection is set up or no envelope matched a receive yet (call again),
+ * or the failure. ibc_coll_tag_fini() frees the envelopes taken.
+ */
+ibc_status_t ibc_coll_tag_post(struct ibc_coll *coll, struct ibc_op *op, struct ibc_treq *tr);
+void ibc_coll_tag_fini(struct ibc_coll *coll);
+
+/* rooted and vector collectives on point-to-point messages (vcoll.c) */
+ibc_status_t ibc_coll_gather(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_coll_scatter(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_coll_allgatherv(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_coll_alltoallv(struct ibc_coll *coll, struct ibc_op *op);
 
 /*
  * Block partition of @count elements over @n ranks: block b has

@@ -74,7 +74,7 @@ void ibc_coll_announce(struct ibc_coll *coll, const struct ibc_op *op)
 ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,
 			  const struct ibc_algo_choice *choice)
 {
-	if (op->count == 0 && op->coll != IBC_COLL_BARRIER)
+	if (ibc_op_is_empty(op))
 		return IBC_OK;
 	switch (op->coll) {
 	case IBC_COLL_ALLREDUCE:
@@ -86,6 +86,10 @@ ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,
 	case IBC_COLL_SEND:
 	case IBC_COLL_RECV:           return ibc_coll_p2p(coll, op);
 	case IBC_COLL_BARRIER:        return ibc_coll_barrier(coll, op);
+	case IBC_COLL_GATHER:         return ibc_coll_gather(coll, op);
+	case IBC_COLL_SCATTER:        return ibc_coll_scatter(coll, op);
+	case IBC_COLL_ALLGATHERV:     return ibc_coll_allgatherv(coll, op);
+	case IBC_COLL_ALLTOALLV:      return ibc_coll_alltoallv(coll, op);
 	default:
 		IBC_LOG_ERROR(COLL, "unknown operation %d", op->coll);
 		return IBC_ERR_INTERNAL;
@@ -100,6 +104,7 @@ ibc_status_t ibc_coll_init(struct ibc_coll *coll, struct ibc_net *net)
 
 void ibc_coll_fini(struct ibc_coll *coll)
 {
+	ibc_coll_tag_fini(coll);
 	ibc_free(coll->scratch);
 	coll->scratch = NULL;
 	coll->scratch_nbytes = 0;

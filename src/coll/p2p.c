@@ -29,6 +29,8 @@ ibc_status_t ibc_coll_p2p_post(struct ibc_coll *coll, struct ibc_op *op, struct 
 	struct ibc_msg_desc d;
 	size_t esz;
 
+	if (op->tagged)
+		return ibc_coll_tag_post(coll, op, tr);
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	if (nowait)
 		IBC_CHECK(ibc_net_connect_try(coll->net, op->root));

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/coll_kind.h"
 #include "boot/bootstrap.h"
 #include "ibcoll.h"
 #include "transport/transport.h"
@@ -39,10 +40,30 @@ struct ibc_op {
 	int root;               /* root, or peer for send/recv; -1 */
 	uint32_t seq;           /* collective seq, or per-pair p2p seq */
 	uint8_t proto_flags;    /* IBC_DESC_F_LL when the tuner chose LL */
+	/*
+	 * allgatherv: recvcounts[n], rdispls[n]; alltoallv: sendcounts[n],
+	 * sdispls[n], recvcounts[n], rdispls[n] (ELEMENTS), owned by the request
+	 */
+	const size_t *v;
+	/* tagged send/receive (ibc_isend_tag/ibc_irecv_tag); 0 for every other operation */
+	int tagged;
+	int tag;
+	int *source_p;          /* tagged receive: where the matched source goes */
+	int tag_state;          /* tagged operations: matching progress (p2p_tag.c) */
 	/* device buffers (src/cuda/cuda.h), 0 for host buffers */
 	unsigned cuda_flags;    /* IBC_CUDA_REQ_*, set by ibc_cuda_op_classify() */
 	int cuda_dev;           /* CUDA device of the device buffers */
 };
+
+/*
+ * 1 when @op moves nothing on any rank: a count of 0 (the same on every
+ * rank) of a collective that is not a barrier nor has counts per rank
+ */
+static inline int ibc_op_is_empty(const struct ibc_op *op)
+{
+	return op->count == 0 && op->coll != IBC_COLL_BARRIER &&
+	       !(ibc_coll_flags(op->coll) & IBC_COLLF_VECTOR);
+}
 
 /* struct ibc_peer - what the net layer keeps per peer rank */
 struct ibc_peer {
@@ -50,6 +71,7 @@ struct ibc_peer {
 	struct ibc_tconn *conn;               /* NULL until connected */
 	uint32_t p2p_send_seq;                /* sends issued to this peer */
 	uint32_t p2p_recv_seq;                /* receives issued from it */
+	uint32_t tag_send_seq;                /* tagged sends issued to this peer */
 };
 
 struct ibc_net;
@@ -311,9 +333,13 @@ ibc_status_t ibc_net_desc_check(struct ibc_net *net, int peer, const struct ibc_
 
 /* tags of the layers above, 0..IBC_TENV_TAG_MAX (kept apart from the transports') */
 #define IBC_NET_TAG_SHMAR 0x000u      /* coll: the shm all-reduce's set-up */
+#define IBC_NET_TAG_P2P_ENV 0x001u    /* coll: envelopes of tagged sends (p2p_tag.c) */
 
 ibc_status_t ibc_net_oob_send(struct ibc_net *net, int peer, uint32_t tag, const void *buf,
 			      size_t nbytes);
+/* the oldest message from @peer with @tag if one arrived (*@got_p); never blocks */
+ibc_status_t ibc_net_oob_try_recv(struct ibc_net *net, int peer, uint32_t tag, void *buf,
+				  size_t nbytes, int *got_p);
 /* blocking receive, bounded by IBC_BOOTSTRAP_TIMEOUT_MS */
 ibc_status_t ibc_net_oob_recv(struct ibc_net *net, int peer, uint32_t tag, void *buf,
 			      size_t nbytes);

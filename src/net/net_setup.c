@@ -391,6 +391,12 @@ ibc_status_t ibc_net_oob_send(struct ibc_net *net, int peer, uint32_t tag, const
 	return ibc_bootstrap_send(net->bs, peer, upper_tag(tag), buf, nbytes);
 }
 
+ibc_status_t ibc_net_oob_try_recv(struct ibc_net *net, int peer, uint32_t tag, void *buf,
+				  size_t nbytes, int *got_p)
+{
+	return ibc_bootstrap_try_recv(net->bs, peer, upper_tag(tag), buf, nbytes, got_p);
+}
+
 ibc_status_t ibc_net_oob_recv(struct ibc_net *net, int peer, uint32_t tag, void *buf,
 			      size_t nbytes)
 {

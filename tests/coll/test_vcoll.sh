@@ -1,0 +1,31 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# test_vcoll.sh - tests/coll/vcoll_check (gather, scatter, allgatherv,
+# alltoallv, tagged and any-source receives, groups, refused misuse) with
+# exact values on 1, 2, 3, 5 and 8 ranks over shm and tcp, with and without
+# the progress thread. Every wait is bounded (IBC_TIMEOUT_MS=20000, 120 s
+# per launch).
+b=$top_builddir
+run=$top_srcdir/tests/scripts/run_local_ranks.sh
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+npat=6
+cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|8 shm 1|2 tcp 1|3 tcp 1|5 tcp 1|3 shm 0|2 tcp 0"
+echo "1..$(echo "$cfgs" | tr '|' '\n' | wc -l)"
+n=0
+echo "$cfgs" | tr '|' '\n' | while read -r nr tp th; do
+	n=$((n + 1))
+	start=$(date +%s)
+	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=20000 \
+		"$run" -n "$nr" -t 120 -- "$b/tests/coll/vcoll_check" >"$log" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - start))
+	npass=$(grep -c ': PASS: ' "$log")
+	desc="$nr ranks, $tp, progress thread $th: $npat patterns pass on every rank ($secs s)"
+	if [ "$rc" -eq 0 ] && [ "$npass" -eq $((npat * nr)) ]; then
+		echo "ok $n - $desc"
+	else
+		echo "not ok $n - $desc (rc $rc, $npass PASS lines)"
+		grep -v ': PASS: ' "$log" | sed 's/^/# /' | tail -20
+	fi
+done
