@@ -149,8 +149,9 @@ ncclResult_t ncclGetVersion(int *version);
 /** ncclGetErrorString() - short text of a result code; never NULL. */
 const char *ncclGetErrorString(ncclResult_t result);
 /**
- * ncclGetLastError() - text of the last error: @comm's when it has one,
- * else the process's last; "" when nothing failed. Not cleared by reading.
+ * ncclGetLastError() - text of the process's last error (any thread, any
+ * communicator: @comm is unused), "" when nothing failed; not cleared by
+ * reading. Names the call, the rank and the cause.
  */
 const char *ncclGetLastError(ncclComm_t comm);
 

@@ -78,7 +78,7 @@ struct ncclComm {
 	int task_done;                  /* ... and has finished */
 	ncclResult_t init_res;          /* ncclSuccess once usable */
 	ncclUniqueId id;
-	char err[SHIM_ERR_BYTES];       /* this communicator's last error */
+	char err[SHIM_ERR_BYTES];       /* last error on it (quoted if its init failed) */
 	struct shim_ev *evs;            /* streams used, for ncclCommFinalize() */
 	int nevs;
 	struct shim_reg *regs;          /* ncclCommRegister() handles */
@@ -110,8 +110,6 @@ ncclResult_t shim_err(struct ncclComm *comm, ncclResult_t res, const char *fn, c
 		      ...) __attribute__((format(printf, 4, 5)));
 /* @st from an ibcoll call: translate it, and record ibc_last_error() as the text */
 ncclResult_t shim_ibc_err(struct ncclComm *comm, ibc_status_t st, const char *fn);
-/* copy of the last text of @comm, or of the process when @comm has none */
-void shim_comm_set_err_text(struct ncclComm *comm, const char *text);
 
 /* ---- shim_map.c: NCCL types onto ibcoll's --------------------------------- */
 

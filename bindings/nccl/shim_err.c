@@ -67,7 +67,7 @@ static int debug_warn(void)
 	return level;
 }
 
-void shim_comm_set_err_text(struct ncclComm *comm, const char *text)
+static void set_err_text(struct ncclComm *comm, const char *text)
 {
 	if (comm) {
 		pthread_mutex_lock(&comm->lock);
@@ -82,8 +82,8 @@ void shim_comm_set_err_text(struct ncclComm *comm, const char *text)
 ncclResult_t shim_err(struct ncclComm *comm, ncclResult_t res, const char *fn, const char *fmt,
 		      ...)
 {
-	char msg[SHIM_ERR_BYTES];
-	char text[SHIM_ERR_BYTES + 128];
+	char msg[SHIM_ERR_BYTES - 160];
+	char text[SHIM_ERR_BYTES];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -94,7 +94,7 @@ ncclResult_t shim_err(struct ncclComm *comm, ncclResult_t res, const char *fn, c
 			 msg);
 	else
 		snprintf(text, sizeof(text), "%s: %s", fn, msg);
-	shim_comm_set_err_text(comm, text);
+	set_err_text(comm, text);
 	if (debug_warn()) {
 		char host[64] = "?";
 
@@ -113,19 +113,17 @@ ncclResult_t shim_ibc_err(struct ncclComm *comm, ibc_status_t st, const char *fn
 	return shim_err(comm, shim_result(st), fn, "%s", why);
 }
 
+/*
+ * ncclGetLastError() - the process's last error, whichever thread and
+ * communicator it came from (NCCL documents @comm as unused): a watchdog
+ * thread that saw ncclCommGetAsyncError() report an error reads its text.
+ */
 const char *ncclGetLastError(ncclComm_t comm)
 {
-	err_copy[0] = '\0';
-	if (comm && comm->magic == SHIM_COMM_MAGIC) {
-		pthread_mutex_lock(&comm->lock);
-		snprintf(err_copy, sizeof(err_copy), "%s", comm->err);
-		pthread_mutex_unlock(&comm->lock);
-	}
-	if (!err_copy[0]) {
-		pthread_mutex_lock(&err_lock);
-		snprintf(err_copy, sizeof(err_copy), "%s", err_process);
-		pthread_mutex_unlock(&err_lock);
-	}
+	(void)comm;
+	pthread_mutex_lock(&err_lock);
+	snprintf(err_copy, sizeof(err_copy), "%s", err_process);
+	pthread_mutex_unlock(&err_lock);
 	return err_copy;
 }
 
