@@ -190,6 +190,8 @@ ncclResult_t shim_config_parse(const ncclConfig_t *config, int dflt_blocking, in
 int shim_cuda_device_count(void);
 /* the current device, or -1 with the error recorded */
 int shim_cuda_current_device(void);
+/* make @dev current in this thread (a background init runs on the creator's device) */
+void shim_cuda_set_device(int dev);
 ncclResult_t shim_cuda_copy(void *dst, const void *src, size_t nbytes, cudaStream_t stream,
 			    struct ncclComm *comm, const char *fn);
 /*

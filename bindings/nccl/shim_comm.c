@@ -115,6 +115,8 @@ static void *init_thread(void *arg)
 {
 	struct ncclComm *c = arg;
 
+	/* ibcoll's init looks at the current device (topology, GPUDirect) */
+	shim_cuda_set_device(c->cudev);
 	comm_join(c, "ncclCommInitRank");
 	pthread_mutex_lock(&c->lock);
 	c->task_done = 1;

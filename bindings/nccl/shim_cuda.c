@@ -46,6 +46,12 @@ int shim_cuda_current_device(void)
 	return dev;
 }
 
+void shim_cuda_set_device(int dev)
+{
+	if (dev >= 0 && cudaSetDevice(dev) != cudaSuccess)
+		(void)cudaGetLastError();       /* the init then reports what fails */
+}
+
 ncclResult_t shim_cuda_copy(void *dst, const void *src, size_t nbytes, cudaStream_t stream,
 			    struct ncclComm *comm, const char *fn)
 {

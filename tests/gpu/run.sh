@@ -18,7 +18,12 @@
 #   6. stream-ordered calls on real CUDA streams (test_cuda_stream);
 #   7. the GPUDirect RDMA decision on this machine (test_gdr);
 #   8. the reduction kernel against a device-to-device copy of 256 MiB
-#      (test_cuda_kernels --bench; target >= 80% of the copy bandwidth).
+#      (test_cuda_kernels --bench; target >= 80% of the copy bandwidth);
+#   9. the NCCL API library (bindings/nccl, libibcoll_nccl.so as
+#      libnccl.so.2) in stream mode: tests/nccl/nccl_check on device
+#      buffers, 2 ranks sharing the GPU over shm and over tcp (every case
+#      of its host-mode run in make check, plus stream order and groups on
+#      two streams, which need a GPU).
 #
 # usage: tests/gpu/run.sh            (from anywhere; about 3-5 minutes)
 # env:   IBC_GPU_BUILD=dir   build directory (default: a fresh mktemp -d)
@@ -166,6 +171,9 @@ step "device-buffer collective matrix" 900 "$obj/tests/cuda/test_cuda_coll" --la
 step "stream-ordered calls" 300 "$obj/tests/cuda/test_cuda_stream"
 step "GPUDirect RDMA decision" 120 sh -c "IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=CUDA '$obj/tests/cuda/test_gdr'"
 step "reduction vs D2D copy, 256 MiB" 300 "$obj/tests/cuda/test_cuda_kernels" --bench
+step "NCCL API library, 2 ranks sharing the GPU (shm, tcp)" 300 sh -c "\
+	LD_LIBRARY_PATH='$obj/bindings/nccl:$obj/src/.libs' IBC_TIMEOUT_MS=20000 \
+	IBC_BOOTSTRAP_TIMEOUT_MS=20000 '$obj/tests/nccl/nccl_check' -d device -m '2:shm 2:tcp' -t 240"
 bench=$(grep '^# BENCH' "$log" | sed 's/^# BENCH //')
 
 # ---- summary --------------------------------------------------------------

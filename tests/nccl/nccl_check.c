@@ -882,6 +882,123 @@ static int split(struct ctx *c)
 	return 0;
 }
 
+/* ---- stream semantics (device mode) ------------------------------------------------ */
+
+struct delayed {
+	int32_t *h;
+	size_t n;
+	int rank;
+};
+
+/* a host function on the stream: the input appears only 300 ms after the call */
+static void delayed_fill(void *arg)
+{
+	struct delayed *d = arg;
+	size_t i;
+
+	usleep(300000);
+	for (i = 0; i < d->n; i++)
+		d->h[i] = (int32_t)val(d->rank, i);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* @n int32 received in @out (pinned host) must be the sum over ranks */
+static int check_pinned(struct ctx *c, const int32_t *out, size_t n, double (*want)(struct ctx *, size_t, void *),
+			void *arg, const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (out[i] != (int32_t)want(c, i, arg))
+			return fail(c, "%s: element %zu is %d, expected %d", what, i, out[i],
+				    (int32_t)want(c, i, arg));
+	return 0;
+}
+
+/*
+ * ncclAllReduce returns before the stream reaches it (its input is written
+ * by a host function queued 300 ms ahead), runs after that work, and a copy
+ * queued behind it on the stream sees the result.
+ */
+static int stream_ordering(struct ctx *c)
+{
+	size_t n = 1003;
+	struct delayed d;
+	int32_t *in = NULL;
+	int32_t *out = NULL;
+	double t;
+	struct buf r;
+
+	if (!c->device)
+		return skip(c, "needs a CUDA device (stream mode)");
+	if (cudaMallocHost((void **)&in, n * 4) != cudaSuccess ||
+	    cudaMallocHost((void **)&out, n * 4) != cudaSuccess)
+		return fail(c, "cudaMallocHost failed");
+	memset(in, 0, n * 4);
+	memset(out, 0, n * 4);
+	if (buf_make(c, &r, ncclInt32, n, -1))
+		return -1;
+	d.h = in;
+	d.n = n;
+	d.rank = c->rank;
+	if (cudaLaunchHostFunc(c->stream, delayed_fill, &d) != cudaSuccess)
+		return fail(c, "cudaLaunchHostFunc failed");
+	t = now_s();
+	CHECK(c, ncclAllReduce(in, r.d, n, ncclInt32, ncclSum, c->comm, c->stream));
+	t = now_s() - t;
+	if (cudaMemcpyAsync(out, r.d, n * 4, cudaMemcpyDeviceToHost, c->stream) != cudaSuccess ||
+	    cudaStreamSynchronize(c->stream) != cudaSuccess)
+		return fail(c, "copy after the allreduce failed");
+	if (t > 0.2)
+		return fail(c, "ncclAllReduce took %.0f ms: it waited for the stream", t * 1e3);
+	if (check_pinned(c, out, n, want_sum, NULL, "allreduce of input written by earlier stream work"))
+		return -1;
+	buf_free(c, &r);
+	cudaFreeHost(in);
+	cudaFreeHost(out);
+	return 0;
+}
+
+/* a group whose receive is on a second stream: work queued there afterwards sees the data */
+static int group_two_streams(struct ctx *c)
+{
+	size_t n = 1003;
+	int prev = (c->rank + c->nranks - 1) % c->nranks;
+	int next = (c->rank + 1) % c->nranks;
+	cudaStream_t s2;
+	int32_t *out = NULL;
+	struct buf s;
+	struct buf r;
+
+	if (!c->device)
+		return skip(c, "needs a CUDA device (stream mode)");
+	if (cudaStreamCreate(&s2) != cudaSuccess || cudaMallocHost((void **)&out, n * 4) != cudaSuccess)
+		return fail(c, "cudaStreamCreate/cudaMallocHost failed");
+	if (buf_make(c, &s, ncclInt32, n, c->rank) || buf_make(c, &r, ncclInt32, n, -1))
+		return -1;
+	CHECK(c, ncclGroupStart());
+	CHECK(c, ncclRecv(r.d, n, ncclInt32, prev, c->comm, s2));
+	CHECK(c, ncclSend(s.d, n, ncclInt32, next, c->comm, c->stream));
+	CHECK(c, ncclGroupEnd());
+	if (cudaMemcpyAsync(out, r.d, n * 4, cudaMemcpyDeviceToHost, s2) != cudaSuccess ||
+	    cudaStreamSynchronize(s2) != cudaSuccess || cudaStreamSynchronize(c->stream) != cudaSuccess)
+		return fail(c, "copy on the second stream failed");
+	if (check_pinned(c, out, n, want_from, &prev, "ring received on a second stream"))
+		return -1;
+	cudaStreamDestroy(s2);
+	cudaFreeHost(out);
+	buf_free(c, &s);
+	buf_free(c, &r);
+	return 0;
+}
+
 /* ---- cases that make their own communicator ---------------------------------- */
 
 /*
@@ -1164,6 +1281,8 @@ static const struct tcase cases[] = {
 	{ "group: nested, allreduce + ring + allgather", group_mixed_nested, 0, 1 },
 	{ "group: two communicators written in opposite orders", group_two_comms, 0, 1 },
 	{ "split: parity colors, reversed keys, NCCL_SPLIT_NOCOLOR", split, 0, 1 },
+	{ "stream order: returns at once, runs after earlier stream work", stream_ordering, 0, 1 },
+	{ "group on two streams: the second stream sees its receive", group_two_streams, 0, 1 },
 	{ "nonblocking init: ncclInProgress, polled to ncclSuccess", init_nonblocking, 1, 1 },
 	{ "two communicators initialized inside one group", init_in_group, 1, 2 },
 	{ "register, deregister, finalize; calls after finalize refused", register_finalize, 0, 1 },
