@@ -21,7 +21,13 @@
 #define NCCL_H_
 
 #include <stddef.h>
-#include <cuda_runtime_api.h>   /* cudaStream_t */
+/*
+ * As NVIDIA's header does: programs written against NCCL use the CUDA
+ * runtime and the half/bfloat16 types (e.g. nccl-tests' half) through it.
+ */
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
 
 #define NCCL_MAJOR 2
 #define NCCL_MINOR 21

@@ -192,6 +192,12 @@ int shim_cuda_device_count(void);
 int shim_cuda_current_device(void);
 /* make @dev current in this thread (a background init runs on the creator's device) */
 void shim_cuda_set_device(int dev);
+/*
+ * ncclInvalidUsage while @stream is being captured into a CUDA graph:
+ * ibcoll's stream operations are one-shot (a gate per call), so a replayed
+ * graph would run a finished operation's host function again.
+ */
+ncclResult_t shim_cuda_no_capture(cudaStream_t stream, struct ncclComm *comm, const char *fn);
 ncclResult_t shim_cuda_copy(void *dst, const void *src, size_t nbytes, cudaStream_t stream,
 			    struct ncclComm *comm, const char *fn);
 /*

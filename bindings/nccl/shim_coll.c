@@ -61,6 +61,8 @@ ncclResult_t shim_op_check(const struct shim_op *op)
 		return shim_err(c, ncclInvalidArgument, op->fn,
 				"stream %p given, but this process has no CUDA device (host mode): operations run in the calling thread and the stream must be NULL",
 				(void *)op->stream);
+	if (!shim_host_mode() && (res = shim_cuda_no_capture(op->stream, c, op->fn)) != ncclSuccess)
+		return res;
 	if ((op->kind == SHIM_BROADCAST || op->kind == SHIM_REDUCE) &&
 	    (op->root < 0 || op->root >= c->nranks))
 		return shim_err(c, ncclInvalidArgument, op->fn, "root %d is not a rank of [0, %d)",

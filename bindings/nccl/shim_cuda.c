@@ -52,6 +52,20 @@ void shim_cuda_set_device(int dev)
 		(void)cudaGetLastError();       /* the init then reports what fails */
 }
 
+ncclResult_t shim_cuda_no_capture(cudaStream_t stream, struct ncclComm *comm, const char *fn)
+{
+	enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+	cudaError_t e = cudaStreamIsCapturing(stream, &cs);
+
+	if (e != cudaSuccess)
+		return cuda_err(comm, e, fn, "cudaStreamIsCapturing");
+	if (cs != cudaStreamCaptureStatusNone)
+		return shim_err(comm, ncclInvalidUsage, fn,
+				"stream %p is being captured into a CUDA graph: not supported (ibcoll's stream-ordered operations cannot be replayed)",
+				(void *)stream);
+	return ncclSuccess;
+}
+
 ncclResult_t shim_cuda_copy(void *dst, const void *src, size_t nbytes, cudaStream_t stream,
 			    struct ncclComm *comm, const char *fn)
 {

@@ -170,7 +170,7 @@ static ncclResult_t pair_self(int *match)
 	return ncclSuccess;
 }
 
-/* the distinct streams (first the first operation's) and communicators of the group */
+/* the distinct streams of the group, the first operation's first */
 static int distinct_streams(cudaStream_t *v)
 {
 	int n = 0;
@@ -246,8 +246,14 @@ static ncclResult_t group_issue(void)
 		}
 	}
 	if (!host) {
-		/* every communicator of the group: finalize waits for this point */
+		/* every communicator of the group (once): finalize waits for this point */
 		for (i = 0; i < grp.nops; i++) {
+			int j;
+
+			for (j = 0; j < i && grp.ops[j].comm != grp.ops[i].comm; j++)
+				;
+			if (j < i)
+				continue;
 			res2 = shim_cuda_mark(grp.ops[i].comm, streams[0], "ncclGroupEnd");
 			if (res == ncclSuccess)
 				res = res2;

@@ -1187,6 +1187,8 @@ static int errors(struct ctx *c)
 		EXPECT_ERR(c, ncclMemAlloc(&p, 64), ncclInvalidUsage, "host mode");
 	} else {
 		int cur = -1;
+		cudaGraph_t graph = NULL;
+		ncclResult_t res;
 
 		CHECK(c, ncclCommCuDevice(c->comm, &dev));
 		cudaGetDevice(&cur);
@@ -1194,6 +1196,17 @@ static int errors(struct ctx *c)
 			return fail(c, "ncclCommCuDevice %d, current device %d", dev, cur);
 		CHECK(c, ncclMemAlloc(&p, 1 << 20));
 		CHECK(c, ncclMemFree(p));
+		/* graph capture is refused, and the capture can still end cleanly */
+		if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed) != cudaSuccess)
+			return fail(c, "cudaStreamBeginCapture failed");
+		res = ncclAllReduce(b.d, b.d, 8, ncclInt32, ncclSum, c->comm, c->stream);
+		if (cudaStreamEndCapture(c->stream, &graph) != cudaSuccess)
+			return fail(c, "cudaStreamEndCapture failed after ncclAllReduce returned %d", (int)res);
+		if (graph)
+			cudaGraphDestroy(graph);
+		if (res != ncclInvalidUsage || !strstr(ncclGetLastError(NULL), "CUDA graph"))
+			return fail(c, "ncclAllReduce during stream capture returned %d: %s", (int)res,
+				    ncclGetLastError(NULL));
 	}
 	buf_free(c, &b);
 	return 0;
