@@ -201,10 +201,15 @@ ncclResult_t ncclMemFree(void *ptr);
 
 /* ---- reduction operators --------------------------------------------------- */
 
-/** ncclRedOpCreatePreMulSum() - refused: ibcoll has no pre-multiplied sum. */
+/**
+ * ncclRedOpCreatePreMulSum() - an operator for @comm and @datatype only:
+ * sum over ranks of (each rank's @scalar * its input). The scalar is copied
+ * now (ncclScalarHostImmediate) or read from device memory when the
+ * operation runs (ncclScalarDevice; stream mode only).
+ */
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
 				      ncclScalarResidence_t residence, ncclComm_t comm);
-/** ncclRedOpDestroy() - destroy an op from ncclRedOpCreatePreMulSum(). */
+/** ncclRedOpDestroy() - destroy an op from ncclRedOpCreatePreMulSum() (once its calls returned). */
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
 
 /* ---- collectives (stream-ordered; counts are ELEMENTS) --------------------- */

@@ -48,6 +48,22 @@ struct shim_ev {
 	void *ev;                       /* cudaEvent_t */
 };
 
+/*
+ * struct shim_premul - an operator of ncclRedOpCreatePreMulSum(): a sum of
+ * each rank's input multiplied by this rank's scalar. Its ncclRedOp_t value
+ * is ncclNumOps + its index in the communicator's table. A recorded
+ * operation keeps a copy, so the operator may be destroyed once the call
+ * that used it has returned (NCCL's rule).
+ */
+struct shim_premul {
+	int used;
+	int nccl_dtype;                 /* the only type it may be used with */
+	ibc_dtype_t dtype;
+	int on_device;                  /* ncclScalarDevice: *@dptr read when it runs */
+	const void *dptr;
+	unsigned char value[8];         /* ncclScalarHostImmediate: copied at creation */
+};
+
 /* a buffer passed to ncclCommRegister(): ibcoll needs no registration */
 struct shim_reg {
 	struct shim_reg *next;
@@ -82,6 +98,8 @@ struct ncclComm {
 	struct shim_ev *evs;            /* streams used, for ncclCommFinalize() */
 	int nevs;
 	struct shim_reg *regs;          /* ncclCommRegister() handles */
+	struct shim_premul *premul;     /* ncclRedOpCreatePreMulSum() operators */
+	int npremul;
 };
 
 /*
@@ -100,6 +118,8 @@ struct shim_op {
 	int root;
 	struct ncclComm *comm;
 	cudaStream_t stream;
+	int has_premul;                 /* @op is IBC_SUM of inputs scaled by @premul */
+	struct shim_premul premul;
 };
 
 /* ---- shim_err.c: results, error texts ------------------------------------ */
@@ -121,6 +141,16 @@ const char *shim_kind_name(int kind);
 /* the 64-bit FNV-1a hash, for communicator ids */
 uint64_t shim_hash(uint64_t h, const void *p, size_t n);
 #define SHIM_HASH_SEED 0xcbf29ce484222325ull
+
+/* ---- shim_premul.c: ncclRedOpCreatePreMulSum -------------------------------- */
+
+/* the operator @nccl_op of @comm for a call on @nccl_dtype, copied to *@pm; or the error */
+ncclResult_t shim_premul_find(struct ncclComm *comm, int nccl_op, int nccl_dtype,
+			      struct shim_premul *pm, const char *fn);
+/* host mode: @dst = @src * the scalar, for @count elements */
+void shim_premul_host(const struct shim_premul *pm, void *dst, const void *src, size_t count);
+/* issue @op (has_premul): scale into a temporary buffer, then the sum from it */
+ncclResult_t shim_premul_issue(const struct shim_op *op);
 
 /* ---- shim_order.c: the issue order of a group (pure) ---------------------- */
 
@@ -213,6 +243,13 @@ ncclResult_t shim_cuda_mark(struct ncclComm *comm, cudaStream_t stream, const ch
 ncclResult_t shim_cuda_drain(struct ncclComm *comm, const char *fn);
 void shim_cuda_forget(struct ncclComm *comm);
 ncclResult_t shim_cuda_alloc(void **ptr, size_t nbytes);
+/* stream-ordered temporary buffer and the scaling kernel of a PreMulSum */
+ncclResult_t shim_cuda_alloc_async(void **ptr, size_t nbytes, cudaStream_t stream,
+				   struct ncclComm *comm, const char *fn);
+ncclResult_t shim_cuda_free_async(void *ptr, cudaStream_t stream, struct ncclComm *comm,
+				  const char *fn);
+ncclResult_t shim_cuda_scale(void *dst, const void *src, size_t count, const struct shim_premul *pm,
+			     cudaStream_t stream, struct ncclComm *comm, const char *fn);
 ncclResult_t shim_cuda_free(void *ptr);
 
 #endif /* IBC_NCCL_SHIM_H */

@@ -140,6 +140,8 @@ ncclResult_t shim_issue(const struct shim_op *op)
 {
 	ibc_status_t st;
 
+	if (op->has_premul)
+		return shim_premul_issue(op);
 	st = shim_host_mode() ? issue_host(op, op->comm->ibc) : issue_stream(op, op->comm->ibc);
 	if (st != IBC_OK)
 		return shim_ibc_err(op->comm, st, op->fn);
@@ -164,6 +166,20 @@ ncclResult_t shim_issue_self(const struct shim_op *send, const struct shim_op *r
 			      send->fn);
 }
 
+/* @op uses operator @nccl_op of @c (ncclRedOpCreatePreMulSum) */
+static ncclResult_t premul_op(struct ncclComm *c, int nccl_op, ncclDataType_t datatype,
+			      struct shim_op *op)
+{
+	ncclResult_t res = shim_comm_ready(c, op->fn);
+
+	if (res == ncclSuccess)
+		res = shim_premul_find(c, nccl_op, (int)datatype, &op->premul, op->fn);
+	if (res != ncclSuccess)
+		return res;
+	op->has_premul = 1;
+	return shim_op_check(op);
+}
+
 static ncclResult_t submit(int kind, const char *fn, const void *sendbuf, void *recvbuf,
 			   size_t count, ncclDataType_t datatype, int nccl_op, int root,
 			   ncclComm_t comm, cudaStream_t stream)
@@ -181,9 +197,7 @@ static ncclResult_t submit(int kind, const char *fn, const void *sendbuf, void *
 			       "datatype %d is not supported (ibcoll has the 10 types of NCCL 2.21, int8 to bfloat16; not NCCL 2.24's fp8 types)",
 			       (int)datatype);
 	else if (reducing && (int)nccl_op >= ncclNumOps)
-		res = shim_err(c, ncclInvalidArgument, fn,
-			       "op %d is not a built-in reduction (ncclRedOpCreatePreMulSum() operators are not supported)",
-			       nccl_op);
+		res = c ? premul_op(c, nccl_op, datatype, &op) : shim_op_check(&op);
 	else if (reducing && shim_map_op(nccl_op, &op.op) != 0)
 		res = shim_err(c, ncclInvalidArgument, fn, "op %d is not a reduction", nccl_op);
 	else

@@ -41,6 +41,7 @@ static void comm_free(struct ncclComm *c)
 	struct shim_reg *r;
 
 	shim_cuda_forget(c);
+	free(c->premul);
 	while ((r = c->regs)) {
 		c->regs = r->next;
 		free(r);

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "shim.h"
+#include "shim_scale.h"
 
 static ncclResult_t cuda_err(struct ncclComm *comm, cudaError_t e, const char *fn,
 			     const char *what)
@@ -182,6 +183,38 @@ ncclResult_t shim_cuda_alloc(void **ptr, size_t nbytes)
 	e = cudaMalloc(ptr, nbytes);
 	if (e != cudaSuccess)
 		return cuda_err(NULL, e, "ncclMemAlloc", "cudaMalloc");
+	return ncclSuccess;
+}
+
+ncclResult_t shim_cuda_alloc_async(void **ptr, size_t nbytes, cudaStream_t stream,
+				   struct ncclComm *comm, const char *fn)
+{
+	cudaError_t e = cudaMallocAsync(ptr, nbytes ? nbytes : 1, stream);
+
+	if (e != cudaSuccess)
+		return cuda_err(comm, e, fn, "cudaMallocAsync (PreMulSum temporary)");
+	return ncclSuccess;
+}
+
+ncclResult_t shim_cuda_free_async(void *ptr, cudaStream_t stream, struct ncclComm *comm,
+				  const char *fn)
+{
+	cudaError_t e = cudaFreeAsync(ptr, stream);
+
+	if (e != cudaSuccess)
+		return cuda_err(comm, e, fn, "cudaFreeAsync (PreMulSum temporary)");
+	return ncclSuccess;
+}
+
+ncclResult_t shim_cuda_scale(void *dst, const void *src, size_t count, const struct shim_premul *pm,
+			     cudaStream_t stream, struct ncclComm *comm, const char *fn)
+{
+	cudaError_t e = (cudaError_t)shim_scale_launch(dst, src, count, (int)pm->dtype,
+						       pm->on_device ? pm->dptr : pm->value,
+						       pm->on_device, (void *)stream);
+
+	if (e != cudaSuccess)
+		return cuda_err(comm, e, fn, "the PreMulSum scaling kernel");
 	return ncclSuccess;
 }
 

@@ -2,8 +2,8 @@
 /*
  * shim_map.c - NCCL's element types and reductions onto ibcoll's (the two
  * enums number them differently: NCCL float32 is 7 and bfloat16 9, ibcoll's
- * 8 and 7; NCCL max is 2 and min 3, ibcoll's the reverse), the operator
- * calls ncclRedOpCreatePreMulSum/ncclRedOpDestroy, and the id hash.
+ * 8 and 7; NCCL max is 2 and min 3, ibcoll's the reverse), the names of the
+ * calls, and the id hash.
  */
 #include "config.h"
 
@@ -60,38 +60,4 @@ uint64_t shim_hash(uint64_t h, const void *p, size_t n)
 		h *= 0x100000001b3ull;
 	}
 	return h;
-}
-
-/*
- * ncclRedOpCreatePreMulSum() - refused. The operator multiplies each
- * rank's input by a scalar before a sum; ibcoll has no such reduction, and
- * this library does not emulate one (a scaling kernel on the stream into a
- * temporary buffer before the sum would; see docs/nccl.md). Failing here,
- * at creation, is the earliest point, and no operator value is handed out
- * that a later collective could misread as a built-in one.
- */
-ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
-				      ncclScalarResidence_t residence, ncclComm_t comm)
-{
-	(void)scalar;
-	(void)residence;
-	if (!op)
-		return shim_err(NULL, ncclInvalidArgument, "ncclRedOpCreatePreMulSum", "op is NULL");
-	return shim_err(comm && comm->magic == SHIM_COMM_MAGIC ? comm : NULL, ncclInvalidUsage,
-			"ncclRedOpCreatePreMulSum",
-			"pre-multiplied sums (datatype %d) are not supported: ibcoll has no such reduction and this library does not emulate it",
-			(int)datatype);
-}
-
-ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
-{
-	struct ncclComm *c = comm && comm->magic == SHIM_COMM_MAGIC ? comm : NULL;
-
-	if ((int)op >= 0 && (int)op < ncclNumOps)
-		return shim_err(c, ncclInvalidArgument, "ncclRedOpDestroy",
-				"op %d is a built-in reduction, not one from ncclRedOpCreatePreMulSum()",
-				(int)op);
-	return shim_err(c, ncclInvalidArgument, "ncclRedOpDestroy",
-			"op %d was not created by ncclRedOpCreatePreMulSum() (which this library refuses)",
-			(int)op);
 }

@@ -15,8 +15,10 @@
  * deadlocking orders (ring with the receive first, all-to-all with self,
  * several messages per peer), mixed with collectives, nested, on two
  * communicators written in opposite orders; split; nonblocking and
- * in-group initialization; registration, finalize; argument errors and
- * their texts; a peer that dies (ncclRemoteError, bounded).
+ * in-group initialization; registration, finalize; PreMulSum operators;
+ * argument errors and their texts; a peer that dies (ncclRemoteError,
+ * bounded); on a device also stream order, a group on two streams and the
+ * refusal of graph capture.
  *
  * Modes: host (no CUDA device: host buffers, NULL stream), device (device
  * buffers, a stream per rank); -d auto picks device when one exists.
@@ -882,6 +884,150 @@ static int split(struct ctx *c)
 	return 0;
 }
 
+/* ---- PreMulSum -------------------------------------------------------------------- */
+
+/* rank r's scalar: r + 1, or (r + 1) / 2 for the float types (exact) */
+static double premul_scalar(int dt, int r)
+{
+	return dt == ncclFloat32 || dt == ncclFloat64 ? (r + 1) * 0.5 : r + 1;
+}
+
+static double want_premul(struct ctx *c, size_t i, void *arg)
+{
+	int dt = *(int *)arg;
+	double s = 0;
+	int r;
+
+	for (r = 0; r < c->nranks; r++)
+		s += premul_scalar(dt, r) * val(r, i);
+	return s;
+}
+
+static double want_premul_rs(struct ctx *c, size_t i, void *arg)
+{
+	size_t n = ((size_t *)arg)[0];
+	int dt = (int)((size_t *)arg)[1];
+
+	return want_premul(c, (size_t)c->rank * n + i, &dt);
+}
+
+/* an operator for @dt with this rank's scalar, host-immediate */
+static int make_premul(struct ctx *c, int dt, ncclRedOp_t *op)
+{
+	unsigned char sc[8];
+
+	put(dt, sc, 0, premul_scalar(dt, c->rank));
+	CHECK(c, ncclRedOpCreatePreMulSum(op, sc, (ncclDataType_t)dt, ncclScalarHostImmediate, c->comm));
+	return 0;
+}
+
+/*
+ * sum over ranks of scalar_r * x_r for allreduce (5 types x 4 counts, the
+ * operator destroyed right after the call returned, the input untouched),
+ * reduce, reduce_scatter, in a group; misuse of operators; on a device also
+ * a scalar in device memory.
+ */
+static int premul_sum(struct ctx *c)
+{
+	static const int dts[] = { ncclFloat32, ncclFloat16, ncclBfloat16, ncclInt32, ncclUint8 };
+	ncclRedOp_t op;
+	ncclRedOp_t op2;
+	size_t k;
+	int t;
+
+	for (t = 0; t < 5; t++) {
+		for (k = 0; k < NCOUNTS; k++) {
+			int dt = dts[t];
+			struct buf s;
+			struct buf r;
+
+			if (buf_make(c, &s, dt, counts[k], c->rank) || buf_make(c, &r, dt, counts[k], -1) ||
+			    make_premul(c, dt, &op))
+				return -1;
+			CHECK(c, ncclAllReduce(s.d, r.d, counts[k], dt, op, c->comm, c->stream));
+			CHECK(c, ncclRedOpDestroy(op, c->comm));
+			if (buf_expect(c, &r, 0, counts[k], "PreMulSum allreduce", want_premul, &dt) ||
+			    buf_expect(c, &s, 0, counts[k], "PreMulSum input, untouched", want_from, &c->rank))
+				return -1;
+			buf_free(c, &s);
+			buf_free(c, &r);
+		}
+	}
+	{
+		int dt = ncclFloat64;
+		int root = c->nranks - 1;
+		struct buf s;
+		struct buf r;
+
+		if (buf_make(c, &s, dt, 1003, c->rank) || buf_make(c, &r, dt, 1003, -1) ||
+		    make_premul(c, dt, &op))
+			return -1;
+		CHECK(c, ncclReduce(s.d, r.d, 1003, dt, op, root, c->comm, c->stream));
+		if (c->rank == root && buf_expect(c, &r, 0, 1003, "PreMulSum reduce", want_premul, &dt))
+			return -1;
+		/* the operator is for float64 only */
+		EXPECT_ERR(c, ncclAllReduce(s.d, r.d, 7, ncclFloat32, op, c->comm, c->stream),
+			   ncclInvalidArgument, "was created for datatype 8, used with datatype 7");
+		CHECK(c, ncclRedOpDestroy(op, c->comm));
+		EXPECT_ERR(c, ncclRedOpDestroy(op, c->comm), ncclInvalidArgument,
+			   "is not an operator of this communicator");
+		EXPECT_ERR(c, ncclAllReduce(s.d, r.d, 7, dt, op, c->comm, c->stream), ncclInvalidArgument,
+			   "neither a built-in reduction nor an operator");
+		buf_free(c, &s);
+		buf_free(c, &r);
+	}
+	{
+		size_t n = 7;
+		size_t arg[2] = { 7, ncclInt64 };
+		struct buf s;
+		struct buf r;
+
+		if (buf_make(c, &s, ncclInt64, n * (size_t)c->nranks, c->rank) ||
+		    buf_make(c, &r, ncclInt64, n, -1) || make_premul(c, ncclInt64, &op))
+			return -1;
+		CHECK(c, ncclReduceScatter(s.d, r.d, n, ncclInt64, op, c->comm, c->stream));
+		if (buf_expect(c, &r, 0, n, "PreMulSum reduce_scatter", want_premul_rs, arg))
+			return -1;
+		/* in place, inside a group, next to a plain sum */
+		if (make_premul(c, ncclInt64, &op2))
+			return -1;
+		CHECK(c, ncclGroupStart());
+		CHECK(c, ncclReduceScatter(s.d, (int64_t *)s.d + (size_t)c->rank * n, n, ncclInt64, op2,
+					   c->comm, c->stream));
+		CHECK(c, ncclRedOpDestroy(op2, c->comm));
+		CHECK(c, ncclAllReduce(r.d, r.d, n, ncclInt64, ncclSum, c->comm, c->stream));
+		CHECK(c, ncclGroupEnd());
+		if (buf_expect(c, &s, (size_t)c->rank * n, n, "PreMulSum reduce_scatter in place in a group",
+			       want_premul_rs, arg))
+			return -1;
+		CHECK(c, ncclRedOpDestroy(op, c->comm));
+		buf_free(c, &s);
+		buf_free(c, &r);
+	}
+	if (c->device) {
+		int dt = ncclFloat32;
+		float sc = (float)premul_scalar(dt, c->rank);
+		float *dsc = NULL;
+		struct buf s;
+		struct buf r;
+
+		if (cudaMalloc((void **)&dsc, sizeof(sc)) != cudaSuccess ||
+		    cudaMemcpy(dsc, &sc, sizeof(sc), cudaMemcpyHostToDevice) != cudaSuccess)
+			return fail(c, "cannot put the scalar on the device");
+		if (buf_make(c, &s, dt, 1003, c->rank) || buf_make(c, &r, dt, 1003, -1))
+			return -1;
+		CHECK(c, ncclRedOpCreatePreMulSum(&op, dsc, ncclFloat32, ncclScalarDevice, c->comm));
+		CHECK(c, ncclAllReduce(s.d, r.d, 1003, dt, op, c->comm, c->stream));
+		CHECK(c, ncclRedOpDestroy(op, c->comm));
+		if (buf_expect(c, &r, 0, 1003, "PreMulSum with a device scalar", want_premul, &dt))
+			return -1;
+		cudaFree(dsc);
+		buf_free(c, &s);
+		buf_free(c, &r);
+	}
+	return 0;
+}
+
 /* ---- stream semantics (device mode) ------------------------------------------------ */
 
 struct delayed {
@@ -1143,7 +1289,7 @@ static int errors(struct ctx *c)
 	EXPECT_ERR(c, ncclAllReduce(b.d, b.d, 8, (ncclDataType_t)10, ncclSum, c->comm, c->stream),
 		   ncclInvalidArgument, "datatype 10 is not supported");
 	EXPECT_ERR(c, ncclAllReduce(b.d, b.d, 8, ncclInt32, (ncclRedOp_t)5, c->comm, c->stream),
-		   ncclInvalidArgument, "op 5 is not a built-in reduction");
+		   ncclInvalidArgument, "op 5 is neither a built-in reduction");
 	EXPECT_ERR(c, ncclBroadcast(b.d, b.d, 8, ncclInt32, n, c->comm, c->stream),
 		   ncclInvalidArgument, "root");
 	if (!strstr(ncclGetLastError(c->comm), rank_of))
@@ -1176,15 +1322,23 @@ static int errors(struct ctx *c)
 	CHECK(c, ncclAllReduce(b.d, b.d, 8, ncclInt32, ncclSum, c->comm, c->stream));
 	if (buf_expect(c, &b, 0, 8, "allreduce after the refused groups", want_sum, NULL))
 		return -1;
-	EXPECT_ERR(c, ncclRedOpCreatePreMulSum(&op, &f, ncclFloat32, ncclScalarHostImmediate, c->comm),
-		   ncclInvalidUsage, "pre-multiplied sums");
+	EXPECT_ERR(c, ncclRedOpCreatePreMulSum(&op, NULL, ncclFloat32, ncclScalarHostImmediate, c->comm),
+		   ncclInvalidArgument, "scalar is NULL");
+	EXPECT_ERR(c, ncclRedOpCreatePreMulSum(&op, &f, (ncclDataType_t)10, ncclScalarHostImmediate,
+					       c->comm),
+		   ncclInvalidArgument, "datatype 10 is not supported");
 	EXPECT_ERR(c, ncclRedOpDestroy(ncclSum, c->comm), ncclInvalidArgument, "built-in reduction");
+	EXPECT_ERR(c, ncclAllReduce(b.d, b.d, 8, ncclInt32, (ncclRedOp_t)(ncclNumOps + 3), c->comm,
+				    c->stream),
+		   ncclInvalidArgument, "neither a built-in reduction nor an operator");
 	if (!c->device) {
 		EXPECT_ERR(c, ncclAllReduce(b.d, b.d, 8, ncclInt32, ncclSum, c->comm,
 					    (cudaStream_t)(uintptr_t)0x1234),
 			   ncclInvalidArgument, "the stream must be NULL");
 		EXPECT_ERR(c, ncclCommCuDevice(c->comm, &dev), ncclInvalidUsage, "host mode");
 		EXPECT_ERR(c, ncclMemAlloc(&p, 64), ncclInvalidUsage, "host mode");
+		EXPECT_ERR(c, ncclRedOpCreatePreMulSum(&op, &f, ncclFloat32, ncclScalarDevice, c->comm),
+			   ncclInvalidArgument, "ncclScalarDevice, but this process has no CUDA device");
 	} else {
 		int cur = -1;
 		cudaGraph_t graph = NULL;
@@ -1299,6 +1453,7 @@ static const struct tcase cases[] = {
 	{ "nonblocking init: ncclInProgress, polled to ncclSuccess", init_nonblocking, 1, 1 },
 	{ "two communicators initialized inside one group", init_in_group, 1, 2 },
 	{ "register, deregister, finalize; calls after finalize refused", register_finalize, 0, 1 },
+	{ "PreMulSum: allreduce (5 types), reduce, reduce_scatter, in a group, misuse", premul_sum, 0, 1 },
 	{ "argument and usage errors name the call, the rank and the cause", errors, 0, 1 },
 	{ "abort, then a new communicator", abort_then_new, 0, 2 },
 	{ "a peer exits: ncclRemoteError, bounded, with a text", peer_dies, 0, 1 },

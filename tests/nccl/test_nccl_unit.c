@@ -8,16 +8,21 @@
  * group: exact orders for written cases, and a simulator of blocking
  * one-at-a-time execution that must finish every random group without a
  * deadlock and match every send with its own receive (and that does find
- * the deadlock of the same groups issued in program order).
+ * the deadlock of the same groups issued in program order); and the
+ * element operation of PreMulSum (the conversions of float16 against the
+ * compiler's _Float16, bfloat16 against a second rounding, every type's
+ * product on the host path).
  */
 #include "config.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shim.h"
+#include "shim_scale.h"
 #include "tap.h"
 
 static void test_version(void)
@@ -518,6 +523,152 @@ static void test_order_sim(void)
 	free(s);
 }
 
+/* ---- PreMulSum's element operation ------------------------------------------ */
+
+static uint32_t fbits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static float bitsf(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* bfloat16 of @f by choosing the nearer of its two neighbours in double (ties to even) */
+static uint16_t ref_f2bf(float f)
+{
+	uint32_t u = fbits(f);
+	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+	uint16_t lo = (uint16_t)((u & 0x7fffffffu) >> 16);      /* magnitude, truncated */
+	uint16_t hi = (uint16_t)(lo + 1);
+	double a = fabs((double)f);
+	double dl = (double)shim_bf2f(lo);
+	double dh = hi == 0x7f80u ? ldexp(1.0, 128) : (double)shim_bf2f(hi);
+
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40u);
+	if (a - dl < dh - a)
+		return (uint16_t)(sign | lo);
+	if (a - dl > dh - a)
+		return (uint16_t)(sign | hi);
+	return (uint16_t)(sign | ((lo & 1) ? hi : lo));
+}
+
+static void test_scale_conversions(void)
+{
+	uint32_t bad = 0;
+	uint32_t h;
+	uint32_t i;
+	uint32_t x = 1;
+	static const float edges[] = { 65504.0f, 65519.99f, 65520.0f, 65536.0f, 5.9604645e-8f,
+				       2.9802322e-8f, 2.9802326e-8f, 6.1035156e-5f, 6.1035152e-5f,
+				       1.0f, -1.0f, 0.0f, -0.0f, 1.0009766f, 1.0004883f, 1.0014648f };
+
+	for (h = 0; h < 65536; h++) {
+		uint16_t back = shim_f2h(shim_h2f((uint16_t)h));
+		int nan = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu);
+
+		bad += nan ? !((back & 0x7c00u) == 0x7c00u && (back & 0x3ffu)) : back != h;
+	}
+	tap_is_int(bad, 0, "float16: all 65536 values survive half -> float -> half (NaN stays NaN)");
+#ifdef __FLT16_MANT_DIG__
+	bad = 0;
+	for (h = 0; h < 65536; h++) {
+		_Float16 r;
+		uint16_t hb = (uint16_t)h;
+		float f;
+
+		memcpy(&r, &hb, 2);
+		f = (float)r;
+		bad += !(h & 0x3ffu && (h & 0x7c00u) == 0x7c00u) && fbits(f) != fbits(shim_h2f(hb));
+	}
+	tap_is_int(bad, 0, "float16 -> float equals the compiler's _Float16 for every value");
+	bad = 0;
+	for (i = 0; i < 400000 + sizeof(edges) / sizeof(edges[0]); i++) {
+		float f;
+		_Float16 r;
+		uint16_t rb;
+
+		if (i < sizeof(edges) / sizeof(edges[0])) {
+			f = edges[i];
+		} else {
+			x = x * 1664525u + 1013904223u;
+			/* exponents near half's range, so that rounding and subnormals are hit */
+			f = bitsf((x & 0x807fffffu) | ((100u + (x >> 24) % 45u) << 23));
+		}
+		r = (_Float16)f;
+		memcpy(&rb, &r, 2);
+		bad += rb != shim_f2h(f);
+	}
+	tap_is_int(bad, 0, "float -> float16 (round to nearest even, subnormals, overflow) equals _Float16 on 400016 values");
+#else
+	tap_ok(1, "float16 -> float vs _Float16 # SKIP the compiler has no _Float16");
+	tap_ok(1, "float -> float16 vs _Float16 # SKIP the compiler has no _Float16");
+#endif
+	bad = 0;
+	for (i = 0; i < 400000; i++) {
+		float f;
+
+		x = x * 1664525u + 1013904223u;
+		f = bitsf(x);
+		if ((x & 0x7f800000u) == 0x7f800000u)
+			continue;
+		bad += shim_f2bf(f) != ref_f2bf(f);
+	}
+	tap_is_int(bad, 0, "float -> bfloat16 equals a second rounding (nearer neighbour, ties to even) on 400000 values");
+	tap_ok(shim_f2bf(bitsf(0x7fc00001u)) == 0x7fc0u && shim_bf2f(0x3f80u) == 1.0f,
+	       "bfloat16: NaN stays quiet NaN, 0x3f80 is 1.0");
+}
+
+static void test_scale_products(void)
+{
+	struct shim_premul pm;
+	int8_t i8[3] = { 100, -7, 1 };
+	uint8_t u8[3] = { 200, 3, 0 };
+	int32_t i32[2] = { 0x40000000, -5 };
+	uint64_t u64[2] = { 0xffffffffffffffffull, 7 };
+	uint16_t f16[3] = { shim_f2h(1.5f), shim_f2h(-2.0f), shim_f2h(65504.0f) };
+	uint16_t b16[2] = { shim_f2bf(3.0f), shim_f2bf(-0.5f) };
+	float f32[2] = { 1.5f, -3.0f };
+	double f64[2] = { 0.1, 3.0 };
+	int8_t s8 = 3;
+	uint8_t su8 = 2;
+	int32_t s32 = 4;
+	uint64_t s64 = 3;
+	uint16_t sf16 = shim_f2h(2.0f);
+	uint16_t sb16 = shim_f2bf(0.25f);
+	float sf32 = 0.5f;
+	double sf64 = 10.0;
+
+	memset(&pm, 0, sizeof(pm));
+#define SCALE(dt, arr, sc)                                                  	do {                                                                		pm.dtype = (dt);                                            		memcpy(pm.value, &(sc), sizeof(sc));                        		shim_premul_host(&pm, (arr), (arr), sizeof(arr) / sizeof((arr)[0])); 	} while (0)
+	SCALE(IBC_INT8, i8, s8);
+	tap_ok(i8[0] == 44 && i8[1] == -21 && i8[2] == 3, "int8 products wrap: 100*3 = 44, -7*3 = -21");
+	SCALE(IBC_UINT8, u8, su8);
+	tap_ok(u8[0] == 144 && u8[1] == 6 && u8[2] == 0, "uint8: 200*2 = 144 (wraps)");
+	SCALE(IBC_INT32, i32, s32);
+	tap_ok(i32[0] == 0 && i32[1] == -20, "int32: 2^30*4 wraps to 0, -5*4 = -20");
+	SCALE(IBC_UINT64, u64, s64);
+	tap_ok(u64[0] == 0xfffffffffffffffdull && u64[1] == 21, "uint64: (2^64-1)*3 wraps");
+	SCALE(IBC_FLOAT16, f16, sf16);
+	tap_ok(shim_h2f(f16[0]) == 3.0f && shim_h2f(f16[1]) == -4.0f && f16[2] == 0x7c00u,
+	       "float16: 1.5*2 = 3, -2*2 = -4, 65504*2 = inf");
+	SCALE(IBC_BFLOAT16, b16, sb16);
+	tap_ok(shim_bf2f(b16[0]) == 0.75f && shim_bf2f(b16[1]) == -0.125f, "bfloat16: 3*0.25, -0.5*0.25");
+	SCALE(IBC_FLOAT32, f32, sf32);
+	tap_ok(f32[0] == 0.75f && f32[1] == -1.5f, "float32: x*0.5");
+	SCALE(IBC_FLOAT64, f64, sf64);
+	tap_ok(f64[0] == 0.1 * 10.0 && f64[1] == 30.0, "float64: one IEEE product (0.1*10)");
+#undef SCALE
+}
+
 int main(void)
 {
 	test_version();
@@ -528,5 +679,7 @@ int main(void)
 	test_unique_id();
 	test_order_exact();
 	test_order_sim();
+	test_scale_conversions();
+	test_scale_products();
 	return tap_done();
 }
