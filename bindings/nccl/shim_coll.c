@@ -87,8 +87,8 @@ static ibc_status_t issue_stream(const struct shim_op *op, ibc_comm_h ibc)
 		return ibc_allreduce_stream(op->sendbuf, op->recvbuf, op->count, op->dtype, op->op,
 					    ibc, op->stream);
 	case SHIM_BROADCAST:
-		return ibc_broadcast_stream(op->sendbuf, op->recvbuf, op->count, op->dtype, op->root,
-					    ibc, op->stream);
+		return ibc_broadcast_stream(op->sendbuf, op->recvbuf, op->count, op->dtype,
+					    op->root, ibc, op->stream);
 	case SHIM_REDUCE:
 		return ibc_reduce_stream(op->sendbuf, op->recvbuf, op->count, op->dtype, op->op,
 					 op->root, ibc, op->stream);
@@ -102,9 +102,11 @@ static ibc_status_t issue_stream(const struct shim_op *op, ibc_comm_h ibc)
 		return ibc_alltoall_stream(op->sendbuf, op->recvbuf, op->count, op->dtype, ibc,
 					   op->stream);
 	case SHIM_SEND:
-		return ibc_send_stream(op->sendbuf, op->count, op->dtype, op->root, ibc, op->stream);
+		return ibc_send_stream(op->sendbuf, op->count, op->dtype, op->root, ibc,
+				       op->stream);
 	case SHIM_RECV:
-		return ibc_recv_stream(op->recvbuf, op->count, op->dtype, op->root, ibc, op->stream);
+		return ibc_recv_stream(op->recvbuf, op->count, op->dtype, op->root, ibc,
+				       op->stream);
 	default:
 		return IBC_ERR_INTERNAL;
 	}

@@ -354,10 +354,11 @@ static int allreduce_sum_all_types(struct ctx *c)
 			struct buf r;
 			int rc;
 
-			if (buf_make(c, &s, dt, counts[k], c->rank) || buf_make(c, &r, dt, counts[k], -1))
+			if (buf_make(c, &s, dt, counts[k], c->rank) ||
+			    buf_make(c, &r, dt, counts[k], -1))
 				return -1;
-			CHECK(c, ncclAllReduce(s.d, r.d, counts[k], (ncclDataType_t)dt, ncclSum, c->comm,
-					       c->stream));
+			CHECK(c, ncclAllReduce(s.d, r.d, counts[k], (ncclDataType_t)dt, ncclSum,
+					       c->comm, c->stream));
 			rc = buf_expect(c, &r, 0, counts[k], "allreduce sum", want_sum, NULL);
 			buf_free(c, &s);
 			buf_free(c, &r);
@@ -512,8 +513,8 @@ static int reduce_to_root(struct ctx *c)
 		    buf_make(c, &r, ncclInt64, counts[k], -1))
 			return -1;
 		/* non-roots pass NULL for even k, a buffer that must stay untouched for odd k */
-		CHECK(c, ncclReduce(s.d, c->rank == root || k % 2 ? r.d : NULL, counts[k], ncclInt64,
-				    ncclSum, root, c->comm, c->stream));
+		CHECK(c, ncclReduce(s.d, c->rank == root || k % 2 ? r.d : NULL, counts[k],
+				    ncclInt64, ncclSum, root, c->comm, c->stream));
 		if (c->rank == root &&
 		    buf_expect(c, &r, 0, counts[k], "reduce sum", want_sum, NULL))
 			return -1;
@@ -551,14 +552,18 @@ static int allgather(struct ctx *c)
 		struct buf s;
 		struct buf r;
 
-		if (buf_make(c, &s, ncclBfloat16, n, c->rank) || buf_make(c, &r, ncclBfloat16, tot, -1))
+		if (buf_make(c, &s, ncclBfloat16, n, c->rank) ||
+		    buf_make(c, &r, ncclBfloat16, tot, -1))
 			return -1;
 		CHECK(c, ncclAllGather(s.d, r.d, n, ncclBfloat16, c->comm, c->stream));
 		if (buf_expect(c, &r, 0, tot, "allgather", want_gather, &n))
 			return -1;
 		/* in place: my block already in place in the receive buffer */
-		for (i = 0; i < tot; i++)
-			put(ncclBfloat16, r.h, i, i / (n ? n : 1) == (size_t)c->rank ? val(c->rank, i % n) : 99);
+		for (i = 0; i < tot; i++) {
+			int mine = i / (n ? n : 1) == (size_t)c->rank;
+
+			put(ncclBfloat16, r.h, i, mine ? val(c->rank, i % n) : 99);
+		}
 		bput(c, r.d, r.h, tot * 2);
 		CHECK(c, ncclAllGather((char *)r.d + (size_t)c->rank * n * 2, r.d, n, ncclBfloat16,
 				       c->comm, c->stream));
@@ -594,8 +599,8 @@ static int reduce_scatter(struct ctx *c)
 		if (buf_expect(c, &r, 0, n, "reduce_scatter", want_rs, &n))
 			return -1;
 		/* in place: the result lands on block rank of the send buffer */
-		CHECK(c, ncclReduceScatter(s.d, (char *)s.d + (size_t)c->rank * n, n, ncclUint8, ncclSum,
-					   c->comm, c->stream));
+		CHECK(c, ncclReduceScatter(s.d, (char *)s.d + (size_t)c->rank * n, n, ncclUint8,
+					   ncclSum, c->comm, c->stream));
 		if (buf_expect(c, &s, (size_t)c->rank * n, n, "reduce_scatter in place", want_rs, &n))
 			return -1;
 		buf_free(c, &s);
@@ -632,7 +637,8 @@ static int check_a2a(struct ctx *c, struct buf *r, size_t n, const char *what)
 		for (i = 0; i < n; i++)
 			if (get(r->dt, r->h, (size_t)p * n + i) != a2a_val(p, c->rank, i))
 				return fail(c, "%s: block %d element %zu is %g, expected %g", what, p,
-					    i, get(r->dt, r->h, (size_t)p * n + i), a2a_val(p, c->rank, i));
+					    i, get(r->dt, r->h, (size_t)p * n + i),
+					    a2a_val(p, c->rank, i));
 	return 0;
 }
 
@@ -699,8 +705,11 @@ static int group_alltoall_sendrecv(struct ctx *c)
 		return -1;
 	CHECK(c, ncclGroupStart());
 	for (p = 0; p < c->nranks; p++) {
-		CHECK(c, ncclSend((int32_t *)s.d + (size_t)p * n, n, ncclInt32, p, c->comm, c->stream));
-		CHECK(c, ncclRecv((int32_t *)r.d + (size_t)p * n, n, ncclInt32, p, c->comm, c->stream));
+		int32_t *sb = (int32_t *)s.d + (size_t)p * n;
+		int32_t *rb = (int32_t *)r.d + (size_t)p * n;
+
+		CHECK(c, ncclSend(sb, n, ncclInt32, p, c->comm, c->stream));
+		CHECK(c, ncclRecv(rb, n, ncclInt32, p, c->comm, c->stream));
 	}
 	CHECK(c, ncclGroupEnd());
 	if (check_a2a(c, &r, n, "send/recv all-to-all with self"))
@@ -724,8 +733,9 @@ static int group_two_per_peer(struct ctx *c)
 	if (peer >= c->nranks)
 		peer = c->rank;
 	from = peer;
-	if (buf_make(c, &s7, ncclInt32, 7, c->rank) || buf_make(c, &s1k, ncclInt32, 1003, c->rank) ||
-	    buf_make(c, &r7, ncclInt32, 7, -1) || buf_make(c, &r1k, ncclInt32, 1003, -1))
+	if (buf_make(c, &s7, ncclInt32, 7, c->rank) ||
+	    buf_make(c, &s1k, ncclInt32, 1003, c->rank) || buf_make(c, &r7, ncclInt32, 7, -1) ||
+	    buf_make(c, &r1k, ncclInt32, 1003, -1))
 		return -1;
 	CHECK(c, ncclGroupStart());
 	if (c->rank % 2) {
@@ -917,7 +927,8 @@ static int make_premul(struct ctx *c, int dt, ncclRedOp_t *op)
 	unsigned char sc[8];
 
 	put(dt, sc, 0, premul_scalar(dt, c->rank));
-	CHECK(c, ncclRedOpCreatePreMulSum(op, sc, (ncclDataType_t)dt, ncclScalarHostImmediate, c->comm));
+	CHECK(c, ncclRedOpCreatePreMulSum(op, sc, (ncclDataType_t)dt, ncclScalarHostImmediate,
+					  c->comm));
 	return 0;
 }
 
@@ -941,8 +952,8 @@ static int premul_sum(struct ctx *c)
 			struct buf s;
 			struct buf r;
 
-			if (buf_make(c, &s, dt, counts[k], c->rank) || buf_make(c, &r, dt, counts[k], -1) ||
-			    make_premul(c, dt, &op))
+			if (buf_make(c, &s, dt, counts[k], c->rank) ||
+			    buf_make(c, &r, dt, counts[k], -1) || make_premul(c, dt, &op))
 				return -1;
 			CHECK(c, ncclAllReduce(s.d, r.d, counts[k], dt, op, c->comm, c->stream));
 			CHECK(c, ncclRedOpDestroy(op, c->comm));
@@ -971,8 +982,8 @@ static int premul_sum(struct ctx *c)
 		CHECK(c, ncclRedOpDestroy(op, c->comm));
 		EXPECT_ERR(c, ncclRedOpDestroy(op, c->comm), ncclInvalidArgument,
 			   "is not an operator of this communicator");
-		EXPECT_ERR(c, ncclAllReduce(s.d, r.d, 7, dt, op, c->comm, c->stream), ncclInvalidArgument,
-			   "neither a built-in reduction nor an operator");
+		EXPECT_ERR(c, ncclAllReduce(s.d, r.d, 7, dt, op, c->comm, c->stream),
+			   ncclInvalidArgument, "neither a built-in reduction nor an operator");
 		buf_free(c, &s);
 		buf_free(c, &r);
 	}
@@ -992,8 +1003,8 @@ static int premul_sum(struct ctx *c)
 		if (make_premul(c, ncclInt64, &op2))
 			return -1;
 		CHECK(c, ncclGroupStart());
-		CHECK(c, ncclReduceScatter(s.d, (int64_t *)s.d + (size_t)c->rank * n, n, ncclInt64, op2,
-					   c->comm, c->stream));
+		CHECK(c, ncclReduceScatter(s.d, (int64_t *)s.d + (size_t)c->rank * n, n, ncclInt64,
+					   op2, c->comm, c->stream));
 		CHECK(c, ncclRedOpDestroy(op2, c->comm));
 		CHECK(c, ncclAllReduce(r.d, r.d, n, ncclInt64, ncclSum, c->comm, c->stream));
 		CHECK(c, ncclGroupEnd());
@@ -1016,7 +1027,8 @@ static int premul_sum(struct ctx *c)
 			return fail(c, "cannot put the scalar on the device");
 		if (buf_make(c, &s, dt, 1003, c->rank) || buf_make(c, &r, dt, 1003, -1))
 			return -1;
-		CHECK(c, ncclRedOpCreatePreMulSum(&op, dsc, ncclFloat32, ncclScalarDevice, c->comm));
+		CHECK(c, ncclRedOpCreatePreMulSum(&op, dsc, ncclFloat32, ncclScalarDevice,
+						  c->comm));
 		CHECK(c, ncclAllReduce(s.d, r.d, 1003, dt, op, c->comm, c->stream));
 		CHECK(c, ncclRedOpDestroy(op, c->comm));
 		if (buf_expect(c, &r, 0, 1003, "PreMulSum with a device scalar", want_premul, &dt))
@@ -1056,8 +1068,8 @@ static double now_s(void)
 }
 
 /* @n int32 received in @out (pinned host) must be the sum over ranks */
-static int check_pinned(struct ctx *c, const int32_t *out, size_t n, double (*want)(struct ctx *, size_t, void *),
-			void *arg, const char *what)
+static int check_pinned(struct ctx *c, const int32_t *out, size_t n,
+			double (*want)(struct ctx *, size_t, void *), void *arg, const char *what)
 {
 	size_t i;
 
@@ -1125,7 +1137,8 @@ static int group_two_streams(struct ctx *c)
 
 	if (!c->device)
 		return skip(c, "needs a CUDA device (stream mode)");
-	if (cudaStreamCreate(&s2) != cudaSuccess || cudaMallocHost((void **)&out, n * 4) != cudaSuccess)
+	if (cudaStreamCreate(&s2) != cudaSuccess ||
+	    cudaMallocHost((void **)&out, n * 4) != cudaSuccess)
 		return fail(c, "cudaStreamCreate/cudaMallocHost failed");
 	if (buf_make(c, &s, ncclInt32, n, c->rank) || buf_make(c, &r, ncclInt32, n, -1))
 		return -1;
@@ -1134,7 +1147,8 @@ static int group_two_streams(struct ctx *c)
 	CHECK(c, ncclSend(s.d, n, ncclInt32, next, c->comm, c->stream));
 	CHECK(c, ncclGroupEnd());
 	if (cudaMemcpyAsync(out, r.d, n * 4, cudaMemcpyDeviceToHost, s2) != cudaSuccess ||
-	    cudaStreamSynchronize(s2) != cudaSuccess || cudaStreamSynchronize(c->stream) != cudaSuccess)
+	    cudaStreamSynchronize(s2) != cudaSuccess ||
+	    cudaStreamSynchronize(c->stream) != cudaSuccess)
 		return fail(c, "copy on the second stream failed");
 	if (check_pinned(c, out, n, want_from, &prev, "ring received on a second stream"))
 		return -1;
@@ -1322,7 +1336,8 @@ static int errors(struct ctx *c)
 	CHECK(c, ncclAllReduce(b.d, b.d, 8, ncclInt32, ncclSum, c->comm, c->stream));
 	if (buf_expect(c, &b, 0, 8, "allreduce after the refused groups", want_sum, NULL))
 		return -1;
-	EXPECT_ERR(c, ncclRedOpCreatePreMulSum(&op, NULL, ncclFloat32, ncclScalarHostImmediate, c->comm),
+	EXPECT_ERR(c, ncclRedOpCreatePreMulSum(&op, NULL, ncclFloat32, ncclScalarHostImmediate,
+					       c->comm),
 		   ncclInvalidArgument, "scalar is NULL");
 	EXPECT_ERR(c, ncclRedOpCreatePreMulSum(&op, &f, (ncclDataType_t)10, ncclScalarHostImmediate,
 					       c->comm),
@@ -1337,7 +1352,8 @@ static int errors(struct ctx *c)
 			   ncclInvalidArgument, "the stream must be NULL");
 		EXPECT_ERR(c, ncclCommCuDevice(c->comm, &dev), ncclInvalidUsage, "host mode");
 		EXPECT_ERR(c, ncclMemAlloc(&p, 64), ncclInvalidUsage, "host mode");
-		EXPECT_ERR(c, ncclRedOpCreatePreMulSum(&op, &f, ncclFloat32, ncclScalarDevice, c->comm),
+		EXPECT_ERR(c, ncclRedOpCreatePreMulSum(&op, &f, ncclFloat32, ncclScalarDevice,
+						       c->comm),
 			   ncclInvalidArgument, "ncclScalarDevice, but this process has no CUDA device");
 	} else {
 		int cur = -1;
@@ -1660,8 +1676,10 @@ static void run(int n, const char *transport, int device, int timeout_s, int onl
 		while (fgets(line, sizeof(line), outs[r])) {
 			int k = atoi(line);
 
+			const char *sp = strchr(line, ' ');
+
 			if (k >= 0 && k < NCASES && k < 64 && !lines[r][k])
-				lines[r][k] = strdup(strchr(line, ' ') ? strchr(line, ' ') + 1 : line);
+				lines[r][k] = strdup(sp ? sp + 1 : line);
 		}
 		fclose(outs[r]);
 	}

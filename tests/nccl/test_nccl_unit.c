@@ -52,10 +52,10 @@ static void test_abi(void)
 				       ncclInternalError, ncclInvalidArgument, ncclInvalidUsage,
 				       ncclRemoteError, ncclInProgress, ncclNumResults };
 	static const int dtypes[][2] = {
-		{ ncclInt8, 0 }, { ncclChar, 0 }, { ncclUint8, 1 }, { ncclInt32, 2 }, { ncclInt, 2 },
-		{ ncclUint32, 3 }, { ncclInt64, 4 }, { ncclUint64, 5 }, { ncclFloat16, 6 },
-		{ ncclHalf, 6 }, { ncclFloat32, 7 }, { ncclFloat, 7 }, { ncclFloat64, 8 },
-		{ ncclDouble, 8 }, { ncclBfloat16, 9 }, { ncclNumTypes, 10 },
+		{ ncclInt8, 0 },     { ncclChar, 0 },	  { ncclUint8, 1 },    { ncclInt32, 2 },
+		{ ncclInt, 2 },	     { ncclUint32, 3 },	  { ncclInt64, 4 },    { ncclUint64, 5 },
+		{ ncclFloat16, 6 },  { ncclHalf, 6 },	  { ncclFloat32, 7 },  { ncclFloat, 7 },
+		{ ncclFloat64, 8 },  { ncclDouble, 8 },	  { ncclBfloat16, 9 }, { ncclNumTypes, 10 },
 	};
 	static const int ops[][2] = { { ncclSum, 0 }, { ncclProd, 1 }, { ncclMax, 2 },
 				      { ncclMin, 3 }, { ncclAvg, 4 }, { ncclNumOps, 5 } };
@@ -78,13 +78,15 @@ static void test_abi(void)
 	tap_is_int(sizeof(ncclUniqueId), 128, "ncclUniqueId is 128 bytes");
 	tap_is_int(sizeof(ncclUniqueId), sizeof(ibc_unique_id_t), "... like ibc_unique_id_t");
 	tap_ok(offsetof(ncclConfig_t, magic) == 8 && offsetof(ncclConfig_t, version) == 12 &&
-	       offsetof(ncclConfig_t, blocking) == 16 && offsetof(ncclConfig_t, cgaClusterSize) == 20 &&
+	       offsetof(ncclConfig_t, blocking) == 16 &&
+	       offsetof(ncclConfig_t, cgaClusterSize) == 20 &&
 	       offsetof(ncclConfig_t, minCTAs) == 24 && offsetof(ncclConfig_t, maxCTAs) == 28 &&
 	       offsetof(ncclConfig_t, netName) == 32 && offsetof(ncclConfig_t, splitShare) == 40 &&
 	       sizeof(ncclConfig_t) == 48,
 	       "ncclConfig_t layout of NCCL 2.18-2.21 (48 bytes on LP64)");
 	tap_ok(cfg.size == sizeof(cfg) && cfg.magic == 0xcafebeef && cfg.version == 22105 &&
-	       cfg.blocking == NCCL_CONFIG_UNDEF_INT && cfg.cgaClusterSize == NCCL_CONFIG_UNDEF_INT &&
+	       cfg.blocking == NCCL_CONFIG_UNDEF_INT &&
+	       cfg.cgaClusterSize == NCCL_CONFIG_UNDEF_INT &&
 	       cfg.minCTAs == NCCL_CONFIG_UNDEF_INT && cfg.maxCTAs == NCCL_CONFIG_UNDEF_INT &&
 	       cfg.netName == NULL && cfg.splitShare == NCCL_CONFIG_UNDEF_INT,
 	       "NCCL_CONFIG_INITIALIZER: size, magic 0xcafebeef, version, every option undefined");
@@ -315,9 +317,9 @@ static int simulate(const struct sim *s, int *const *order)
 				for (p = 0; p < s->n && all; p++) {
 					if (pos[p] >= s->nops[p])
 						all = 0;
-					else
-						q = &s->ops[p][order[p][pos[p]]],
-						all = !q->p2p && q->gid == o->gid && q->msg == o->msg;
+					else if ((q = &s->ops[p][order[p][pos[p]]]))
+						all = !q->p2p && q->gid == o->gid &&
+						      q->msg == o->msg;
 				}
 				if (all) {
 					for (p = 0; p < s->n; p++)
@@ -435,7 +437,10 @@ static void random_group(struct sim *s, int n)
 
 static void test_order_exact(void)
 {
-	/* rank 1 of 3 (gid 7) writes: recv<-0, send->0, allreduce, send->2, recv<-2, send->1, recv<-1 */
+	/*
+	 * rank 1 of 3 (gid 7) writes: recv<-0, send->0, allreduce, send->2,
+	 * recv<-2, send->1, recv<-1
+	 */
 	struct shim_order_in in[] = {
 		{ 7, 1, 2, 0 }, { 7, 1, 1, 0 }, { 7, 1, 0, -1 }, { 7, 1, 1, 2 },
 		{ 7, 1, 2, 2 }, { 7, 1, 1, 1 }, { 7, 1, 2, 1 },
@@ -567,9 +572,12 @@ static void test_scale_conversions(void)
 	uint32_t h;
 	uint32_t i;
 	uint32_t x = 1;
-	static const float edges[] = { 65504.0f, 65519.99f, 65520.0f, 65536.0f, 5.9604645e-8f,
-				       2.9802322e-8f, 2.9802326e-8f, 6.1035156e-5f, 6.1035152e-5f,
-				       1.0f, -1.0f, 0.0f, -0.0f, 1.0009766f, 1.0004883f, 1.0014648f };
+	static const float edges[] = {
+		65504.0f,      65519.99f,     65520.0f,	     65536.0f,	    5.9604645e-8f,
+		2.9802322e-8f, 2.9802326e-8f, 6.1035156e-5f, 6.1035152e-5f, 1.0f,
+		-1.0f,	       0.0f,	      -0.0f,	     1.0009766f,    1.0004883f,
+		1.0014648f,
+	};
 
 	for (h = 0; h < 65536; h++) {
 		uint16_t back = shim_f2h(shim_h2f((uint16_t)h));
@@ -648,7 +656,12 @@ static void test_scale_products(void)
 	double sf64 = 10.0;
 
 	memset(&pm, 0, sizeof(pm));
-#define SCALE(dt, arr, sc)                                                  	do {                                                                		pm.dtype = (dt);                                            		memcpy(pm.value, &(sc), sizeof(sc));                        		shim_premul_host(&pm, (arr), (arr), sizeof(arr) / sizeof((arr)[0])); 	} while (0)
+#define SCALE(dt, arr, sc)                                                           \
+	do {                                                                         \
+		pm.dtype = (dt);                                                     \
+		memcpy(pm.value, &(sc), sizeof(sc));                                 \
+		shim_premul_host(&pm, (arr), (arr), sizeof(arr) / sizeof((arr)[0])); \
+	} while (0)
 	SCALE(IBC_INT8, i8, s8);
 	tap_ok(i8[0] == 44 && i8[1] == -21 && i8[2] == 3, "int8 products wrap: 100*3 = 44, -7*3 = -21");
 	SCALE(IBC_UINT8, u8, su8);
