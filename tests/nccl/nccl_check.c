@@ -1254,6 +1254,64 @@ static int init_in_group(struct ctx *c)
 	return 0;
 }
 
+/*
+ * Rank 0 alone: two ranks of one 2-rank communicator in this process (made
+ * in one group), then one group holding both ranks' allreduce: refused
+ * (one thread cannot drive two ranks here; docs/nccl.md). A zero unique id:
+ * refused at once by a blocking init, and reported through
+ * ncclCommGetAsyncError by a nonblocking one.
+ */
+static int one_thread_two_ranks(struct ctx *c)
+{
+	ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+	ncclUniqueId zero;
+	ncclComm_t a = NULL;
+	ncclComm_t b = NULL;
+	ncclComm_t z = NULL;
+	ncclResult_t ast = ncclInProgress;
+	time_t end = time(NULL) + 60;
+	struct buf x;
+	struct buf y;
+
+	if (c->rank != 0)
+		return 0;       /* the id is rank 0's; the others have nothing to do */
+	CHECK(c, ncclGroupStart());
+	CHECK(c, ncclCommInitRank(&a, 2, c->id, 0));
+	CHECK(c, ncclCommInitRank(&b, 2, c->id, 1));
+	CHECK(c, ncclGroupEnd());
+	if (buf_make(c, &x, ncclInt32, 7, 0) || buf_make(c, &y, ncclInt32, 7, 1))
+		return -1;
+	CHECK(c, ncclGroupStart());
+	CHECK(c, ncclAllReduce(x.d, x.d, 7, ncclInt32, ncclSum, a, c->stream));
+	CHECK(c, ncclAllReduce(y.d, y.d, 7, ncclInt32, ncclSum, b, c->stream));
+	EXPECT_ERR(c, ncclGroupEnd(), ncclInvalidUsage,
+		   "one thread cannot drive several ranks of a communicator");
+	if (buf_expect(c, &x, 0, 7, "rank 0's buffer after the refused group", want_from,
+		       &(int){ 0 }))
+		return -1;
+	CHECK(c, ncclCommDestroy(a));
+	CHECK(c, ncclCommDestroy(b));
+	buf_free(c, &x);
+	buf_free(c, &y);
+	memset(&zero, 0, sizeof(zero));
+	if (ncclCommInitRank(&z, 2, zero, 0) == ncclSuccess || z)
+		return fail(c, "a zero unique id was accepted");
+	cfg.blocking = 0;
+	if (ncclCommInitRankConfig(&z, 2, zero, 0, &cfg) != ncclInProgress || !z)
+		return fail(c, "nonblocking init with a zero id did not start");
+	while (ast == ncclInProgress && time(NULL) < end) {
+		CHECK(c, ncclCommGetAsyncError(z, &ast));
+		if (ast == ncclInProgress)
+			usleep(1000);
+	}
+	if (ast == ncclSuccess || ast == ncclInProgress || !*ncclGetLastError(NULL))
+		return fail(c, "nonblocking init with a zero id: async result %d, text '%s'", (int)ast,
+			    ncclGetLastError(NULL));
+	EXPECT_ERR(c, ncclCommCount(z, &(int){ 0 }), ast, "initialization failed");
+	CHECK(c, ncclCommDestroy(z));
+	return 0;
+}
+
 static int register_finalize(struct ctx *c)
 {
 	void *h1 = NULL;
@@ -1468,6 +1526,7 @@ static const struct tcase cases[] = {
 	{ "group on two streams: the second stream sees its receive", group_two_streams, 0, 1 },
 	{ "nonblocking init: ncclInProgress, polled to ncclSuccess", init_nonblocking, 1, 1 },
 	{ "two communicators initialized inside one group", init_in_group, 1, 2 },
+	{ "two ranks of one communicator in one group refused; a zero id", one_thread_two_ranks, 1, 1 },
 	{ "register, deregister, finalize; calls after finalize refused", register_finalize, 0, 1 },
 	{ "PreMulSum: allreduce (5 types), reduce, reduce_scatter, in a group, misuse", premul_sum, 0, 1 },
 	{ "argument and usage errors name the call, the rank and the cause", errors, 0, 1 },
