@@ -1766,6 +1766,18 @@ static void run(int n, const char *transport, int device, int timeout_s, int onl
 				printf("#   rank %d: %s", r, lines[r][i]);
 		}
 	}
+	{
+		int bad = 0;
+
+		for (r = 0; r < n; r++)
+			bad += codes[r] != 0;
+		tap(!bad, "%d rank%s, %s, %s: every rank exited with status 0", n, n > 1 ? "s" : "",
+		    transport, device ? "device" : "host");
+		for (r = 0; r < n && bad; r++)
+			if (codes[r] != 0)
+				printf("#   rank %d: %s %d\n", r, codes[r] < 0 ? "signal" : "status",
+				       codes[r] < 0 ? -codes[r] : codes[r]);
+	}
 	for (r = 0; r < n; r++)
 		for (i = 0; i < 64; i++)
 			free(lines[r][i]);
