@@ -12,6 +12,9 @@
  *   ibc_scaling local -p local-params.txt [-m measured.tsv] [-f text|md]
  *       predict the local scaling experiments from parameters measured on
  *       this machine and compare with the measurements.
+ *   ibc_scaling mllog [-T TARGET] [-R REPO@COMMIT] LOG...
+ *       reduce MLPerf result logs to the rows of the extracted table
+ *       (mllog-runs.csv; see mllog.h), one per log, on stdout.
  *
  * Relies on scaling_model.c and scaling_io.c; docs/scaling.md shows the output.
  */
@@ -27,6 +30,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "mllog.h"
 #include "scaling_model.h"
 
 enum cli_format { CLI_TEXT = 0, CLI_MD = 1 };
@@ -37,6 +41,7 @@ static void cli_usage(FILE *f)
 		"usage: ibc_scaling mlperf [-d DIR] [-f text|md] [-P POINTS] [-C CURVE] [-E ROW] [-1]\n"
 		"       ibc_scaling robust [-d DIR] [-f text|md]\n"
 		"       ibc_scaling local -p LOCAL_PARAMS [-m MEASURED] [-f text|md]\n"
+		"       ibc_scaling mllog [-T TARGET] [-R REPO@COMMIT] LOG...\n"
 		"  -d DIR     directory with hardware.conf, workloads.conf, mlperf.csv\n"
 		"             (default: the source directory of this program)\n"
 		"  -f FORMAT  text (default) or md (the tables of docs/scaling.md)\n"
@@ -46,7 +51,10 @@ static void cli_usage(FILE *f)
 		"  -1         sensitivity: one u for all GPT-3 rounds (v4.0 and v4.1\n"
 		"             512-GPU rows become predictions)\n"
 		"  -p FILE    local parameters measured by bench/scaling/run.sh\n"
-		"  -m FILE    local measurements (run.sh writes local-measured.tsv)\n");
+		"  -m FILE    local measurements (run.sh writes local-measured.tsv)\n"
+		"  -T TARGET  quality target (default: the benchmark's MLPerf target)\n"
+		"  -R SOURCE  repository and commit the LOG paths are relative to; the\n"
+		"             source column then reads SOURCE:LOG\n");
 }
 
 static double cli_err_pct(double pred, double pub)
@@ -637,6 +645,57 @@ static int cli_robust(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Reduce result logs to rows of the extracted table. Every log is read; a
+ * log that cannot be reduced is named on stderr and makes the exit status 1
+ * (its row is left out).
+ */
+static int cli_mllog(int argc, char **argv)
+{
+	struct ibc_mllog_run r;
+	char source[IBC_MLLOG_PATH_LEN];
+	char group[IBC_MLLOG_PATH_LEN];
+	const char *repo = NULL;
+	double target = 0.0;
+	char *end;
+	int opt, i, rc = 0;
+
+	while ((opt = getopt(argc, argv, "T:R:h")) != -1) {
+		switch (opt) {
+		case 'T':
+			target = strtod(optarg, &end);
+			if (*end != '\0' || !(target > 0.0)) {
+				fprintf(stderr, "ibc_scaling mllog: -T needs a positive number, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'R': repo = optarg; break;
+		case 'h': cli_usage(stdout); return 0;
+		default:  cli_usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		cli_usage(stderr);
+		return 2;
+	}
+	ibc_mllog_write_header(stdout);
+	for (i = optind; i < argc; i++) {
+		if (ibc_mllog_read(argv[i], target, &r) != IBC_OK) {
+			fprintf(stderr, "ibc_scaling mllog: %s\n", ibc_last_error());
+			rc = 1;
+			continue;
+		}
+		if (repo)
+			snprintf(source, sizeof(source), "%s:%s", repo, argv[i]);
+		else
+			snprintf(source, sizeof(source), "%s", argv[i]);
+		ibc_mllog_group_of(source, group, sizeof(group));
+		ibc_mllog_write_row(stdout, group, source, &r);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -649,6 +708,8 @@ int main(int argc, char **argv)
 		return cli_local(argc - 1, argv + 1);
 	if (strcmp(argv[1], "robust") == 0)
 		return cli_robust(argc - 1, argv + 1);
+	if (strcmp(argv[1], "mllog") == 0)
+		return cli_mllog(argc - 1, argv + 1);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		cli_usage(stdout);
 		return 0;
