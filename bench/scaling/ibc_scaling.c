@@ -120,13 +120,15 @@ static void cli_print_params(const struct ibc_scaling_db *db, enum cli_format fm
 		row = "?";
 		for (i = 0; i < db->nrow; i++)
 			if (strcmp(db->row[i].stack, db->stack[k]) == 0 &&
-			    strcmp(db->row[i].role, "calib-u") == 0)
+			    (strcmp(db->row[i].role, "calib-u") == 0 ||
+			     strcmp(db->row[i].role, "calib-u-step") == 0))
 				row = db->row[i].id;
 		if (fmt == CLI_MD)
-			printf("| u[%s] (achieved fraction of BF16 peak) | %.3f | %s |\n",
+			printf("| u[%s] (achieved fraction of the peak of each op's precision) | %.3f | %s |\n",
 			       db->stack[k], db->u[k], row);
 		else
-			printf("u[%s] = %.3f  (calibrated on %s)\n", db->stack[k], db->u[k], row);
+			printf("u[%s] = %.3f  (fraction of the FP8 or BF16 peak; calibrated on %s)\n",
+			       db->stack[k], db->u[k], row);
 	}
 	if (fmt == CLI_TEXT)
 		printf("# measured from a published log, not fitted: host_step_s %.3f, eval_fixed_s %.3f\n\n",
@@ -135,11 +137,20 @@ static void cli_print_params(const struct ibc_scaling_db *db, enum cli_format fm
 		printf("\n");
 }
 
+/* a count that is a mean over runs: whole numbers without decimals */
+static void cli_count(char *buf, size_t len, double v)
+{
+	if (fabs(v - floor(v + 0.5)) < 1e-9)
+		snprintf(buf, len, "%.0f", v);
+	else
+		snprintf(buf, len, "%.1f", v);
+}
+
 static ibc_status_t cli_print_rows(const struct ibc_scaling_db *db, enum cli_format fmt)
 {
 	struct ibc_scaling_pred pr;
 	const struct ibc_scaling_row *r;
-	char step_log[32], evals_log[16];
+	char step_log[32], evals_log[16], steps[16], evals[16];
 	int i;
 
 	if (fmt == CLI_MD)
@@ -158,19 +169,21 @@ static ibc_status_t cli_print_rows(const struct ibc_scaling_db *db, enum cli_for
 		else
 			snprintf(step_log, sizeof(step_log), "-");
 		if (r->logged_evals > 0)
-			snprintf(evals_log, sizeof(evals_log), "%d", r->logged_evals);
+			cli_count(evals_log, sizeof(evals_log), r->logged_evals);
 		else
 			snprintf(evals_log, sizeof(evals_log), "-");
+		cli_count(steps, sizeof(steps), pr.steps);
+		cli_count(evals, sizeof(evals), pr.evals);
 		if (fmt == CLI_MD)
-			printf("| %s | %d | %d/%d/%d/%d | %d | %ld | %ld (%d, %s) | %.3f / %s | %.0f%% | %.3f | %.3f | %.3f | %+.1f%% | %s |\n",
+			printf("| %s | %d | %d/%d/%d/%d | %d | %ld | %s (%s, %s) | %.3f / %s | %.0f%% | %.3f | %.3f | %.3f | %+.1f%% | %s |\n",
 			       r->id, r->ngpus, r->tp, r->pp, r->cp, r->vp, r->mbs, r->gbs,
-			       pr.steps, pr.evals, evals_log, pr.t_step_s, step_log,
+			       steps, evals, evals_log, pr.t_step_s, step_log,
 			       pr.mfu * 100.0, pr.t_dp_exposed_s, pr.ttt_s / 60.0, r->published_min,
 			       cli_err_pct(pr.ttt_s / 60.0, r->published_min), r->role);
 		else
-			printf("%-26s %6d %2d/%d/%d/%-2d %3d %5ld %5ld(%2d,%2s) %7.3f/%-7s %4.0f%% %7.3f %9.3f %9.3f %+7.1f %s\n",
+			printf("%-26s %6d %2d/%d/%d/%-2d %3d %5ld %5s(%4s,%4s) %7.3f/%-7s %4.0f%% %7.3f %9.3f %9.3f %+7.1f %s\n",
 			       r->id, r->ngpus, r->tp, r->pp, r->cp, r->vp, r->mbs, r->gbs,
-			       pr.steps, pr.evals, evals_log, pr.t_step_s, step_log,
+			       steps, evals, evals_log, pr.t_step_s, step_log,
 			       pr.mfu * 100.0, pr.t_dp_exposed_s, pr.ttt_s / 60.0, r->published_min,
 			       cli_err_pct(pr.ttt_s / 60.0, r->published_min), r->role);
 	}

@@ -688,7 +688,9 @@ ibc_status_t ibc_mllog_score_runs(const struct ibc_mllog_run *runs, int n, const
 		s.evals += r->evals;
 		s.train_s += r->trained_samples / r->steady_sps;
 		s.eval_s += r->eval_s;
-		s.fixed_s += r->fixed_s;
+		/* the residual again, so that the means add up exactly even when
+		 * the run's figures were rounded in the extracted table */
+		s.fixed_s += r->run_s - r->trained_samples / r->steady_sps - r->eval_s;
 		s.first_block_extra_s += r->first_block_extra_s;
 		trained += r->trained_samples;
 		if (r->have_first_step) {

@@ -5,6 +5,7 @@
  *   workloads.conf  model shapes, benchmark rules, reference convergence
  *                   points, overheads read from published logs
  *   mlperf.csv      published results with their configurations
+ *   mllog-runs.csv  the published result logs, reduced (read by mllog.c)
  *   local-params.txt  parameters measured on this machine by run.sh
  * Relies on scaling_model.h for the structures.
  */
@@ -199,6 +200,8 @@ static ibc_status_t io_load_hardware(struct ibc_scaling_db *db, const struct io_
 		IBC_CHECK(io_str(kv, "system", tok, "gpu", s->gpu, sizeof(s->gpu)));
 		IBC_CHECK(io_num(kv, "gpu", s->gpu, "peak_bf16_tflops", &v));
 		s->peak_flops = v * 1e12;
+		IBC_CHECK(io_num(kv, "gpu", s->gpu, "peak_fp8_tflops", &v));
+		s->peak_fp8_flops = v * 1e12;
 		IBC_CHECK(io_num(kv, "gpu", s->gpu, "hbm_TBps", &v));
 		s->hbm_Bps = v * 1e12;
 		IBC_CHECK(io_num(kv, "system", tok, "gpus_per_node", &v));
@@ -207,7 +210,8 @@ static ibc_status_t io_load_hardware(struct ibc_scaling_db *db, const struct io_
 		IBC_CHECK(io_link(kv, link, &s->nvlink));
 		IBC_CHECK(io_str(kv, "system", tok, "net", link, sizeof(link)));
 		IBC_CHECK(io_link(kv, link, &s->net));
-		if (!(s->peak_flops > 0.0) || !(s->hbm_Bps > 0.0) || s->gpus_per_node < 1) {
+		if (!(s->peak_flops > 0.0) || !(s->peak_fp8_flops > 0.0) || !(s->hbm_Bps > 0.0) ||
+		    s->gpus_per_node < 1) {
 			IBC_LOG_WARN(BENCH, "system %s: bad constants", tok);
 			return IBC_ERR_INVALID_ARG;
 		}
@@ -344,15 +348,16 @@ static int io_csv_split(char *line, char **field, int max)
 
 enum {
 	CSV_ID, CSV_BENCH, CSV_ROUND, CSV_SUBMITTER, CSV_SYSTEM, CSV_STACK, CSV_ROLE, CSV_NGPUS,
-	CSV_TP, CSV_PP, CSV_CP, CSV_VP, CSV_MBS, CSV_GBS, CSV_DIST_OPT, CSV_GRAD_BYTES,
-	CSV_PARAM_BYTES, CSV_SAMPLES, CSV_PUBLISHED, CSV_LOG_STEP, CSV_LOG_EVALS, CSV_SOURCE,
-	CSV_NCOLS
+	CSV_TP, CSV_PP, CSV_CP, CSV_VP, CSV_MBS, CSV_GBS, CSV_DIST_OPT, CSV_GEMM_FP8,
+	CSV_ATTN_FP8, CSV_GRAD_BYTES, CSV_PARAM_BYTES, CSV_SAMPLES, CSV_PUBLISHED, CSV_LOG_STEP,
+	CSV_LOG_EVALS, CSV_RUNS, CSV_SOURCE, CSV_NCOLS
 };
 
 static const char *const io_csv_header[CSV_NCOLS] = {
 	"id", "bench", "round", "submitter", "system", "stack", "role", "ngpus", "tp", "pp",
-	"cp", "vp", "mbs", "gbs", "dist_opt", "grad_bytes", "param_bytes", "samples",
-	"published_min", "logged_step_s", "logged_evals", "source",
+	"cp", "vp", "mbs", "gbs", "dist_opt", "gemm_fp8", "attn_fp8", "grad_bytes",
+	"param_bytes", "samples", "published_min", "logged_step_s", "logged_evals", "runs",
+	"source",
 };
 
 static ibc_status_t io_csv_int(const char *path, int lineno, const char *s, long *v_p)
@@ -380,6 +385,43 @@ static ibc_status_t io_csv_num(const char *path, int lineno, const char *s, doub
 	}
 	snprintf(what, sizeof(what), "%.40s:%d", path, lineno);
 	return io_parse_double(what, s, v_p);
+}
+
+/*
+ * A row that names its runs takes from their scored mean the evaluation
+ * schedule, the logged step and evaluations and, with samples "log", the
+ * samples to converge; it must not give those figures itself.
+ */
+static ibc_status_t io_row_log(struct ibc_scaling_db *db, struct ibc_scaling_row *r,
+			       const char *path, int lineno)
+{
+	if (r->runs[0] == '\0') {
+		if (r->samples_from_log) {
+			IBC_LOG_WARN(BENCH, "%s:%d: row %s: samples 'log' needs a runs group", path,
+				     lineno, r->id);
+			return IBC_ERR_INVALID_ARG;
+		}
+		return IBC_OK;
+	}
+	if (r->logged_step_s > 0.0 || r->logged_evals > 0.0) {
+		IBC_LOG_WARN(BENCH, "%s:%d: row %s: logged_step_s and logged_evals come from its runs; leave them empty",
+			     path, lineno, r->id);
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_mllog_table_score(&db->runs, r->runs, &r->log));
+	if (r->log.gbs != r->gbs) {
+		IBC_LOG_WARN(BENCH, "%s:%d: row %s has gbs %ld, its runs %ld", path, lineno, r->id,
+			     r->gbs, r->log.gbs);
+		return IBC_ERR_INVALID_ARG;
+	}
+	r->have_log = 1;
+	r->logged_step_s = r->log.step_s;
+	r->logged_evals = r->log.evals;
+	r->first_eval_samples = r->log.first_eval_samples;
+	r->eval_interval_samples = r->log.eval_interval_samples;
+	if (r->samples_from_log)
+		r->samples = r->log.samples;
+	return IBC_OK;
 }
 
 static ibc_status_t io_load_rows(struct ibc_scaling_db *db, const char *path)
@@ -439,16 +481,14 @@ static ibc_status_t io_load_rows(struct ibc_scaling_db *db, const char *path)
 		snprintf(r->stack, sizeof(r->stack), "%s", field[CSV_STACK]);
 		snprintf(r->role, sizeof(r->role), "%s", field[CSV_ROLE]);
 		snprintf(r->source, sizeof(r->source), "%s", field[CSV_SOURCE]);
-		if (strcmp(r->role, "calib-u") != 0 && strcmp(r->role, "calib-eta") != 0 &&
-		    strcmp(r->role, "predict") != 0) {
+		if (strcmp(r->role, "calib-u") != 0 && strcmp(r->role, "calib-u-step") != 0 &&
+		    strcmp(r->role, "calib-eta") != 0 && strcmp(r->role, "predict") != 0) {
 			IBC_LOG_WARN(BENCH, "%s:%d: unknown role '%s'", path, lineno, r->role);
 			st = IBC_ERR_INVALID_ARG;
 			goto out;
 		}
-		for (i = CSV_NGPUS; i <= CSV_DIST_OPT; i++)
+		for (i = CSV_NGPUS; i <= CSV_ATTN_FP8; i++)
 			IBC_CHECK_GOTO(io_csv_int(path, lineno, field[i], &v[i]), st, out);
-		IBC_CHECK_GOTO(io_csv_int(path, lineno, field[CSV_LOG_EVALS][0] ?
-					  field[CSV_LOG_EVALS] : "0", &v[CSV_LOG_EVALS]), st, out);
 		r->ngpus = (int)v[CSV_NGPUS];
 		r->tp = (int)v[CSV_TP];
 		r->pp = (int)v[CSV_PP];
@@ -457,16 +497,25 @@ static ibc_status_t io_load_rows(struct ibc_scaling_db *db, const char *path)
 		r->mbs = (int)v[CSV_MBS];
 		r->gbs = v[CSV_GBS];
 		r->dist_opt = (int)v[CSV_DIST_OPT];
-		r->logged_evals = (int)v[CSV_LOG_EVALS];
+		r->gemm_fp8 = v[CSV_GEMM_FP8] != 0;
+		r->attn_fp8 = v[CSV_ATTN_FP8] != 0;
+		IBC_CHECK_GOTO(io_csv_num(path, lineno, field[CSV_LOG_EVALS], &r->logged_evals),
+			       st, out);
 		IBC_CHECK_GOTO(io_csv_num(path, lineno, field[CSV_GRAD_BYTES], &d), st, out);
 		r->grad_bytes_per_elem = d;
 		IBC_CHECK_GOTO(io_csv_num(path, lineno, field[CSV_PARAM_BYTES], &d), st, out);
 		r->param_bytes_per_elem = d;
-		IBC_CHECK_GOTO(io_csv_num(path, lineno, field[CSV_SAMPLES], &r->samples), st, out);
+		if (strcmp(field[CSV_SAMPLES], "log") == 0)
+			r->samples_from_log = 1;
+		else
+			IBC_CHECK_GOTO(io_csv_num(path, lineno, field[CSV_SAMPLES], &r->samples),
+				       st, out);
 		IBC_CHECK_GOTO(io_csv_num(path, lineno, field[CSV_PUBLISHED], &r->published_min),
 			       st, out);
 		IBC_CHECK_GOTO(io_csv_num(path, lineno, field[CSV_LOG_STEP], &r->logged_step_s),
 			       st, out);
+		snprintf(r->runs, sizeof(r->runs), "%s", field[CSV_RUNS]);
+		IBC_CHECK_GOTO(io_row_log(db, r, path, lineno), st, out);
 		if (!(r->published_min > 0.0)) {
 			IBC_LOG_WARN(BENCH, "%s:%d: row %s has no published time", path, lineno,
 				     r->id);
@@ -486,9 +535,10 @@ out:
 }
 
 /**
- * ibc_scaling_load() - Read hardware.conf, workloads.conf and mlperf.csv.
+ * ibc_scaling_load() - Read hardware.conf, workloads.conf, mllog-runs.csv
+ * and mlperf.csv.
  * @db:  [out] database, zeroed first; nothing is fitted yet.
- * @dir: directory holding the three files (bench/scaling in the source tree).
+ * @dir: directory holding the four files (bench/scaling in the source tree).
  *
  * Return: IBC_OK; IBC_ERR_SYSTEM when a file cannot be opened;
  *         IBC_ERR_INVALID_ARG for malformed content (the line is logged);
@@ -511,6 +561,8 @@ ibc_status_t ibc_scaling_load(struct ibc_scaling_db *db, const char *dir)
 	snprintf(path, sizeof(path), "%s/workloads.conf", dir);
 	IBC_CHECK_GOTO(io_kv_read(kv, path), st, out);
 	IBC_CHECK_GOTO(io_load_workloads(db, kv), st, out);
+	snprintf(path, sizeof(path), "%s/mllog-runs.csv", dir);
+	IBC_CHECK_GOTO(ibc_mllog_table_read(&db->runs, path), st, out);
 	snprintf(path, sizeof(path), "%s/mlperf.csv", dir);
 	IBC_CHECK_GOTO(io_load_rows(db, path), st, out);
 out:

@@ -212,6 +212,19 @@ double ibc_scaling_train_flops_per_token(const struct ibc_scaling_workload *w)
 }
 
 /**
+ * ibc_scaling_attn_flops_per_token() - The attention part of the model FLOPs
+ * of one token: scores and weighted sum, 4 L s h forward and 8 L s h
+ * backward (full, non-causal count as in ibc_scaling_train_flops_per_token()).
+ * @w:     [in] workload.
+ * @train: 1 for a training token (12 L s h), 0 for an evaluation token (4 L s h).
+ * Return: FLOP per token.
+ */
+double ibc_scaling_attn_flops_per_token(const struct ibc_scaling_workload *w, int train)
+{
+	return (train ? 12.0 : 4.0) * w->layers * w->seq * w->hidden;
+}
+
+/**
  * ibc_scaling_fwd_flops_per_token() - Model FLOPs of one evaluation token:
  * 2 L P_layer + 4 L s h + 2 h V.
  * @w: [in] workload.
@@ -370,28 +383,44 @@ ibc_status_t ibc_scaling_check_row(const struct ibc_scaling_db *db,
 /*
  * Convergence and evaluation schedule: the run evaluates every
  * ceil(interval / gbs) steps (after an optional first block), and stops at
- * the first evaluation at or past the samples needed.
+ * the first evaluation at or past the samples needed. The row's own
+ * schedule (from its logs) replaces the workload's. When the samples are a
+ * mean over logged runs, each of which stopped at an evaluation, the steps
+ * and evaluations are the same means: samples / gbs and
+ * 1 + (samples - first) / interval.
  */
-static void model_schedule(const struct ibc_scaling_workload *w, double gbs, double samples,
-			   long *steps_p, int *evals_p)
+static void model_schedule(const struct ibc_scaling_workload *w, const struct ibc_scaling_row *r,
+			   double samples, double *steps_p, double *evals_p)
 {
-	double interval_steps = model_ceil(w->eval_interval_samples / gbs);
+	double gbs = (double)r->gbs;
+	double first = r->first_eval_samples > 0.0 ? r->first_eval_samples : w->first_eval_samples;
+	double interval = r->eval_interval_samples > 0.0 ? r->eval_interval_samples :
+			  w->eval_interval_samples;
+	double interval_steps = model_ceil(interval / gbs);
 	double first_steps;
 	double evals;
 
-	if (w->first_eval_samples > 0.0) {
-		first_steps = model_ceil(w->first_eval_samples / gbs);
+	if (r->samples_from_log) {
+		*steps_p = samples / gbs;
+		if (first > 0.0)
+			*evals_p = 1.0 + (samples > first ? (samples - first) / interval : 0.0);
+		else
+			*evals_p = samples / interval;
+		return;
+	}
+	if (first > 0.0) {
+		first_steps = model_ceil(first / gbs);
 		if (samples <= first_steps * gbs)
 			evals = 1.0;
 		else
 			evals = 1.0 + model_ceil((samples - first_steps * gbs) /
 						 (interval_steps * gbs));
-		*steps_p = (long)(first_steps + (evals - 1.0) * interval_steps);
+		*steps_p = first_steps + (evals - 1.0) * interval_steps;
 	} else {
 		evals = model_ceil(samples / (interval_steps * gbs));
-		*steps_p = (long)(evals * interval_steps);
+		*steps_p = evals * interval_steps;
 	}
-	*evals_p = (int)evals;
+	*evals_p = evals;
 }
 
 /**
@@ -403,10 +432,13 @@ static void model_schedule(const struct ibc_scaling_workload *w, double gbs, dou
  * @pred_p: [out] breakdown and time to train.
  *
  * Per microbatch on one GPU (tokens mbs s / cp, sharded tp ways):
- *   t_flop = mbs s F_tok / (tp pp cp) / (peak u)
+ *   t_flop = mbs s / (tp pp cp) x (F_gemm / P_gemm + F_attn / P_attn) / u,
+ *            P = the FP8 or the BF16 peak, as the row's configuration runs
+ *            the weight GEMMs and the attention
  *   t_mem  = mbs s / (tp pp cp) x L elem_bytes_per_h h / HBM
  *   t_tp   = L/pp x 4 x [RS + AG](tp, mbs s/cp h 2 B)   (sequence parallel)
- *   t_cp   = L/pp x 3 x AG(cp, mbs s 2 h_kv 2 B)       (ring attention K,V)
+ *   t_cp   = L/pp x 3 x AG(cp, mbs s 2 h_kv/tp 2 B)    (ring attention K,V of
+ *            the KV heads a GPU holds)
  *   t_pp   = 2 vp x p2p(mbs s/cp h 2 B / tp)
  *   t_mb   = t_flop + t_mem + (1 - eta)(t_tp + t_cp + t_pp)
  * Per step: (m + (pp-1)/vp) t_mb (interleaved 1F1B) + exposed data-parallel
@@ -429,6 +461,7 @@ ibc_status_t ibc_scaling_predict(const struct ibc_scaling_db *db, const struct i
 	struct ibc_scaling_pred pr;
 	double dp, shard, layers_gpu, h_kv, m_tp, m_cp, m_pp, keep;
 	double p_gpu, trainable_gpu, n_grad, mb_tokens_gpu, t_mb_fwd, m_eval, batches;
+	double peak_g, peak_a, f_attn, f_attn_fwd, kv_gpu;
 	int gpn;
 	ibc_status_t st;
 
@@ -439,6 +472,13 @@ ibc_status_t ibc_scaling_predict(const struct ibc_scaling_db *db, const struct i
 	}
 	s = ibc_scaling_find_system(db, r->system);
 	w = ibc_scaling_find_workload(db, r->bench);
+	peak_g = r->gemm_fp8 ? s->peak_fp8_flops : s->peak_flops;
+	peak_a = r->attn_fp8 ? s->peak_fp8_flops : s->peak_flops;
+	if (!(peak_g > 0.0) || !(peak_a > 0.0)) {
+		IBC_LOG_WARN(BENCH, "row %s: FP8 requested but system %s has no FP8 peak", r->id,
+			     s->name);
+		return IBC_ERR_INVALID_ARG;
+	}
 	memset(&pr, 0, sizeof(pr));
 	gpn = s->gpus_per_node;
 	dp = (double)r->ngpus / ((double)r->tp * r->pp * r->cp);
@@ -454,13 +494,18 @@ ibc_status_t ibc_scaling_predict(const struct ibc_scaling_db *db, const struct i
 
 	pr.m = (double)r->gbs / (dp * r->mbs);
 	mb_tokens_gpu = r->mbs * w->seq / shard;
-	pr.t_flop_s = mb_tokens_gpu * ibc_scaling_train_flops_per_token(w) / (s->peak_flops * u);
+	f_attn = ibc_scaling_attn_flops_per_token(w, 1);
+	pr.t_gemm_s = mb_tokens_gpu * (ibc_scaling_train_flops_per_token(w) - f_attn) / (peak_g * u);
+	pr.t_attn_s = mb_tokens_gpu * f_attn / (peak_a * u);
+	pr.t_flop_s = pr.t_gemm_s + pr.t_attn_s;
 	pr.t_mem_s = mb_tokens_gpu * w->layers * w->elem_bytes_per_h * w->hidden / s->hbm_Bps;
 
 	m_tp = r->mbs * w->seq / r->cp * w->hidden * 2.0;
 	pr.t_tp_s = layers_gpu * 4.0 * (ibc_scaling_ring_reduce_scatter_s(tp_l, r->tp, m_tp) +
 					ibc_scaling_ring_allgather_s(tp_l, r->tp, m_tp));
-	m_cp = r->mbs * w->seq * 2.0 * h_kv * 2.0;
+	/* Megatron splits the KV heads over tp (one each when there are fewer) */
+	kv_gpu = w->kv_heads >= r->tp ? h_kv / r->tp : h_kv / w->kv_heads;
+	m_cp = r->mbs * w->seq * 2.0 * kv_gpu * 2.0;
 	pr.t_cp_s = layers_gpu * 3.0 * ibc_scaling_ring_allgather_s(cp_l, r->cp, m_cp);
 	m_pp = r->mbs * w->seq / r->cp * w->hidden * 2.0 / r->tp;
 	pr.t_pp_s = r->pp > 1 ? 2.0 * r->vp * ibc_scaling_p2p_s(pp_l, m_pp) : 0.0;
@@ -491,7 +536,9 @@ ibc_status_t ibc_scaling_predict(const struct ibc_scaling_db *db, const struct i
 		      p->host_step_s;
 
 	/* evaluation: forward only, one third of the element-wise traffic */
-	t_mb_fwd = mb_tokens_gpu * ibc_scaling_fwd_flops_per_token(w) / (s->peak_flops * u) +
+	f_attn_fwd = ibc_scaling_attn_flops_per_token(w, 0);
+	t_mb_fwd = mb_tokens_gpu * ((ibc_scaling_fwd_flops_per_token(w) - f_attn_fwd) / peak_g +
+				    f_attn_fwd / peak_a) / u +
 		   pr.t_mem_s / 3.0 + keep * (pr.t_tp_s / 2.0 + pr.t_cp_s / 3.0 + pr.t_pp_s / 2.0);
 	m_eval = pr.m;
 	batches = model_ceil(w->eval_seqs / (double)r->gbs);
@@ -507,7 +554,7 @@ ibc_status_t ibc_scaling_predict(const struct ibc_scaling_db *db, const struct i
 			return st;
 		}
 	}
-	model_schedule(w, (double)r->gbs, pr.samples, &pr.steps, &pr.evals);
+	model_schedule(w, r, pr.samples, &pr.steps, &pr.evals);
 	pr.ttt_s = pr.steps * pr.t_step_s + pr.evals * pr.t_eval_s;
 	pr.mfu = r->gbs * w->seq * ibc_scaling_train_flops_per_token(w) / r->ngpus /
 		 (pr.t_step_s * s->peak_flops);
@@ -559,6 +606,66 @@ ibc_status_t ibc_scaling_solve_u(const struct ibc_scaling_db *db, const struct i
 	return IBC_OK;
 }
 
+/**
+ * ibc_scaling_row_step_s() - The step time a row's logs show.
+ * @r: [in] row.
+ * Return: the scored runs' mean steady step (@r->log) when the row has logs,
+ *         else @r->logged_step_s (0 when unknown).
+ */
+double ibc_scaling_row_step_s(const struct ibc_scaling_row *r)
+{
+	return r->have_log ? r->log.step_s : r->logged_step_s;
+}
+
+/**
+ * ibc_scaling_solve_u_step() - The utilization that reproduces the step time
+ * of a row's logs, by bisection on log(u) in [0.01, 4].
+ * @db:  [in]  database.
+ * @r:   [in]  calibration row with a logged step (ibc_scaling_row_step_s()).
+ * @p:   [in]  shared parameters.
+ * @u_p: [out] utilization.
+ *
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG when the row is invalid, has no logged
+ *         step, or no u in the interval reproduces it (logged).
+ */
+ibc_status_t ibc_scaling_solve_u_step(const struct ibc_scaling_db *db,
+				      const struct ibc_scaling_row *r,
+				      const struct ibc_scaling_params *p, double *u_p)
+{
+	struct ibc_scaling_pred pr;
+	double lo = log(0.01);
+	double hi = log(4.0);
+	double target = ibc_scaling_row_step_s(r);
+	double mid;
+	int it;
+
+	if (!(target > 0.0)) {
+		IBC_LOG_WARN(BENCH, "row %s: no logged step time to calibrate on", r->id);
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_scaling_predict(db, r, exp(lo), p, &pr));
+	if (pr.t_step_s < target) {
+		IBC_LOG_WARN(BENCH, "row %s: even u = 0.01 gives a shorter step than logged", r->id);
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_scaling_predict(db, r, exp(hi), p, &pr));
+	if (pr.t_step_s > target) {
+		IBC_LOG_WARN(BENCH, "row %s: even u = 4 gives a longer step than logged (%.3f > %.3f s)",
+			     r->id, pr.t_step_s, target);
+		return IBC_ERR_INVALID_ARG;
+	}
+	for (it = 0; it < 200; it++) {
+		mid = 0.5 * (lo + hi);
+		IBC_CHECK(ibc_scaling_predict(db, r, exp(mid), p, &pr));
+		if (pr.t_step_s > target)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*u_p = exp(0.5 * (lo + hi));
+	return IBC_OK;
+}
+
 static int model_find_role(const struct ibc_scaling_db *db, const char *role, const char *stack)
 {
 	int i;
@@ -599,19 +706,20 @@ static ibc_status_t model_eta_residual(struct ibc_scaling_db *db, int iu, int ie
  * Exactly one row has role "calib-eta"; together with the "calib-u" row of
  * its stack it fixes eta and that stack's u (two equations, two unknowns:
  * bisection on eta with u re-solved at every step). Every other stack's u
- * comes from its own "calib-u" row at that eta. All other rows are
- * predictions. When no eta in [0, 0.999] matches, eta is clamped to the
+ * comes from its own "calib-u" row (published time) or "calib-u-step" row
+ * (step time of its logs) at that eta. All other rows are predictions. When no eta in [0, 0.999] matches, eta is clamped to the
  * nearer end and a warning is logged.
  *
  * Return: IBC_OK; IBC_ERR_INVALID_ARG when a stack lacks exactly one
- *         calib-u row, several calib-eta rows exist, or a solve fails.
+ *         calib-u or calib-u-step row, several calib-eta rows exist, or a
+ *         solve fails.
  */
 ibc_status_t ibc_scaling_calibrate(struct ibc_scaling_db *db)
 {
 	double lo = 0.0;
 	double hi = 0.999;
 	double rlo, rhi, rmid, u, mid;
-	int ie, iu, i, k, it;
+	int ie, iu, is, i, k, it;
 
 	db->nstack = 0;
 	for (i = 0; i < db->nrow; i++)
@@ -652,12 +760,17 @@ ibc_status_t ibc_scaling_calibrate(struct ibc_scaling_db *db)
 	}
 	for (k = 0; k < db->nstack; k++) {
 		iu = model_find_role(db, "calib-u", db->stack[k]);
-		if (iu < 0) {
-			IBC_LOG_WARN(BENCH, "stack %s needs exactly one calib-u row",
+		is = model_find_role(db, "calib-u-step", db->stack[k]);
+		if ((iu < 0) == (is < 0) || iu == -2 || is == -2) {
+			IBC_LOG_WARN(BENCH, "stack %s needs exactly one calib-u or calib-u-step row",
 				     db->stack[k]);
 			return IBC_ERR_INVALID_ARG;
 		}
-		IBC_CHECK(ibc_scaling_solve_u(db, &db->row[iu], &db->params, &db->u[k]));
+		if (iu >= 0)
+			IBC_CHECK(ibc_scaling_solve_u(db, &db->row[iu], &db->params, &db->u[k]));
+		else
+			IBC_CHECK(ibc_scaling_solve_u_step(db, &db->row[is], &db->params,
+							   &db->u[k]));
 	}
 	return IBC_OK;
 }

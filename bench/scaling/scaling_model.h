@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "ibcoll.h"
+#include "mllog.h"
 
 #define IBC_SCALING_NAME_LEN 48
 #define IBC_SCALING_TEXT_LEN 512
@@ -63,6 +64,7 @@ double ibc_scaling_busbw_factor(int n);
  * @name:          system id used by mlperf.csv (e.g. "dgx-h100").
  * @gpu:           GPU name (for tables).
  * @peak_flops:    dense BF16 tensor-core peak per GPU, FLOP/s.
+ * @peak_fp8_flops: dense FP8 tensor-core peak per GPU, FLOP/s.
  * @hbm_Bps:       HBM bandwidth per GPU, bytes/s.
  * @gpus_per_node: GPUs sharing one NVLink domain.
  * @nvlink:        link level inside a node.
@@ -72,6 +74,7 @@ struct ibc_scaling_system {
 	char name[IBC_SCALING_NAME_LEN];
 	char gpu[IBC_SCALING_NAME_LEN];
 	double peak_flops;
+	double peak_fp8_flops;
 	double hbm_Bps;
 	int gpus_per_node;
 	struct ibc_scaling_link nvlink;
@@ -126,18 +129,29 @@ struct ibc_scaling_workload {
  * @submitter:     who ran it.
  * @system:        system id (hardware.conf).
  * @stack:         software stack whose achieved utilization u it shares.
- * @role:          "calib-u" (fixes u of its stack), "calib-eta" (fixes the
- *                 overlap efficiency together with its stack's calib-u row),
- *                 or "predict".
+ * @role:          "calib-u" (fixes u of its stack on the published time),
+ *                 "calib-u-step" (fixes u of its stack on the step time of
+ *                 its logs), "calib-eta" (fixes the overlap efficiency
+ *                 together with its stack's calib-u row), or "predict".
  * @ngpus, @tp, @pp, @cp, @vp, @mbs, @gbs: parallel layout; @vp is the number
  *                 of interleaved pipeline chunks per GPU (1: none).
  * @dist_opt:      1: distributed optimizer (reduce-scatter gradients +
  *                 all-gather parameters); 0: all-reduce of the gradients.
  * @grad_bytes_per_elem, @param_bytes_per_elem: wire sizes (2 = bf16, 1 = fp8).
+ * @gemm_fp8, @attn_fp8: 1 when the weight GEMMs / the attention run in FP8
+ *                 (configs: FP8, FP8_DPA); their FLOPs then count against the
+ *                 FP8 peak, otherwise against the BF16 peak.
  * @samples:       samples to converge if given (0: use the workload RCP).
+ * @samples_from_log: 1 when @samples is the mean over the scored runs of
+ *                 @runs; steps and evaluations are then means too (fractional).
  * @published_min: published time to train, minutes.
  * @logged_step_s: one training step from the submission's log, s (0: unknown).
- * @logged_evals:  evaluations in that log (0: unknown).
+ * @logged_evals:  evaluations in that log, or their mean over the scored runs
+ *                 (0: unknown).
+ * @runs:          group of the row's logs in mllog-runs.csv ("" if none).
+ * @have_log, @log: the scored runs of @runs (ibc_mllog_table_score()).
+ * @first_eval_samples, @eval_interval_samples: the evaluation schedule of the
+ *                 row's runs (from @log); 0 uses the workload's.
  * @source:        where the numbers come from.
  */
 struct ibc_scaling_row {
@@ -158,10 +172,18 @@ struct ibc_scaling_row {
 	int dist_opt;
 	double grad_bytes_per_elem;
 	double param_bytes_per_elem;
+	int gemm_fp8;
+	int attn_fp8;
 	double samples;
+	int samples_from_log;
 	double published_min;
 	double logged_step_s;
-	int logged_evals;
+	double logged_evals;
+	char runs[IBC_MLLOG_PATH_LEN];
+	int have_log;
+	struct ibc_mllog_score log;
+	double first_eval_samples;
+	double eval_interval_samples;
 	char source[IBC_SCALING_TEXT_LEN];
 };
 
@@ -184,16 +206,21 @@ struct ibc_scaling_params {
 
 /**
  * struct ibc_scaling_pred - the model's breakdown for one row.
- * Per microbatch per GPU: @t_flop_s, @t_mem_s, @t_tp_s, @t_cp_s, @t_pp_s
- * (communication before overlap) and @t_mb_s (with the exposed part).
+ * Per microbatch per GPU: @t_flop_s (= @t_gemm_s + @t_attn_s), @t_mem_s,
+ * @t_tp_s, @t_cp_s, @t_pp_s (communication before overlap) and @t_mb_s (with
+ * the exposed part).
  * Per step: @m microbatches, @t_bubble_s, @t_dp_s (before overlap),
- * @t_dp_exposed_s, @t_opt_s, @t_step_s. Whole run: @samples, @steps, @evals,
- * @t_eval_s (one evaluation), @ttt_s. @mfu is model FLOPs / (step time x peak).
+ * @t_dp_exposed_s, @t_opt_s, @t_step_s. Whole run: @samples, @steps, @evals
+ * (means, so fractional, when the samples are a mean over logged runs),
+ * @t_eval_s (one evaluation), @ttt_s. @mfu is model FLOPs / (step time x
+ * BF16 peak).
  * @dp_algo: algorithm chosen for a data-parallel all-reduce.
  */
 struct ibc_scaling_pred {
 	double m;
 	double t_flop_s;
+	double t_gemm_s;
+	double t_attn_s;
 	double t_mem_s;
 	double t_tp_s;
 	double t_cp_s;
@@ -206,8 +233,8 @@ struct ibc_scaling_pred {
 	double t_step_s;
 	double t_eval_s;
 	double samples;
-	long steps;
-	int evals;
+	double steps;
+	double evals;
 	double ttt_s;
 	double mfu;
 	enum ibc_scaling_algo dp_algo;
@@ -215,9 +242,9 @@ struct ibc_scaling_pred {
 
 /**
  * struct ibc_scaling_db - everything loaded from bench/scaling/ plus the
- * fitted values: per-stack utilization @u (achieved fraction of the BF16
- * peak for the compute-bound work; FP8 GEMMs can push it above 0.5) and the
- * shared @params.
+ * fitted values: per-stack utilization @u (achieved fraction of the peak of
+ * each operation's precision for the compute-bound work) and the shared
+ * @params; @runs is the extracted table of result logs (mllog-runs.csv).
  */
 struct ibc_scaling_db {
 	struct ibc_scaling_system sys[8];
@@ -230,6 +257,7 @@ struct ibc_scaling_db {
 	char stack[IBC_SCALING_MAX_STACKS][IBC_SCALING_NAME_LEN];
 	double u[IBC_SCALING_MAX_STACKS];
 	int nstack;
+	struct ibc_mllog_table runs;
 };
 
 /* ---- workload arithmetic (scaling_model.c) ---- */
@@ -237,6 +265,7 @@ double ibc_scaling_layer_params(const struct ibc_scaling_workload *w);
 double ibc_scaling_total_params(const struct ibc_scaling_workload *w);
 double ibc_scaling_train_flops_per_token(const struct ibc_scaling_workload *w);
 double ibc_scaling_fwd_flops_per_token(const struct ibc_scaling_workload *w);
+double ibc_scaling_attn_flops_per_token(const struct ibc_scaling_workload *w, int train);
 ibc_status_t ibc_scaling_rcp_samples(const struct ibc_scaling_workload *w, double gbs,
 				     double *samples_p);
 double ibc_scaling_bubble_fraction(int pp, int vp, double m);
@@ -254,6 +283,10 @@ ibc_status_t ibc_scaling_predict(const struct ibc_scaling_db *db, const struct i
 				 struct ibc_scaling_pred *pred_p);
 ibc_status_t ibc_scaling_solve_u(const struct ibc_scaling_db *db, const struct ibc_scaling_row *r,
 				 const struct ibc_scaling_params *p, double *u_p);
+ibc_status_t ibc_scaling_solve_u_step(const struct ibc_scaling_db *db,
+				      const struct ibc_scaling_row *r,
+				      const struct ibc_scaling_params *p, double *u_p);
+double ibc_scaling_row_step_s(const struct ibc_scaling_row *r);
 ibc_status_t ibc_scaling_calibrate(struct ibc_scaling_db *db);
 ibc_status_t ibc_scaling_predict_row(const struct ibc_scaling_db *db, int i,
 				     struct ibc_scaling_pred *pred_p);
