@@ -6,6 +6,11 @@
  *       fit the model on its calibration rows, predict every row of
  *       DIR/mlperf.csv, print the table, the fitted parameters and the
  *       targets of issue 11; optionally write gnuplot data files.
+ *   ibc_scaling logs [-d DIR] [-f text|md]
+ *       the rows' published result logs (mllog-runs.csv) next to the model:
+ *       scored runs, the split of the 512-GPU H100/H200 ratio and of the
+ *       GPT-3 512/10,752 ratio, the model's step against the logs' step
+ *       (ibc_scaling mlperf prints these too, and the targets of issue 26).
  *   ibc_scaling robust [-d DIR] [-f text|md]
  *       the same fit with other calibration rows, and with one u for all
  *       GPT-3 rounds: how much the predictions depend on the choice.
@@ -39,6 +44,7 @@ static void cli_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ibc_scaling mlperf [-d DIR] [-f text|md] [-P POINTS] [-C CURVE] [-E ROW] [-1]\n"
+		"       ibc_scaling logs [-d DIR] [-f text|md]\n"
 		"       ibc_scaling robust [-d DIR] [-f text|md]\n"
 		"       ibc_scaling local -p LOCAL_PARAMS [-m MEASURED] [-f text|md]\n"
 		"       ibc_scaling mllog [-T TARGET] [-R REPO@COMMIT] LOG...\n"
@@ -409,7 +415,7 @@ static int cli_override(struct ibc_scaling_db *db, const char *eta_row, int one_
 	return 0;
 }
 
-static int cli_mlperf(int argc, char **argv)
+static int cli_mlperf_or_logs(int argc, char **argv, int logs)
 {
 	static struct ibc_scaling_db db;
 	enum cli_format fmt = CLI_TEXT;
@@ -442,9 +448,18 @@ static int cli_mlperf(int argc, char **argv)
 		fprintf(stderr, "ibc_scaling: %s\n", ibc_last_error());
 		return 1;
 	}
+	if (logs) {
+		if (ibc_scaling_report_all_logs(&db, fmt == CLI_MD, 0) != IBC_OK) {
+			fprintf(stderr, "ibc_scaling: %s\n", ibc_last_error());
+			return 1;
+		}
+		return 0;
+	}
 	cli_print_params(&db, fmt);
 	if (cli_print_rows(&db, fmt) != IBC_OK || cli_print_targets(&db, fmt) != IBC_OK ||
 	    cli_print_breakdown(&db, fmt) != IBC_OK ||
+	    (fmt == CLI_MD ? ibc_scaling_report_log_targets(&db, 1) :
+			     ibc_scaling_report_all_logs(&db, 0, 1)) != IBC_OK ||
 	    (points && cli_write_points(&db, points) != IBC_OK) ||
 	    (curve && cli_write_curve(&db, curve) != IBC_OK)) {
 		fprintf(stderr, "ibc_scaling: %s\n", ibc_last_error());
@@ -596,8 +611,97 @@ static ibc_status_t cli_worst_gpt3(const struct ibc_scaling_db *db, double *wors
 }
 
 /*
+ * LoRA calibration variants: @calib (with @role calib-u-step or calib-u)
+ * fixes u of the LoRA stack; @split 0 counts every FLOP against the BF16
+ * peak (the model before issue 26).
+ */
+static void cli_lora_variant(struct ibc_scaling_db *db, const char *calib, const char *role,
+			     int split)
+{
+	struct ibc_scaling_row *r;
+	int i;
+
+	for (i = 0; i < db->nrow; i++) {
+		r = &db->row[i];
+		if (strcmp(r->bench, "llama2_70b_lora") != 0)
+			continue;
+		if (strcmp(r->id, calib) == 0)
+			snprintf(r->role, sizeof(r->role), "%s", role);
+		else if (strncmp(r->role, "calib-u", 7) == 0)
+			snprintf(r->role, sizeof(r->role), "predict");
+		if (!split)
+			r->gemm_fp8 = r->attn_fp8 = 0;
+	}
+}
+
+/* step error of row @id against its logs, percent; NAN when unknown */
+static double cli_step_err(const struct ibc_scaling_db *db, const char *id, double *step_p)
+{
+	struct ibc_scaling_pred pr;
+	int i = cli_row_index(db, id);
+
+	if (i < 0 || !db->row[i].have_log || ibc_scaling_predict_row(db, i, &pr) != IBC_OK)
+		return NAN;
+	*step_p = pr.t_step_s;
+	return (pr.t_step_s / db->row[i].log.step_s - 1.0) * 100.0;
+}
+
+static int cli_robust_lora(const struct ibc_scaling_db *base, enum cli_format fmt)
+{
+	static const struct {
+		const char *calib, *role, *what;
+		int split;
+	} v[] = {
+		{ "lora-v4.1-8xh100", "calib-u-step", "u on lora-v4.1-8xh100's logged step; FLOPs at the peak of their precision (default)", 1 },
+		{ "lora-v4.1-8xh100", "calib-u-step", "u on lora-v4.1-8xh100's logged step; every FLOP at the BF16 peak", 0 },
+		{ "lora-v4.1-64xh100", "calib-u-step", "u on lora-v4.1-64xh100's logged step (the 512-GPU rows' recipe); FLOPs at their precision's peak", 1 },
+		{ "lora-v4.1-8xh100", "calib-u", "u on lora-v4.1-8xh100's published time (as in issue 11); FLOPs at their precision's peak", 1 },
+	};
+	static struct ibc_scaling_db db;
+	double e8, e64, eh, ea, th = 0.0, ta = 0.0, t8 = 0.0, t64 = 0.0, ratio_log;
+	size_t j;
+	int k, ih, ia;
+
+	ih = cli_row_index(base, "lora-v4.1-512xh100-oci");
+	ia = cli_row_index(base, "lora-v4.1-512xh200-azure");
+	if (ih < 0 || ia < 0 || !base->row[ih].have_log || !base->row[ia].have_log)
+		return 0;
+	ratio_log = base->row[ih].log.step_s / base->row[ia].log.step_s;
+	if (fmt == CLI_MD)
+		printf("| LoRA calibration variant | u | step error 8xH200 | 64xH100 | 512xH100 (OCI) | 512xH200 (Azure) | step ratio H100/H200 (logs %.3f) |\n"
+		       "|---|---:|---:|---:|---:|---:|---:|\n", ratio_log);
+	else
+		printf("%-60s %6s %8s %8s %8s %8s %s\n", "lora variant", "u", "8xh200", "64xh100",
+		       "512h100", "512h200", "ratio");
+	for (j = 0; j < IBC_ARRAY_SIZE(v); j++) {
+		db = *base;
+		cli_lora_variant(&db, v[j].calib, v[j].role, v[j].split);
+		if (ibc_scaling_calibrate(&db) != IBC_OK) {
+			fprintf(stderr, "ibc_scaling: %s\n", ibc_last_error());
+			return 1;
+		}
+		k = ibc_scaling_stack_index(&db, "nemo-lora-v4.1", 0);
+		e8 = cli_step_err(&db, "lora-v4.1-8xh200", &t8);
+		e64 = cli_step_err(&db, "lora-v4.1-64xh100", &t64);
+		eh = cli_step_err(&db, "lora-v4.1-512xh100-oci", &th);
+		ea = cli_step_err(&db, "lora-v4.1-512xh200-azure", &ta);
+		if (fmt == CLI_MD)
+			printf("| %s | %.3f | %+.1f%% | %+.1f%% | %+.1f%% | %+.1f%% | %.3f (%+.1f pp) |\n",
+			       v[j].what, k >= 0 ? db.u[k] : 0.0, e8, e64, eh, ea, th / ta,
+			       (th / ta - ratio_log) * 100.0);
+		else
+			printf("%-60.60s %6.3f %+7.1f%% %+7.1f%% %+7.1f%% %+7.1f%% %.3f (%+.1f pp)\n",
+			       v[j].what, k >= 0 ? db.u[k] : 0.0, e8, e64, eh, ea, th / ta,
+			       (th / ta - ratio_log) * 100.0);
+	}
+	printf("\n");
+	return 0;
+}
+
+/*
  * Robustness of the fit: re-calibrate with eta fixed on each v3.1 GPT-3 row
  * in turn, and with one u for every GPT-3 round; print the worst error.
+ * Then the LoRA stack's calibration variants (cli_robust_lora()).
  */
 static int cli_robust(int argc, char **argv)
 {
@@ -655,7 +759,7 @@ static int cli_robust(int argc, char **argv)
 			       db.u[i], worst, id);
 	}
 	printf("\n");
-	return 0;
+	return cli_robust_lora(&base, fmt);
 }
 
 /*
@@ -716,7 +820,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(argv[1], "mlperf") == 0)
-		return cli_mlperf(argc - 1, argv + 1);
+		return cli_mlperf_or_logs(argc - 1, argv + 1, 0);
+	if (strcmp(argv[1], "logs") == 0)
+		return cli_mlperf_or_logs(argc - 1, argv + 1, 1);
 	if (strcmp(argv[1], "local") == 0)
 		return cli_local(argc - 1, argv + 1);
 	if (strcmp(argv[1], "robust") == 0)

@@ -278,8 +278,10 @@ if [ "$local_only" = 0 ]; then
 "$bin" mlperf -P "$out/mlperf-points.dat" -C "$out/mlperf-curve.dat" > "$out/mlperf.txt"
 "$bin" mlperf -f md > "$out/mlperf.md"
 "$bin" robust -f md > "$out/robust.md"
+"$bin" logs -f md > "$out/logs.md"
 replace_block "ibc_scaling mlperf" "$out/mlperf.md"
 replace_block "ibc_scaling robust" "$out/robust.md"
+replace_block "ibc_scaling logs" "$out/logs.md"
 if command -v gnuplot >/dev/null 2>&1; then
 	(cd "$out" && gnuplot "$here/plot.gp")
 	echo "run.sh: wrote $out/mlperf.png"

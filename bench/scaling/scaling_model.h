@@ -291,6 +291,73 @@ ibc_status_t ibc_scaling_calibrate(struct ibc_scaling_db *db);
 ibc_status_t ibc_scaling_predict_row(const struct ibc_scaling_db *db, int i,
 				     struct ibc_scaling_pred *pred_p);
 
+/* ---- the result logs next to the model (scaling_logs.c) ---- */
+
+/**
+ * struct ibc_scaling_split - a ratio of two rows' scored times, split
+ * (ibc_scaling_split_rows()).
+ * @ratio:          T_a / T_b.
+ * @samples_ratio:  S_a / S_b, samples to converge.
+ * @step_ratio:     tau_a / tau_b, steady time per sample (the step-time
+ *                  ratio at equal GBS).
+ * @overhead_ratio: (1 + o_a) / (1 + o_b), o = (evaluation + rest) / training.
+ * @d_total_s:      T_a - T_b, and its parts: @d_samples_s = (S_a - S_b)
+ *                  tau_b, @d_step_s = S_a (tau_a - tau_b), @d_eval_s,
+ *                  @d_fixed_s (the rest).
+ * @evals_interval: the common evaluation interval, samples (0: none), and
+ *                  the split of @d_eval_s = @d_eval_samples_s (evaluations
+ *                  for more samples) + @d_eval_schedule_s (an earlier first
+ *                  evaluation) + @d_eval_each_s (time per evaluation).
+ */
+struct ibc_scaling_split {
+	double ratio;
+	double samples_ratio;
+	double step_ratio;
+	double overhead_ratio;
+	double d_total_s;
+	double d_samples_s;
+	double d_step_s;
+	double d_eval_s;
+	double d_fixed_s;
+	double evals_interval;
+	double d_eval_samples_s;
+	double d_eval_schedule_s;
+	double d_eval_each_s;
+};
+
+/**
+ * struct ibc_scaling_log_targets - the targets of issue 26
+ * (ibc_scaling_log_targets()): the steps of the 512-GPU H100 and H200 LoRA
+ * rows, model and logs; their ratio H100 / H200, model and logs; the worst
+ * relative difference between a row's scored time from its logs and its
+ * published time, over @nscore rows.
+ */
+struct ibc_scaling_log_targets {
+	double step_model_h100_s;
+	double step_log_h100_s;
+	double step_model_h200_s;
+	double step_log_h200_s;
+	double ratio_model;
+	double ratio_log;
+	double worst_score_err;
+	const char *worst_score_id;
+	int nscore;
+};
+
+int ibc_scaling_row_index(const struct ibc_scaling_db *db, const char *id);
+ibc_status_t ibc_scaling_split_rows(const struct ibc_scaling_row *a,
+				    const struct ibc_scaling_row *b,
+				    struct ibc_scaling_split *split_p);
+ibc_status_t ibc_scaling_log_targets(const struct ibc_scaling_db *db,
+				     struct ibc_scaling_log_targets *t_p);
+void ibc_scaling_report_logs(const struct ibc_scaling_db *db, int md);
+ibc_status_t ibc_scaling_report_split(const struct ibc_scaling_db *db, const char *a,
+				      const char *b, int md);
+ibc_status_t ibc_scaling_report_steps(const struct ibc_scaling_db *db, int md);
+ibc_status_t ibc_scaling_report_log_targets(const struct ibc_scaling_db *db, int md);
+ibc_status_t ibc_scaling_report_gpt3_check(const struct ibc_scaling_db *db, int md);
+ibc_status_t ibc_scaling_report_all_logs(const struct ibc_scaling_db *db, int md, int targets);
+
 /* ---- local (this machine) model ---- */
 
 /**

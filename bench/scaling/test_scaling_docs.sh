@@ -1,16 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # test_scaling_docs.sh - the generated blocks of docs/scaling.md must be
-# exactly what `ibc_scaling mlperf -f md` and `ibc_scaling robust -f md`
-# print from bench/scaling/*.conf and mlperf.csv (run `make scaling-docs`
-# after changing the model or its data).
+# exactly what `ibc_scaling mlperf -f md`, `ibc_scaling robust -f md` and
+# `ibc_scaling logs -f md` print from bench/scaling/*.conf, mlperf.csv and
+# mllog-runs.csv (run `make scaling-docs` after changing the model or its data).
 : "${top_srcdir:?set by make check}" "${top_builddir:?set by make check}"
 bin=$top_builddir/bench/scaling/ibc_scaling
 doc=$top_srcdir/docs/scaling.md
-echo "1..4"
+echo "1..6"
 t=0
 fail=0
-for what in mlperf robust; do
+for what in mlperf robust logs; do
 	t=$((t + 1))
 	if out=$("$bin" "$what" -f md -d "$top_srcdir/bench/scaling"); then
 		echo "ok $t - ibc_scaling $what -f md runs"
