@@ -23,7 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "mllog.h"
 
 #define ML_KEY_LEN 48

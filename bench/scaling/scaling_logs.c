@@ -13,7 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "scaling_model.h"
 
 /* the pair whose 1.28x the issue asks about: slower H100, faster H200 */

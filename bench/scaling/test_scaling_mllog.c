@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "mllog.h"
 #include "tap.h"
 
