@@ -131,7 +131,7 @@ ibc_status_t bench_tune_measure(ibc_comm_h comm, int coll, void *sendbuf, void *
 	    res->nsizes > BENCH_TUNE_MAX_SIZES)
 		return IBC_ERR_INVALID_ARG;
 	res->coll = coll;
-	res->nranks = comm->net.nranks;
+	ibc_comm_size(comm, &res->nranks);
 	/* the first tuned collective agrees on the model (probe or file) */
 	st = ibc_allreduce(&one, &tmp, 1, IBC_FLOAT32, IBC_SUM, comm);
 	if (st != IBC_OK)

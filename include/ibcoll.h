@@ -14,6 +14,10 @@
  *
  * Guarantees that hold for every collective:
  *   - count == 0 is legal and returns IBC_OK (buffers may then be NULL);
+ *   - sendbuf and recvbuf are the same (in place, at the offset each call
+ *     names) or do not overlap: a partial overlap is IBC_ERR_INVALID_ARG;
+ *   - reductions need buffers aligned to their element size (float32: 4
+ *     bytes), else IBC_ERR_INVALID_ARG;
  *   - every rank receives bitwise-identical results;
  *   - with the same inputs, communicator size and algorithm, the same bits
  *     come out on every run (the reduction order is fixed by the algorithm,
@@ -23,7 +27,9 @@
  *     IBC_ERR_REMOTE or IBC_ERR_TIMEOUT, never a hang; the library never
  *     calls exit() or abort().
  * See docs/design.md for the architecture and docs/env.md for every
- * environment variable.
+ * environment variable. IBC_* variables are read once per process, when
+ * first needed, and kept: setenv() after the first ibcoll call has no
+ * effect (ibc_comm_set_timeout() changes a communicator's timeout).
  */
 #ifndef IBCOLL_H
 #define IBCOLL_H
@@ -64,6 +70,10 @@ extern "C" {
  * @IBC_ERR_TIMEOUT:       a bounded wait expired; the log names who is missing.
  * @IBC_ERR_UNSUPPORTED:   not built in, or the hardware lacks it.
  * @IBC_ERR_INTERNAL:      a bug in ibcoll; please report it with the log.
+ * @IBC_ERR_LIMIT:         a per-communicator limit was reached (IBC_MAX_REQUESTS
+ *                         outstanding requests); nothing was issued and the
+ *                         communicator stays usable: wait on earlier requests
+ *                         and call again.
  * @IBC_STATUS_COUNT:      not a status; number of distinct codes.
  */
 typedef enum ibc_status {
@@ -79,7 +89,8 @@ typedef enum ibc_status {
 	IBC_ERR_TIMEOUT = -8,
 	IBC_ERR_UNSUPPORTED = -9,
 	IBC_ERR_INTERNAL = -10,
-	IBC_STATUS_COUNT = 12
+	IBC_ERR_LIMIT = -11,
+	IBC_STATUS_COUNT = 13
 } ibc_status_t;
 
 /**
@@ -120,8 +131,14 @@ typedef enum ibc_redop {
 	IBC_REDOP_COUNT = 5
 } ibc_redop_t;
 
-/** typedef ibc_comm_h - opaque communicator handle. */
-typedef struct ibc_comm *ibc_comm_h;
+/**
+ * typedef ibc_comm_h - opaque communicator handle: a number, not an address,
+ * never reused within the process, so a destroyed or aborted handle gives
+ * IBC_ERR_INVALID_USAGE even after a new communicator was created; so does
+ * a handle a forked child inherited from its parent (a child may create its
+ * own communicators, not use, split or destroy its parent's).
+ */
+typedef struct ibc_comm_handle *ibc_comm_h;
 
 /** typedef ibc_request_h - opaque handle of a nonblocking operation. */
 typedef struct ibc_request *ibc_request_h;
@@ -602,7 +619,9 @@ IBC_API ibc_status_t ibc_barrier(ibc_comm_h comm);
 /* that they overlap the caller's computation; with IBC_PROGRESS_THREAD=0  */
 /* they run inside ibc_test()/ibc_wait(). Buffers must stay untouched      */
 /* until the request completes. Up to IBC_MAX_REQUESTS (default 1024) may  */
-/* be outstanding per communicator (IBC_ERR_INVALID_USAGE beyond).         */
+/* be outstanding per communicator, a request counting from its ibc_i*()   */
+/* call until ibc_wait() returns it (program order, so every rank refuses  */
+/* the same call); beyond, IBC_ERR_LIMIT: nothing issued, still usable.    */
 /* Errors at issue time: the argument errors above; errors during the      */
 /* operation are returned by ibc_test()/ibc_wait().                        */
 /* ---------------------------------------------------------------------- */

@@ -186,6 +186,11 @@ static void print_env_md(void)
 	printf("Every parameter of ibcoll, declared once in `src/base/params.def`. Integers take a\n");
 	printf("k/m/g suffix (powers of 1024); invalid or out-of-range values log a warning and use\n");
 	printf("the default. `ibc_info --params` prints the values in effect.\n\n");
+	printf("Each variable is read once per process, when the library first needs it (most at\n");
+	printf("the first communicator's creation), and kept: a later `setenv()` in the same process\n");
+	printf("changes nothing. Set them before the process starts, or before its first ibcoll\n");
+	printf("call; the one setting that can change later is a communicator's timeout\n");
+	printf("(`ibc_comm_set_timeout()`).\n\n");
 	printf("| variable | type | default | range | meaning |\n");
 	printf("| --- | --- | --- | --- | --- |\n");
 	for (i = 0; i < IBC_PARAM_COUNT; i++) {

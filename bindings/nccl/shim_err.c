@@ -37,6 +37,7 @@ ncclResult_t shim_result(ibc_status_t st)
 		return ncclInvalidArgument;
 	case IBC_ERR_INVALID_USAGE:
 	case IBC_ERR_UNSUPPORTED:
+	case IBC_ERR_LIMIT:
 		return ncclInvalidUsage;
 	case IBC_ERR_NO_MEMORY:
 	case IBC_ERR_SYSTEM:

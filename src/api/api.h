@@ -28,6 +28,8 @@ struct ibc_request {
 	void *cuda_gate;        /* stream-ordered operation: its gate (cuda_stream.c) */
 	int done;               /* atomic (release after status and errmsg) */
 	int freed_by_wait;
+	int counted;            /* counts toward IBC_MAX_REQUESTS until ibc_wait() */
+	ibc_comm_h comm_h;      /* its communicator's handle (that one may be gone) */
 	int in_group;           /* atomic: collected by ibc_group_start(), not issued yet */
 	ibc_status_t status;
 	char errmsg[1024];      /* ibc_last_error() text for the waiting thread */
@@ -51,6 +53,7 @@ struct ibc_comm {
 	struct ibc_request *q_head;
 	struct ibc_request *q_tail;
 	int nqueued;
+	int noutstanding;                     /* atomic: nonblocking requests not yet waited */
 	int running;                          /* an operation is executing */
 	int stop;                             /* progress thread must exit */
 	int use_thread;
@@ -58,6 +61,9 @@ struct ibc_comm {
 	int thread_started;
 	int ncallers;                         /* API calls inside the library (abort waits) */
 	uint64_t split_seq;                   /* number of ibc_comm_split() calls */
+	ibc_comm_h handle;                    /* what the user holds (registry.c) */
+	unsigned fork_gen;                    /* the process's fork generation at creation */
+	int creator_pid;
 
 	/* ibc_group_start() .. ibc_group_end(): the p2p operations collected */
 	int group_active;                     /* under lock */
@@ -77,14 +83,30 @@ struct ibc_comm {
  * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL argument, or no progress
  *         thread: IBC_PROGRESS_THREAD=0); IBC_ERR_SYSTEM (the OS refused).
  */
-ibc_status_t ibc_comm_progress_cpus(struct ibc_comm *comm, char *buf, size_t len);
+ibc_status_t ibc_comm_progress_cpus(ibc_comm_h comm, char *buf, size_t len);
 
 /* the tuner of @comm (tests and benchmarks: ibc_tuner_force(), ibc_tuner_model()) */
-struct ibc_tuner *ibc_comm_tuner(struct ibc_comm *comm);
+struct ibc_tuner *ibc_comm_tuner(ibc_comm_h comm);
 
-/* API entry/exit: validate a live handle and count the caller (abort waits for callers) */
-ibc_status_t ibc_comm_enter(struct ibc_comm *comm, const char *fn);
+/*
+ * API entry/exit: the live communicator of handle @h in *@comm_p, the caller
+ * counted (abort waits for callers); IBC_ERR_INVALID_ARG for NULL,
+ * IBC_ERR_INVALID_USAGE (logged, naming @fn) for a destroyed, aborting or
+ * inherited (fork) handle (registry.c); @fn NULL: nothing logged
+ */
+ibc_status_t ibc_comm_enter(ibc_comm_h h, const char *fn, struct ibc_comm **comm_p);
 void ibc_comm_leave(struct ibc_comm *comm);
+
+/* the handle of @comm (NULL for NULL), and the live communicator of @h or
+ * NULL, uncounted (tests and benchmarks that reach inside) */
+ibc_comm_h ibc_comm_handle(const struct ibc_comm *comm);
+struct ibc_comm *ibc_comm_from_handle(ibc_comm_h h);
+
+/* 1 when @comm belongs to the parent of this forked process */
+int ibc_comm_forked(const struct ibc_comm *comm);
+
+/* the number of fork() children this process descends through (0 in the original) */
+unsigned ibc_registry_fork_gen(void);
 
 /*
  * ibc_comm_submit() - run @req in issue order: @blocking waits for it (and runs
@@ -121,20 +143,21 @@ ibc_status_t ibc_comm_drain(struct ibc_comm *comm);
 
 /* ---- registry.c ------------------------------------------------------------ */
 
-/* add a communicator that is ready; 0, or -1 when out of memory */
+/* add a communicator that is ready, giving it its handle; 0, or -1 when out of memory */
 int ibc_registry_add(struct ibc_comm *comm);
 void ibc_registry_remove(struct ibc_comm *comm);
 /*
- * ibc_registry_take_for_abort() - for ibc_comm_abort(): 0 when @comm was
- * live and not being aborted by another thread; then it is marked aborting
- * and removed, so that no new caller enters. -1 otherwise.
+ * ibc_registry_take_for_abort() - for ibc_comm_abort(): 0 when @h was
+ * live (in this process) and not being aborted by another thread; then its
+ * communicator (*@comm_p) is marked aborting and removed, so that no new
+ * caller enters. -1 otherwise.
  */
-int ibc_registry_take_for_abort(struct ibc_comm *comm);
+int ibc_registry_take_for_abort(ibc_comm_h h, struct ibc_comm **comm_p);
 
 /* ---- comm.c, exec.c ---------------------------------------------------------- */
 
 /* join the job of @uid as @rank of @nranks and build the communicator (comm.c) */
-ibc_status_t ibc_comm_init_uid(struct ibc_comm **comm_p, int nranks,
+ibc_status_t ibc_comm_init_uid(ibc_comm_h *comm_p, int nranks,
 			       const struct ibc_boot_uid *uid, int rank);
 
 /* enter @comm for a request call: silent, 0 when entered, -1 for a dead handle */
@@ -145,6 +168,9 @@ void *ibc_exec_thread(void *arg);
 
 /* 1 while ibc_group_start() collects the operations of @comm (exec.c) */
 int ibc_exec_in_group(struct ibc_comm *comm);
+
+/* look for stray messages when the communicator is idle; its status (exec.c) */
+ibc_status_t ibc_exec_idle_check(struct ibc_comm *comm);
 
 /* complete the requests of a group never ended with an error (ibc_comm_destroy) */
 void ibc_exec_cancel_group(struct ibc_comm *comm);

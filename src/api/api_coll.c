@@ -15,6 +15,8 @@
 #include "base/alloc.h"
 #include "base/check.h"
 #include "base/log.h"
+#include "base/param.h"
+#include "base/status.h"
 #include "cuda/cuda.h"
 
 struct op_args {
@@ -105,6 +107,17 @@ static ibc_status_t check_vector(struct ibc_comm *comm, const struct op_args *a,
 			IBC_LOG_ERROR(COLL, "%s: sendbuf is NULL with sendcount %zu", fn, a->count);
 			return IBC_ERR_INVALID_ARG;
 		}
+		if (a->count && rext) {
+			const char *sb = a->sendbuf;
+			const char *rb = a->recvbuf;
+
+			if (sb < rb + rext * esz && rb < sb + a->count * esz &&
+			    sb != rb + a->rd[r] * esz) {
+				IBC_LOG_ERROR(COLL, "%s: sendbuf and recvbuf overlap partly; in place means sendbuf == recvbuf + rdispls[rank] elements, other overlaps are refused",
+					      fn);
+				return IBC_ERR_INVALID_ARG;
+			}
+		}
 		return IBC_OK;
 	}
 	if (a->sc[r] != a->rc[r]) {
@@ -130,6 +143,78 @@ static ibc_status_t check_vector(struct ibc_comm *comm, const struct op_args *a,
 	return IBC_OK;
 }
 
+/*
+ * The buffers of a collective may be the same (in place, at the offset its
+ * docstring names) or disjoint; any other overlap is refused, as the
+ * algorithms read input that earlier steps overwrote (issue 20, case 3:
+ * recvbuf = sendbuf + 1 element gave 297k wrong elements and IBC_OK).
+ * Only the buffers this rank uses count (a non-root's recvbuf of a reduce is
+ * not). All-to-all has no in-place form.
+ */
+static ibc_status_t check_overlap(struct ibc_comm *comm, const struct op_args *a, size_t esz,
+				  const char *fn)
+{
+	size_t n = (size_t)comm->net.nranks;
+	size_t nb = a->count * esz;
+	int is_root = a->root == comm->net.rank;
+	uintptr_t sb = (uintptr_t)a->sendbuf;
+	uintptr_t rb = (uintptr_t)a->recvbuf;
+	size_t slen = nb;
+	size_t rlen = nb;
+	uintptr_t inplace_sb = rb;      /* sendbuf's in-place address; 0: none */
+	int has_inplace = 1;
+	const char *what = "sendbuf == recvbuf";
+
+	switch (a->coll) {
+	case IBC_COLL_ALLREDUCE:
+		break;
+	case IBC_COLL_BROADCAST:
+	case IBC_COLL_REDUCE:
+		if (!is_root)
+			return IBC_OK;
+		break;
+	case IBC_COLL_ALLGATHER:
+		rlen = nb * n;
+		inplace_sb = rb + (size_t)comm->net.rank * nb;
+		what = "sendbuf == recvbuf + rank * sendcount elements";
+		break;
+	case IBC_COLL_REDUCE_SCATTER:
+		slen = nb * n;
+		inplace_sb = rb - (size_t)comm->net.rank * nb;
+		what = "recvbuf == sendbuf + rank * recvcount elements";
+		break;
+	case IBC_COLL_GATHER:
+		if (!is_root)
+			return IBC_OK;
+		rlen = nb * n;
+		inplace_sb = rb + (size_t)a->root * nb;
+		what = "sendbuf == recvbuf + root * sendcount elements";
+		break;
+	case IBC_COLL_SCATTER:
+		if (!is_root)
+			return IBC_OK;
+		slen = nb * n;
+		inplace_sb = rb - (size_t)a->root * nb;
+		what = "recvbuf == sendbuf + root * recvcount elements";
+		break;
+	case IBC_COLL_ALLTOALL:
+		slen = rlen = nb * n;
+		has_inplace = 0;
+		break;
+	default:
+		return IBC_OK;
+	}
+	if (!sb || !rb || !(sb < rb + rlen && rb < sb + slen) || (has_inplace && sb == inplace_sb))
+		return IBC_OK;
+	if (!has_inplace)
+		IBC_LOG_ERROR(COLL, "%s: sendbuf and recvbuf overlap (sendbuf %p + %zu bytes, recvbuf %p + %zu bytes); in place is not supported",
+			      fn, a->sendbuf, slen, (const void *)a->recvbuf, rlen);
+	else
+		IBC_LOG_ERROR(COLL, "%s: sendbuf and recvbuf overlap partly (sendbuf %p + %zu bytes, recvbuf %p + %zu bytes); in place means %s, other overlaps are refused",
+			      fn, a->sendbuf, slen, (const void *)a->recvbuf, rlen, what);
+	return IBC_ERR_INVALID_ARG;
+}
+
 /* check the arguments of @a on @comm; logs the first problem found */
 static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, const char *fn)
 {
@@ -143,8 +228,10 @@ static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, c
 
 	if (a->coll == IBC_COLL_BARRIER)
 		return IBC_OK;
-	if (ibc_dtype_size(a->dtype, &esz) != IBC_OK) {
-		IBC_LOG_ERROR(COLL, "%s: invalid dtype %d", fn, (int)a->dtype);
+	/* one line for a bad dtype: the range first, so that ibc_dtype_size() does not warn too */
+	if ((unsigned)a->dtype >= IBC_DTYPE_COUNT || ibc_dtype_size(a->dtype, &esz) != IBC_OK) {
+		IBC_LOG_ERROR(COLL, "%s: invalid dtype %d (valid: 0 .. %d, enum ibc_dtype)", fn,
+			      (int)a->dtype, IBC_DTYPE_COUNT - 1);
 		return IBC_ERR_INVALID_ARG;
 	}
 	if (reduces && (unsigned)a->op >= IBC_REDOP_COUNT) {
@@ -215,18 +302,20 @@ static ibc_status_t check_args(struct ibc_comm *comm, const struct op_args *a, c
 			      a->count);
 		return IBC_ERR_INVALID_ARG;
 	}
-	if (a->coll == IBC_COLL_ALLTOALL) {
-		const char *s = a->sendbuf;
-		const char *r = a->recvbuf;
-		size_t len = a->count * esz * (size_t)n;
-
-		if (s < r + len && r < s + len) {
-			IBC_LOG_ERROR(COLL, "%s: sendbuf and recvbuf overlap (in place is not supported)",
-				      fn);
-			return IBC_ERR_INVALID_ARG;
-		}
+	if (reduces && (((uintptr_t)a->sendbuf | (uintptr_t)(need_recv ? a->recvbuf : NULL)) % esz)) {
+		/*
+		 * The reduction loops read and write whole elements (as every
+		 * vectorizing compiler assumes); a buffer that starts inside an
+		 * element is refused rather than reduced by unaligned accesses
+		 * (issue 20, case 8). Framework tensors are always aligned.
+		 */
+		IBC_LOG_ERROR(COLL, "%s: %s %p is not aligned to its %zu-byte elements (%s): reductions need element-aligned buffers",
+			      fn, (uintptr_t)a->sendbuf % esz ? "sendbuf" : "recvbuf",
+			      (uintptr_t)a->sendbuf % esz ? a->sendbuf : (const void *)a->recvbuf, esz,
+			      ibc_dtype_name(a->dtype));
+		return IBC_ERR_INVALID_ARG;
 	}
-	return IBC_OK;
+	return check_overlap(comm, a, esz, fn);
 }
 
 /* the operations that take only host buffers, and why: IBC_OK or IBC_ERR_UNSUPPORTED */
@@ -319,14 +408,15 @@ static void unfill_seq(struct ibc_comm *comm, const struct op_args *a)
 		comm->net.coll_seq--;
 }
 
-static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_request_h *req_p,
+static ibc_status_t op_start(ibc_comm_h h, const struct op_args *a, ibc_request_h *req_p,
 			     const char *fn)
 {
+	struct ibc_comm *comm;
 	struct ibc_request breq;
 	struct ibc_request *req;
 	ibc_status_t st;
 
-	IBC_CHECK(ibc_comm_enter(comm, fn));
+	IBC_CHECK(ibc_comm_enter(h, fn, &comm));
 	st = check_args(comm, a, fn);
 	if (st != IBC_OK)
 		goto out;
@@ -351,24 +441,40 @@ static ibc_status_t op_start(ibc_comm_h comm, const struct op_args *a, ibc_reque
 		ibc_free((void *)breq.op.v);
 		goto out;
 	}
+	/*
+	 * IBC_MAX_REQUESTS counts from issue until ibc_wait(): program order,
+	 * the same on every rank, so every rank refuses the same call
+	 */
+	if (__atomic_add_fetch(&comm->noutstanding, 1, __ATOMIC_ACQ_REL) > ibc_param_max_requests()) {
+		__atomic_sub_fetch(&comm->noutstanding, 1, __ATOMIC_ACQ_REL);
+		IBC_LOG_ERROR(COLL, "%s: %lld nonblocking requests are outstanding on this communicator (IBC_MAX_REQUESTS; a request counts from its call until ibc_wait() returns it): nothing was issued and the communicator stays usable; wait on earlier requests, or raise IBC_MAX_REQUESTS on every rank",
+			      fn, (long long)ibc_param_max_requests());
+		st = IBC_ERR_LIMIT;
+		goto out;
+	}
 	req = ibc_malloc(sizeof(*req), "request");
 	if (!req) {
 		st = IBC_ERR_NO_MEMORY;
-		goto out;
+		goto out_uncount;
 	}
 	st = fill_req(comm, req, a, fn);
 	if (st != IBC_OK) {
 		ibc_free(req);
-		goto out;
+		goto out_uncount;
 	}
+	req->counted = 1;
+	req->comm_h = h;
 	st = ibc_comm_submit(comm, req, 0);
 	if (st != IBC_OK) {
 		unfill_seq(comm, a);
 		ibc_free((void *)req->op.v);
 		ibc_free(req);
-		goto out;
+		goto out_uncount;
 	}
 	*req_p = req;
+	goto out;
+out_uncount:
+	__atomic_sub_fetch(&comm->noutstanding, 1, __ATOMIC_ACQ_REL);
 out:
 	ibc_comm_leave(comm);
 	return st;
@@ -702,6 +808,15 @@ ibc_status_t ibc_wait(ibc_request_h req)
 		return IBC_ERR_INVALID_USAGE;
 	}
 	st = ibc_comm_request_wait(req);
+	if (req->counted) {
+		/* its communicator may be gone: found through the handle, never the address */
+		struct ibc_comm *c = NULL;
+
+		if (ibc_comm_enter(req->comm_h, NULL, &c) == IBC_OK) {
+			__atomic_sub_fetch(&c->noutstanding, 1, __ATOMIC_ACQ_REL);
+			ibc_comm_leave(c);
+		}
+	}
 	ibc_free((void *)req->op.v);
 	ibc_free(req);
 	return st;

@@ -136,13 +136,16 @@ static ibc_status_t comm_start_progress(struct ibc_comm *comm)
 	return IBC_OK;
 }
 
-struct ibc_tuner *ibc_comm_tuner(struct ibc_comm *comm)
+struct ibc_tuner *ibc_comm_tuner(ibc_comm_h h)
 {
-	return comm->tuner;
+	struct ibc_comm *comm = ibc_comm_from_handle(h);
+
+	return comm ? comm->tuner : NULL;
 }
 
-ibc_status_t ibc_comm_progress_cpus(struct ibc_comm *comm, char *buf, size_t len)
+ibc_status_t ibc_comm_progress_cpus(ibc_comm_h h, char *buf, size_t len)
 {
+	struct ibc_comm *comm = ibc_comm_from_handle(h);
 	cpu_set_t set;
 	size_t off = 0;
 	int first = -1;
@@ -223,7 +226,7 @@ ibc_status_t ibc_get_unique_id(ibc_unique_id_t *id)
 	return ibc_bootstrap_root_start(NULL, 0, NULL, id);
 }
 
-ibc_status_t ibc_comm_init_uid(struct ibc_comm **comm_p, int nranks,
+ibc_status_t ibc_comm_init_uid(ibc_comm_h *comm_p, int nranks,
 			      const struct ibc_boot_uid *uid, int rank)
 {
 	struct ibc_comm *comm;
@@ -239,12 +242,14 @@ ibc_status_t ibc_comm_init_uid(struct ibc_comm **comm_p, int nranks,
 					    &comm->net.bs),
 		       st, err_free);
 	IBC_CHECK_GOTO(comm_setup(comm), st, err_teardown);
-	*comm_p = comm;
+	*comm_p = comm->handle;
 	return IBC_OK;
 err_teardown:
 	comm_teardown(comm, 1);
 err_free:
 	comm_free(comm);
+	/* the error text keeps the rank; later lines of this thread must not */
+	ibc_log_set_rank(-1);
 	return st;
 }
 
@@ -266,12 +271,13 @@ ibc_status_t ibc_comm_init_rank(ibc_comm_h *comm_p, int nranks, const ibc_unique
 	return ibc_comm_init_uid(comm_p, nranks, &uid, rank);
 }
 
-ibc_status_t ibc_comm_split(ibc_comm_h comm, int color, int key, ibc_comm_h *newcomm_p)
+ibc_status_t ibc_comm_split(ibc_comm_h h, int color, int key, ibc_comm_h *newcomm_p)
 {
+	struct ibc_comm *comm;
 	struct ibc_comm *nc = NULL;
 	ibc_status_t st;
 
-	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_split"));
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_split", &comm));
 	if (!newcomm_p) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_split: newcomm_p is NULL");
 		st = IBC_ERR_INVALID_ARG;
@@ -294,31 +300,41 @@ ibc_status_t ibc_comm_split(ibc_comm_h comm, int color, int key, ibc_comm_h *new
 		st = IBC_OK;
 		goto out;
 	}
+	/* its errors name the rank in the job too (issue 20: world rank 7 read as "rank 1") */
+	nc->net.world_rank = comm->net.world_rank >= 0 ? comm->net.world_rank : comm->net.rank;
 	IBC_CHECK_GOTO(comm_setup(nc), st, err_teardown);
-	*newcomm_p = nc;
-	ibc_log_set_rank(comm->net.rank);
+	*newcomm_p = nc->handle;
+	ibc_net_log_rank(&comm->net);
 	goto out;
 err_teardown:
 	comm_teardown(nc, 1);
 err_free:
 	comm_free(nc);
+	ibc_net_log_rank(&comm->net);
 out:
 	ibc_comm_leave(comm);
 	return st;
 }
 
-ibc_status_t ibc_comm_destroy(ibc_comm_h comm)
+ibc_status_t ibc_comm_destroy(ibc_comm_h h)
 {
+	struct ibc_comm *comm;
 	ibc_status_t st;
 
-	if (!comm)
+	if (!h)
 		return IBC_OK;
-	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_destroy"));
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_destroy", &comm));
 	if (ibc_exec_in_group(comm)) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_destroy: inside ibc_group_start() .. ibc_group_end(); the collected requests fail");
 		ibc_exec_cancel_group(comm);
 	}
 	st = ibc_comm_drain(comm);
+	/*
+	 * A peer's message that no call of this rank received: the ranks'
+	 * calls differed (issue 20, case 1), say so before the connections go
+	 */
+	if (st == IBC_OK && ibc_net_status(&comm->net) == IBC_OK)
+		st = ibc_exec_idle_check(comm);
 	ibc_registry_remove(comm);
 	ibc_comm_leave(comm);
 	comm_teardown(comm, 0);
@@ -334,20 +350,21 @@ ibc_status_t ibc_comm_destroy(ibc_comm_h comm)
  * leave, then free. Threads blocked in a wait notice the poison within one
  * wait slice (<= 100 ms; transports' waits are shorter).
  */
-ibc_status_t ibc_comm_abort(ibc_comm_h comm)
+ibc_status_t ibc_comm_abort(ibc_comm_h h)
 {
+	struct ibc_comm *comm;
 	char reason[sizeof(comm->net.poison_msg)];
 	uint64_t deadline = ibc_time_ms() + 900;
 	int i;
 
-	if (!comm)
+	if (!h)
 		return IBC_OK;
-	if (ibc_registry_take_for_abort(comm) != 0) {
-		IBC_LOG_ERROR(INIT, "ibc_comm_abort: communicator %p was destroyed, is being aborted, or was never created",
-			      (void *)comm);
+	if (ibc_registry_take_for_abort(h, &comm) != 0) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_abort: communicator %p was destroyed, is being aborted, was never created, or belongs to the parent of this forked process",
+			      (void *)h);
 		return IBC_ERR_INVALID_USAGE;
 	}
-	ibc_log_set_rank(comm->net.rank);
+	ibc_net_log_rank(&comm->net);
 	pthread_mutex_lock(&comm->net.lock);
 	snprintf(reason, sizeof(reason), "%s", comm->net.poisoned ? comm->net.poison_msg : "");
 	pthread_mutex_unlock(&comm->net.lock);
@@ -378,26 +395,30 @@ ibc_status_t ibc_comm_abort(ibc_comm_h comm)
 	return IBC_OK;
 }
 
-ibc_status_t ibc_comm_rank(ibc_comm_h comm, int *rank_p)
+ibc_status_t ibc_comm_rank(ibc_comm_h h, int *rank_p)
 {
-	if (!comm || !rank_p) {
+	struct ibc_comm *comm;
+
+	if (!h || !rank_p) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_rank: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
 	/* a destroyed handle is an error, not a read of freed memory */
-	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_rank"));
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_rank", &comm));
 	*rank_p = comm->net.rank;
 	ibc_comm_leave(comm);
 	return IBC_OK;
 }
 
-ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p)
+ibc_status_t ibc_comm_size(ibc_comm_h h, int *size_p)
 {
-	if (!comm || !size_p) {
+	struct ibc_comm *comm;
+
+	if (!h || !size_p) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_size: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
-	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_size"));
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_size", &comm));
 	*size_p = comm->net.nranks;
 	ibc_comm_leave(comm);
 	return IBC_OK;
@@ -408,18 +429,19 @@ ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p)
  * after the communicator is destroyed (comm->net.transport_name is not), so it
  * is looked up among every name comm_choose_transports() can compose.
  */
-ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
+ibc_status_t ibc_comm_transport(ibc_comm_h h, const char **name_p)
 {
 	static const char *const names[] = {
 		"shm", "tcp", "ib", "shm+ib", "shm+tcp", "ib+tcp", "shm+ib+tcp", "self", "bootstrap",
 	};
+	struct ibc_comm *comm;
 	size_t i;
 
-	if (!comm || !name_p) {
+	if (!h || !name_p) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_transport: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
-	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_transport"));
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_transport", &comm));
 	*name_p = "unknown";
 	for (i = 0; i < IBC_ARRAY_SIZE(names); i++) {
 		if (!strcmp(comm->net.transport_name, names[i])) {
@@ -431,11 +453,12 @@ ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p)
 	return IBC_OK;
 }
 
-ibc_status_t ibc_comm_set_timeout(ibc_comm_h comm, int64_t timeout_ms)
+ibc_status_t ibc_comm_set_timeout(ibc_comm_h h, int64_t timeout_ms)
 {
+	struct ibc_comm *comm;
 	int i;
 
-	if (!comm) {
+	if (!h) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_set_timeout: comm is NULL");
 		return IBC_ERR_INVALID_ARG;
 	}
@@ -444,7 +467,7 @@ ibc_status_t ibc_comm_set_timeout(ibc_comm_h comm, int64_t timeout_ms)
 			      (long long)timeout_ms);
 		return IBC_ERR_INVALID_ARG;
 	}
-	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_set_timeout"));
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_set_timeout", &comm));
 	__atomic_store_n(&comm->net.timeout_ms, timeout_ms, __ATOMIC_RELAXED);
 	for (i = 0; i < comm->net.ntinst; i++)
 		__atomic_store_n(&comm->net.tinst[i].env.timeout_ms, timeout_ms, __ATOMIC_RELAXED);
@@ -452,14 +475,17 @@ ibc_status_t ibc_comm_set_timeout(ibc_comm_h comm, int64_t timeout_ms)
 	return IBC_OK;
 }
 
-ibc_status_t ibc_comm_get_async_error(ibc_comm_h comm, ibc_status_t *st_p)
+ibc_status_t ibc_comm_get_async_error(ibc_comm_h h, ibc_status_t *st_p)
 {
-	if (!comm || !st_p) {
+	struct ibc_comm *comm;
+
+	if (!h || !st_p) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_get_async_error: NULL argument");
 		return IBC_ERR_INVALID_ARG;
 	}
-	IBC_CHECK(ibc_comm_enter(comm, "ibc_comm_get_async_error"));
-	*st_p = ibc_net_status(&comm->net);
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_get_async_error", &comm));
+	/* an idle communicator looks for peers' messages that no call of this rank will take */
+	*st_p = ibc_exec_idle_check(comm);
 	if (*st_p != IBC_OK)
 		ibc_log_set_last_error(comm->net.poison_msg);
 	ibc_comm_leave(comm);

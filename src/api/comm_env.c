@@ -59,9 +59,11 @@ static ibc_status_t env_rank_size(int *rank_p, int *nranks_p, const char **src_p
 		int hn = env_int(srcs[i].size, &n);
 
 		if (hr < 0 || hn < 0) {
-			IBC_LOG_ERROR(INIT, "ibc_comm_init_env: %s='%s' / %s='%s' are not numbers",
-				      srcs[i].rank, getenv(srcs[i].rank) ? getenv(srcs[i].rank) : "",
-				      srcs[i].size, getenv(srcs[i].size) ? getenv(srcs[i].size) : "");
+			/* name the variable that is wrong, not both */
+			const char *bad = hr < 0 ? srcs[i].rank : srcs[i].size;
+
+			IBC_LOG_ERROR(INIT, "ibc_comm_init_env: %s='%s' is not a number in [0, %d]", bad,
+				      getenv(bad), IBC_BOOT_MAX_RANKS);
 			return IBC_ERR_INVALID_ARG;
 		}
 		if (hr > 0 && hn > 0) {
@@ -132,7 +134,7 @@ static ibc_status_t env_secret(const char *root, uint8_t secret[IBC_BOOT_SECRET_
 	return IBC_OK;
 }
 
-ibc_status_t ibc_comm_init_env(ibc_comm_h *comm_p)
+static ibc_status_t init_env_body(ibc_comm_h *comm_p)
 {
 	struct ibc_boot_uid uid;
 	union ibc_sockaddr root_addr;
@@ -188,4 +190,14 @@ ibc_status_t ibc_comm_init_env(ibc_comm_h *comm_p)
 	IBC_LOG_INFO(INIT, "joining as rank %d of %d (from %s) through root %s", rank, nranks, src,
 		     root);
 	return ibc_comm_init_uid(comm_p, nranks, &uid, rank);
+}
+
+ibc_status_t ibc_comm_init_env(ibc_comm_h *comm_p)
+{
+	ibc_status_t st = init_env_body(comm_p);
+
+	/* the error text keeps the rank; later lines of this thread must not */
+	if (st != IBC_OK)
+		ibc_log_set_rank(-1);
+	return st;
 }

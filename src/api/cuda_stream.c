@@ -98,6 +98,7 @@ static ibc_status_t stream_op(ibc_comm_h comm, int coll, const void *sendbuf, vo
 	struct ibc_cuda_gate *g;
 	ibc_request_h req = NULL;
 	ibc_status_t st;
+	struct ibc_comm *c;
 	int use_thread;
 
 	if (!comm) {
@@ -108,9 +109,9 @@ static ibc_status_t stream_op(ibc_comm_h comm, int coll, const void *sendbuf, vo
 		IBC_LOG_ERROR(CUDA, "%s: this libibcoll was built without CUDA", fn);
 		return IBC_ERR_UNSUPPORTED;
 	}
-	IBC_CHECK(ibc_comm_enter(comm, fn));
-	use_thread = comm->use_thread;
-	ibc_comm_leave(comm);
+	IBC_CHECK(ibc_comm_enter(comm, fn, &c));
+	use_thread = c->use_thread;
+	ibc_comm_leave(c);
 	if (!use_thread) {
 		IBC_LOG_ERROR(CUDA, "%s: stream-ordered calls need the progress thread (IBC_PROGRESS_THREAD=1)",
 			      fn);

@@ -274,9 +274,15 @@ static ibc_status_t exec_host(void *arg, struct ibc_op *op)
 	struct ibc_algo_choice c;
 
 	memset(&c, 0, sizeof(c));
+	/*
+	 * Announced and checked even when empty: a peer that runs this
+	 * collective with a count must see that this rank's count is 0 (or that
+	 * it moved on) instead of waiting for its part (issue 20, case 2).
+	 */
+	ibc_coll_announce(&comm->coll, op);
+	IBC_CHECK(ibc_net_check_strays(&comm->net, 1000));
 	if (ibc_op_is_empty(op))
 		return IBC_OK;
-	ibc_coll_announce(&comm->coll, op);
 	if (ibc_coll_is_tuned(op->coll))
 		IBC_CHECK(ibc_tuner_select(comm->tuner, op, &c));
 	return ibc_coll_run(&comm->coll, op, &c);
@@ -300,7 +306,7 @@ static void comm_execute(struct ibc_comm *comm, struct ibc_request *req)
 	ibc_status_t st = ibc_net_status(&comm->net);
 	int batched = 0;
 
-	ibc_log_set_rank(comm->net.rank);
+	ibc_net_log_rank(&comm->net);
 	if (st == IBC_OK) {
 		pthread_mutex_lock(&comm->net.lock);
 		comm->net.cur = &req->op;
@@ -317,6 +323,8 @@ static void comm_execute(struct ibc_comm *comm, struct ibc_request *req)
 			st = exec_run(comm, &req->op, req->cuda_gate);
 			if (st != IBC_OK)
 				comm_op_failed(comm, st);
+			else
+				ibc_net_op_done(&comm->net, &req->op);
 		}
 		pthread_mutex_lock(&comm->net.lock);
 		comm->net.cur = NULL;
@@ -359,7 +367,7 @@ void *ibc_exec_thread(void *arg)
 {
 	struct ibc_comm *comm = arg;
 
-	ibc_log_set_rank(comm->net.rank);
+	ibc_net_log_rank(&comm->net);
 	pthread_mutex_lock(&comm->lock);
 	for (;;) {
 		struct ibc_request *req;
@@ -375,6 +383,32 @@ void *ibc_exec_thread(void *arg)
 	}
 	pthread_mutex_unlock(&comm->lock);
 	return NULL;
+}
+
+/*
+ * ibc_exec_idle_check() - when no operation runs or waits, take the
+ * executor's place and look for stray messages (ibc_net_check_strays()):
+ * a peer that called a collective this rank never calls is found without
+ * another call of this rank. Returns the communicator's status.
+ */
+ibc_status_t ibc_exec_idle_check(struct ibc_comm *comm)
+{
+	pthread_mutex_lock(&comm->lock);
+	if (comm->running || comm->q_head || ibc_net_status(&comm->net) != IBC_OK) {
+		pthread_mutex_unlock(&comm->lock);
+		return ibc_net_status(&comm->net);
+	}
+	comm->running = 1;
+	pthread_mutex_unlock(&comm->lock);
+	ibc_net_log_rank(&comm->net);
+	(void)ibc_net_check_strays(&comm->net, 0);
+	pthread_mutex_lock(&comm->lock);
+	comm->running = 0;
+	pthread_cond_broadcast(&comm->cond);
+	if (comm->q_head)
+		pthread_cond_signal(&comm->work_cond);
+	pthread_mutex_unlock(&comm->lock);
+	return ibc_net_status(&comm->net);
 }
 
 int ibc_exec_in_group(struct ibc_comm *comm)
@@ -416,12 +450,6 @@ ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int
 		if (req->status != IBC_OK)
 			ibc_log_set_last_error(req->errmsg);
 		return req->status;
-	}
-	if (!blocking && comm->nqueued >= ibc_param_max_requests()) {
-		pthread_mutex_unlock(&comm->lock);
-		IBC_LOG_ERROR(COLL, "more than IBC_MAX_REQUESTS=%lld nonblocking operations outstanding",
-			      (long long)ibc_param_max_requests());
-		return IBC_ERR_INVALID_USAGE;
 	}
 	req->next = NULL;
 	if (comm->q_tail)
@@ -502,6 +530,11 @@ ibc_status_t ibc_comm_request_wait(struct ibc_request *req)
 
 	if (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
 		if (ibc_comm_enter_quiet(comm) != 0) {
+			if (ibc_comm_forked(comm)) {
+				IBC_LOG_ERROR(COLL, "ibc_wait: request %p belongs to the parent of this forked process",
+					      (void *)req);
+				return IBC_ERR_INVALID_USAGE;
+			}
 			IBC_CHECK(request_wait_orphan(req));
 		} else {
 			st = ibc_comm_wait_req(comm, req);
@@ -597,11 +630,12 @@ void ibc_exec_cancel_queued(struct ibc_comm *comm)
 	pthread_mutex_unlock(&comm->lock);
 }
 
-ibc_status_t ibc_group_start(ibc_comm_h comm)
+ibc_status_t ibc_group_start(ibc_comm_h h)
 {
+	struct ibc_comm *comm;
 	ibc_status_t st = IBC_OK;
 
-	IBC_CHECK(ibc_comm_enter(comm, "ibc_group_start"));
+	IBC_CHECK(ibc_comm_enter(h, "ibc_group_start", &comm));
 	pthread_mutex_lock(&comm->lock);
 	if (comm->group_active) {
 		IBC_LOG_ERROR(COLL, "ibc_group_start: a group is already open on this communicator (groups do not nest)");
@@ -615,12 +649,13 @@ ibc_status_t ibc_group_start(ibc_comm_h comm)
 	return st;
 }
 
-ibc_status_t ibc_group_end(ibc_comm_h comm)
+ibc_status_t ibc_group_end(ibc_comm_h h)
 {
+	struct ibc_comm *comm;
 	struct ibc_request *req;
 	ibc_status_t st = IBC_OK;
 
-	IBC_CHECK(ibc_comm_enter(comm, "ibc_group_end"));
+	IBC_CHECK(ibc_comm_enter(h, "ibc_group_end", &comm));
 	pthread_mutex_lock(&comm->lock);
 	if (!comm->group_active || !pthread_equal(comm->group_thread, pthread_self())) {
 		pthread_mutex_unlock(&comm->lock);

@@ -33,6 +33,7 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *log_file;
 static char log_host[64];
 static __thread int log_rank = -1;
+static __thread char log_ctx[64];
 static __thread char last_error[IBC_LAST_ERROR_LEN];
 
 static const char *const level_names[IBC_LEVEL_COUNT] = {
@@ -217,6 +218,13 @@ void ibc_log_configure(void)
 void ibc_log_set_rank(int rank)
 {
 	log_rank = rank;
+	log_ctx[0] = '\0';
+}
+
+void ibc_log_set_rank_ctx(int rank, const char *ctx)
+{
+	log_rank = rank;
+	snprintf(log_ctx, sizeof(log_ctx), "%s", ctx ? ctx : "");
 }
 
 int ibc_log_get_rank(void)
@@ -238,6 +246,13 @@ const char *ibc_log_strip_rank(const char *text)
 	p += 5;
 	while (*p >= '0' && *p <= '9')
 		p++;
+	if (p[0] == ' ' && p[1] == '(') {
+		/* "rank 1 (world rank 7, communicator 3fa2b1c0): " */
+		const char *q = strchr(p, ')');
+
+		if (q)
+			p = q + 1;
+	}
 	return p[0] == ':' && p[1] == ' ' ? p + 2 : text;
 }
 
@@ -258,7 +273,10 @@ void ibc_log_emit(int level, uint64_t subsys, const char *file, int line, const 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (level <= IBC_LEVEL_WARN) {
-		if (log_rank >= 0)
+		if (log_rank >= 0 && log_ctx[0])
+			snprintf(last_error, sizeof(last_error), "rank %d (%s): %.*s", log_rank, log_ctx,
+				 (int)sizeof(last_error) - 100, msg);
+		else if (log_rank >= 0)
 			snprintf(last_error, sizeof(last_error), "rank %d: %.*s", log_rank,
 				 (int)sizeof(last_error) - 32, msg);
 		else
@@ -269,7 +287,9 @@ void ibc_log_emit(int level, uint64_t subsys, const char *file, int line, const 
 	base = base ? base + 1 : file;
 	n = snprintf(prefix, sizeof(prefix), "%s:%d:%ld ", log_host, (int)getpid(),
 		     (long)syscall(SYS_gettid));
-	if (log_rank >= 0)
+	if (log_rank >= 0 && log_ctx[0])
+		n += snprintf(prefix + n, sizeof(prefix) - (size_t)n, "[rank %d, %s] ", log_rank, log_ctx);
+	else if (log_rank >= 0)
 		n += snprintf(prefix + n, sizeof(prefix) - (size_t)n, "[rank %d] ", log_rank);
 	if (level == IBC_LEVEL_INFO)
 		snprintf(prefix + n, sizeof(prefix) - (size_t)n, "IBC %s %s ", level_names[level],

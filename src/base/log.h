@@ -40,6 +40,14 @@ void ibc_log_configure(void);
 
 /* rank shown in log lines of the calling thread; -1 hides it */
 void ibc_log_set_rank(int rank);
+/*
+ * ibc_log_set_rank_ctx() - the rank, and where it is not the job's own
+ * numbering (a communicator from ibc_comm_split()) @ctx, e.g. "world rank
+ * 7, communicator 3fa2b1c0": log lines then read "[rank 1, world rank 7,
+ * communicator 3fa2b1c0]" and ibc_last_error() "rank 1 (world rank 7,
+ * communicator 3fa2b1c0): ..."; "" or NULL for none.
+ */
+void ibc_log_set_rank_ctx(int rank, const char *ctx);
 int ibc_log_get_rank(void);
 
 static inline int ibc_log_enabled(int level, uint64_t subsys)

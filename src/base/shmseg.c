@@ -6,13 +6,18 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "base/fault.h"
 #include "base/log.h"
@@ -198,4 +203,93 @@ int ibc_shm_optional_fits(size_t size, int nlocal, char *why, size_t why_len)
 	snprintf(why, why_len, "/dev/shm has %.1f MiB free, and %d ranks' rings need %.1f MiB at 2 slots",
 		 freeb / 1048576.0, nlocal, rings / 1048576.0);
 	return freeb - rings >= (double)size;
+}
+
+/* the inode of this process's pid namespace: pids in segment names mean something only within it */
+static unsigned long long shm_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
+/**
+ * ibc_shm_seg_name() - The /dev/shm name of a new segment: "/ibc-<what>-<pid>-<ns>",
+ * the creator's pid and pid namespace last, so that ibc_shm_sweep_stale()
+ * in a later process can tell a segment whose creator died.
+ * @buf:  [out] the name, NUL-terminated.
+ * @len:  [in]  size of @buf, bytes.
+ * @what: [in]  the segment's own part (no '/').
+ */
+void ibc_shm_seg_name(char *buf, size_t len, const char *what)
+{
+	snprintf(buf, len, "/ibc-%s-%d-%llx", what, (int)getpid(), shm_pidns());
+}
+
+/* the creator of the segment named @name (no leading '/'), 0 when the name has no such suffix */
+static pid_t shm_name_pid(const char *name, unsigned long long ns)
+{
+	const char *dash2 = strrchr(name, '-');
+	const char *dash1;
+	char *end;
+	long pid;
+
+	if (!dash2 || strncmp(name, "ibc-", 4) != 0)
+		return 0;
+	if (strtoull(dash2 + 1, &end, 16) != ns || *end || end == dash2 + 1)
+		return 0;
+	for (dash1 = dash2 - 1; dash1 > name && *dash1 != '-'; dash1--)
+		;
+	if (*dash1 != '-')
+		return 0;
+	pid = strtol(dash1 + 1, &end, 10);
+	if (end != dash2 || pid <= 0)
+		return 0;
+	return (pid_t)pid;
+}
+
+static void shm_sweep_once(void)
+{
+	unsigned long long ns = shm_pidns();
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	if (!ns || !(d = opendir("/dev/shm")))
+		return;
+	while ((e = readdir(d))) {
+		char path[300];
+		struct stat st;
+		pid_t pid = shm_name_pid(e->d_name, ns);
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+		if (stat(path, &st) != 0 || st.st_uid != geteuid())
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;       /* alive (or not ours to ask): keep */
+		snprintf(path, sizeof(path), "/%s", e->d_name);
+		if (shm_unlink(path) == 0) {
+			n++;
+			IBC_LOG_INFO(SHM, "removed %s from /dev/shm: its creator, process %d, is gone (it died before its peer mapped the segment)",
+				     path, (int)pid);
+		}
+	}
+	closedir(d);
+	(void)n;
+}
+
+/**
+ * ibc_shm_sweep_stale() - Once per process, unlink the segments of
+ * /dev/shm that an ibcoll process of this user and pid namespace created
+ * and left behind when it died between creating a segment and its peer
+ * mapping it (a rank killed during a connection set-up). Segments are
+ * otherwise unlinked as soon as both ends map them.
+ */
+void ibc_shm_sweep_stale(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, shm_sweep_once);
 }

@@ -29,6 +29,7 @@ const char *ibc_status_str(ibc_status_t st)
 	case IBC_ERR_TIMEOUT:       return "timed out";
 	case IBC_ERR_UNSUPPORTED:   return "unsupported";
 	case IBC_ERR_INTERNAL:      return "internal error";
+	case IBC_ERR_LIMIT:         return "limit reached";
 	default:                    return "unknown status";
 	}
 }
@@ -51,8 +52,12 @@ static const size_t dtype_nbytes[IBC_DTYPE_COUNT] = {
 
 ibc_status_t ibc_dtype_size(ibc_dtype_t dtype, size_t *nbytes_p)
 {
-	if ((unsigned)dtype >= IBC_DTYPE_COUNT || !nbytes_p) {
-		IBC_LOG_WARN(INIT, "ibc_dtype_size: %s", nbytes_p ? "unknown dtype" : "nbytes_p is NULL");
+	if (!nbytes_p) {
+		IBC_LOG_WARN(INIT, "ibc_dtype_size: nbytes_p is NULL");
+		return IBC_ERR_INVALID_ARG;
+	}
+	if ((unsigned)dtype >= IBC_DTYPE_COUNT) {
+		IBC_LOG_WARN(INIT, "ibc_dtype_size: unknown dtype %d", (int)dtype);
 		return IBC_ERR_INVALID_ARG;
 	}
 	*nbytes_p = dtype_nbytes[dtype];

@@ -61,6 +61,10 @@ struct boot_root {
 	char fail_text[IBC_BOOT_TEXT_MAX - 64];
 	uint8_t *told;          /* [nranks] knows of the failure (or is the one that failed) */
 	int ntold;
+	/* a rank gave another job size than the first (root_on_hello) */
+	int size_conflict;
+	int conflict_rank;
+	int conflict_n;
 	struct boot_ratelog rl;
 };
 
@@ -152,8 +156,16 @@ static int root_on_hello(struct boot_root *r, int i)
 		return -1;
 	}
 	if (h.nranks != r->nranks) {
-		root_reject(r, c, 0, "rank %d says the job has %d ranks, others said %d", h.src, h.nranks,
-			    r->nranks);
+		/*
+		 * The job cannot start: this rank will never join. Say so to
+		 * every rank now (root_fail() after the reply), not later as
+		 * "ranks that never connected" or "no valid table".
+		 */
+		root_reject(r, c, 0, "rank %d says the job has %d ranks, the first rank to join said %d: every rank must be given the same size (IBC_NRANKS or the launcher's)",
+			    h.src, h.nranks, r->nranks);
+		r->size_conflict = 1;
+		r->conflict_rank = h.src;
+		r->conflict_n = h.nranks;
 		return -1;
 	}
 	if (h.tag == IBC_BOOT_JOIN_TAG_FAILED) {
@@ -392,6 +404,12 @@ static void *root_thread(void *arg)
 			}
 			if (root_on_hello(r, i) != 0) {
 				root_close(r, i);
+				if (r->size_conflict && !r->failed) {
+					root_fail(r, IBC_ERR_INVALID_USAGE,
+						  "rank %d says the job has %d ranks, the first rank to join said %d: every rank must be given the same size (IBC_NRANKS or the launcher's)",
+						  r->conflict_rank, r->conflict_n, r->nranks);
+					break; /* indexes changed: poll again */
+				}
 				continue;
 			}
 			ibc_boot_frame_rd_reset(&c->rd);

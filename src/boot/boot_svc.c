@@ -317,12 +317,12 @@ static int svc_on_hello(struct ibc_bootstrap *bs, int i)
 	c->last_rx_ms = ibc_time_ms();
 	if (h.kind == IBC_BOOT_KIND_WAITQ) {
 		/* a wait-for query: answer what this rank is doing, then close */
-		struct ibc_boot_waitstate ws = { IBC_BOOT_WAIT_IDLE, -1, 0, 0 };
+		struct ibc_boot_waitstate ws = { IBC_BOOT_WAIT_IDLE, -1, 0, 0, 0, 0, 0, 0 };
 		ibc_bootstrap_wait_fn fn = __atomic_load_n(&bs->wait_fn, __ATOMIC_ACQUIRE);
 		uint8_t out[IBC_BOOT_WAITSTATE_BYTES];
 
 		if (fn)
-			fn(bs->on_error_arg, &ws);
+			fn(bs->on_error_arg, h.src, &ws);
 		ibc_boot_pack_waitstate(&ws, out);
 		ibc_boot_frame_write(c->fd, IBC_BOOT_WAITSTATE, out, sizeof(out), ibc_time_ms() + 200);
 		return -1;

@@ -239,6 +239,10 @@ void ibc_boot_pack_waitstate(const struct ibc_boot_waitstate *ws,
 	ibc_wire_put32(out + 4, (uint32_t)ws->peer);
 	ibc_wire_put32(out + 8, ws->seq);
 	ibc_wire_put32(out + 12, ws->idle_ms);
+	ibc_wire_put32(out + 16, ws->done_seq);
+	ibc_wire_put32(out + 20, ws->flags);
+	ibc_wire_put64(out + 24, ws->sent);
+	ibc_wire_put64(out + 32, ws->recvd);
 }
 
 int ibc_boot_parse_waitstate(const uint8_t *in, size_t len, struct ibc_boot_waitstate *ws)
@@ -249,8 +253,13 @@ int ibc_boot_parse_waitstate(const uint8_t *in, size_t len, struct ibc_boot_wait
 	ws->peer = (int32_t)ibc_wire_get32(in + 4);
 	ws->seq = ibc_wire_get32(in + 8);
 	ws->idle_ms = ibc_wire_get32(in + 12);
+	ws->done_seq = ibc_wire_get32(in + 16);
+	ws->flags = ibc_wire_get32(in + 20);
+	ws->sent = ibc_wire_get64(in + 24);
+	ws->recvd = ibc_wire_get64(in + 32);
 	if (ws->state >= IBC_BOOT_WAIT_STATE_COUNT || ws->peer < -1 ||
-	    (ws->state == IBC_BOOT_WAIT_PEER) != (ws->peer >= 0))
+	    (ws->state == IBC_BOOT_WAIT_PEER) != (ws->peer >= 0) ||
+	    (ws->flags & ~(uint32_t)(IBC_BOOT_WS_DONE | IBC_BOOT_WS_CONNECTED)))
 		return -1;
 	return 0;
 }

@@ -70,7 +70,7 @@ enum ibc_boot_kind {
 	IBC_BOOT_KIND_WAITQ = 5,        /* wait-for query: answered with WAITSTATE, closed */
 };
 
-#define IBC_BOOT_WAITSTATE_BYTES 16
+#define IBC_BOOT_WAITSTATE_BYTES 40
 
 /*
  * HELLO tag of a JOIN from a rank that cannot join (a local failure before it

@@ -281,7 +281,11 @@ ibc_status_t ibc_bootstrap_create(const struct ibc_boot_uid *uid, int rank, int 
 		}
 		if (final || st == IBC_ERR_TIMEOUT || ibc_time_ms() + 100 >= deadline) {
 			/* refused for good, or no time left: the root knows or cannot be told */
-			IBC_LOG_ERROR(BOOT, "%s", why);
+			if (st == IBC_ERR_TIMEOUT && strstr(why, "cannot connect"))
+				IBC_LOG_ERROR(BOOT, "%s: no root listens there (a unique id serves one communicator creation: its root stops once every rank joined, so an id used before, or one whose creating process exited, never answers; make a new one with ibc_get_unique_id())",
+					      why);
+			else
+				IBC_LOG_ERROR(BOOT, "%s", why);
 			goto err_close;
 		}
 		/* dropped on the way (a reset, or a flood made the root shed us): again */

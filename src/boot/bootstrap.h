@@ -54,13 +54,30 @@ struct ibc_bootstrap;
  * @seq:     the sequence number of the collective it is in (p2p: 0); when
  *           idle, the number of collectives it has issued.
  * @idle_ms: IBC_BOOT_WAIT_PEER: ms since its last progress.
+ * @done_seq: with IBC_BOOT_WS_DONE in @flags, the sequence number of the
+ *           last collective it completed.
+ * @flags:   IBC_BOOT_WS_*.
+ * @sent:    collective messages it has posted to the asking rank (sends
+ *           and receives of point-to-point calls not counted).
+ * @recvd:   collective receives it has posted from the asking rank.
+ * The counts let a rank that waits in collective #s for a peer that has
+ * completed #s tell a slow message from one that will never come: the
+ * calls of the two differ when the peer sent fewer messages than this rank
+ * receives (or posted fewer receives than this rank sends).
  */
 struct ibc_boot_waitstate {
 	uint32_t state;
 	int32_t peer;
 	uint32_t seq;
 	uint32_t idle_ms;
+	uint32_t done_seq;
+	uint32_t flags;
+	uint64_t sent;
+	uint64_t recvd;
 };
+
+#define IBC_BOOT_WS_DONE      0x1       /* @done_seq is valid */
+#define IBC_BOOT_WS_CONNECTED 0x2       /* it has a data connection to the asking rank */
 
 enum ibc_boot_wait {
 	IBC_BOOT_WAIT_IDLE = 0,         /* no operation in flight on the communicator */
@@ -71,7 +88,7 @@ enum ibc_boot_wait {
 };
 
 /* wait-state callback: the service thread asks it when a peer queries this rank */
-typedef void (*ibc_bootstrap_wait_fn)(void *arg, struct ibc_boot_waitstate *ws);
+typedef void (*ibc_bootstrap_wait_fn)(void *arg, int asker, struct ibc_boot_waitstate *ws);
 
 /* error callback: called by the service thread when a peer dies, aborts or stops answering */
 typedef void (*ibc_bootstrap_error_fn)(void *arg, ibc_status_t st, int peer, const char *why);

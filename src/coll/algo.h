@@ -77,6 +77,8 @@ static inline void ibc_coll_desc(const struct ibc_op *op, uint32_t step, int acc
 	d->root = op->root;
 	d->step = step;
 	d->reserved = 0;
+	if (op->user)
+		ibc_msg_desc_set_internal(d, op->user->coll, op->user->dtype, op->user->count);
 }
 
 /* step numbering for descriptors: phase (4 bits) | ring step (12 bits) | chunk (16 bits) */

@@ -45,9 +45,12 @@
  * its algorithm, the descriptor of that collective (ibc_shmar_announce()).
  * A rank left waiting for a peer that announced another collective of the
  * same sequence number (a broadcast where this rank runs an all-reduce, or
- * another dtype, op or root; not another count, see shmar_wait()) reports
- * mismatched calls instead of timing out. Either gives
- * IBC_ERR_INVALID_USAGE. Waits spin, yield, then sleep, and are bounded by
+ * another dtype, op or root, or a count of 0 against one that is not; other
+ * counts are not compared there, as an operation staged from device
+ * buffers runs segments of different counts under one sequence number),
+ * or a later collective (it returned from this one without its part),
+ * reports mismatched calls instead of timing out; empty calls are announced
+ * too. Either gives IBC_ERR_INVALID_USAGE. Waits spin, yield, then sleep, and are bounded by
  * IBC_TIMEOUT_MS; a peer whose process is gone gives IBC_ERR_REMOTE.
  *
  * Set-up (ibc_shmar_init(), at communicator creation when every rank runs
@@ -112,7 +115,7 @@ struct shmar_hdr {
 } __attribute__((aligned(64)));
 
 struct shmar_msg {
-	char name[64];
+	char name[96];
 	uint64_t size;
 	int32_t ok;
 	int32_t pad;
@@ -184,6 +187,7 @@ static int shmar_map(struct ibc_shmar *s, int fd, int create)
 static int shmar_create(struct ibc_coll *coll, struct ibc_shmar *s, struct shmar_msg *m)
 {
 	const uint8_t *id = ibc_net_comm_id(coll->net);
+	char what[32];
 	char why[160];
 	int fd;
 
@@ -196,8 +200,9 @@ static int shmar_create(struct ibc_coll *coll, struct ibc_shmar *s, struct shmar
 			     s->size, why);
 		return 0;
 	}
-	snprintf(m->name, sizeof(m->name), "/ibc-ar-%02x%02x%02x%02x%02x%02x-%d", id[0], id[1], id[2],
-		 id[3], id[4], id[5], (int)getpid());
+	snprintf(what, sizeof(what), "ar-%02x%02x%02x%02x%02x%02x", id[0], id[1], id[2], id[3], id[4],
+		 id[5]);
+	ibc_shm_seg_name(m->name, sizeof(m->name), what);
 	fd = shm_open(m->name, O_CREAT | O_EXCL | O_RDWR, 0600);
 	if (fd < 0) {
 		IBC_LOG_WARN(COLL, "shm all-reduce: shm_open(%s): %s; using the ring", m->name,
@@ -441,6 +446,44 @@ static void line_set(struct shmar_line *l, int f, uint64_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+static const char *const phase_names[] = { "its input", "its reduced slice", "its copy-out" };
+
+/*
+ * Rank @q, whose counter @f this rank waits for in the all-reduce @mine,
+ * announced @theirs: mismatched calls when it is another collective (or
+ * dtype, op, root) of the same sequence number, the same all-reduce with a
+ * count of 0 where this rank's is not (or the reverse), or a later
+ * collective: then @q completed #seq without writing its part, which only
+ * a call that differs does (a count of 0 returns at once).
+ */
+static ibc_status_t shmar_peer_mismatch(struct ibc_coll *coll, const struct ibc_shmar *s, int q,
+					const struct ibc_msg_desc *mine,
+					const struct ibc_msg_desc *theirs, int f, uint64_t want)
+{
+	char a[300];
+	char b[300];
+
+	if (theirs->seq == mine->seq &&
+	    (theirs->coll != mine->coll || theirs->dtype != mine->dtype || theirs->op != mine->op ||
+	     theirs->root != mine->root || (theirs->count == 0) != (mine->count == 0)))
+		return ibc_net_desc_check(coll->net, q, mine, desc_nbytes(mine), theirs,
+					  desc_nbytes(theirs));
+	if ((int32_t)(theirs->seq - mine->seq) <= 0)
+		return IBC_OK;
+	/*
+	 * @q may have written its part and gone on since this rank last looked:
+	 * it writes the counter before it announces the next collective, so a
+	 * counter read after that announcement is current
+	 */
+	if (line_get(&s->line[q], f) >= want)
+		return IBC_OK;
+	ibc_msg_desc_text(mine, desc_nbytes(mine), a, sizeof(a));
+	ibc_msg_desc_text(theirs, desc_nbytes(theirs), b, sizeof(b));
+	return ibc_net_fail(coll->net, IBC_ERR_INVALID_USAGE, q,
+			    "mismatched calls: rank %d has gone on to %s without writing %s for this rank's %s (a count of 0, or a call it skipped)",
+			    q, b, phase_names[f], a);
+}
+
 /* the first rank whose counter @f is below @want, or -1 */
 static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
 {
@@ -451,8 +494,6 @@ static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
 			return q;
 	return -1;
 }
-
-static const char *const phase_names[] = { "its input", "its reduced slice", "its copy-out" };
 
 /*
  * Wait until every rank's counter @f reaches @want: spin while the machine
@@ -509,11 +550,15 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			 * caught by the per-chunk descriptors once both arrive.
 			 */
 			shmar_desc(op, &mine);
-			if (shmar_peer_cur(s, q, &theirs) && theirs.seq == mine.seq &&
-			    (theirs.coll != mine.coll || theirs.dtype != mine.dtype ||
-			     theirs.op != mine.op || theirs.root != mine.root))
-				return ibc_net_desc_check(coll->net, q, &mine, desc_nbytes(&mine), &theirs,
-							  desc_nbytes(&theirs));
+			if (shmar_peer_cur(s, q, &theirs)) {
+				pst = shmar_peer_mismatch(coll, s, q, &mine, &theirs, f, want);
+				if (pst != IBC_OK)
+					return pst;
+			}
+			/* a peer's message for a call this rank does not make (tcp/ib peers) */
+			pst = ibc_net_check_strays(coll->net, 0);
+			if (pst != IBC_OK)
+				return pst;
 			/* keep the transports (and their failure reports) moving */
 			pst = ibc_net_progress(coll->net);
 			if (pst != IBC_OK)

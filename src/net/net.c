@@ -8,9 +8,11 @@
 
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/check.h"
+#include "base/coll_kind.h"
 #include "base/log.h"
 #include "base/param.h"
 #include "base/status.h"
@@ -25,6 +27,12 @@ static void *net_ctx(struct ibc_net *net, const struct ibc_transport_ops *ops)
 		if (net->tinst[i].ops == ops)
 			return net->tinst[i].ctx;
 	return NULL;
+}
+
+/* no progress for this long inside a collective: ask the waited peer (ibc_net_stall_probe()) */
+static uint64_t net_probe_after_ns(const struct ibc_net *net)
+{
+	return (uint64_t)IBC_MIN(500, IBC_MAX(net->timeout_ms / 4, 1)) * 1000000ull;
 }
 
 /* one nonblocking connect pass over @peers: counts those still pending */
@@ -58,6 +66,9 @@ static ibc_status_t net_connect_pass(struct ibc_net *net, const int *peers, int 
 			if (ibc_net_status(net) != IBC_OK)
 				return ibc_net_status(net);
 			snprintf(why, sizeof(why), "%s", ibc_log_strip_rank(ibc_last_error()));
+			/* a peer that left or refused may have called something else: the better cause */
+			if (ibc_net_check_strays(net, 0) != IBC_OK)
+				return ibc_net_status(net);
 			return ibc_net_fail(net, st, p, "connection set-up over %s failed: %s",
 					     pe->ops->name, *why ? why : ibc_status_str(st));
 		}
@@ -95,9 +106,19 @@ static int net_unconnected(const struct ibc_net *net, const int *peers, int npee
  */
 static ibc_status_t net_connect_body(struct ibc_net *net, const int *peers, int npeers)
 {
+	/* inside an operation, a lazy set-up is bounded by the operation's IBC_TIMEOUT_MS too */
+	int64_t limit_ms = ibc_param_bootstrap_timeout_ms();
+	const char *limit_name = "IBC_BOOTSTRAP_TIMEOUT_MS";
 	uint64_t deadline = 0;
+	uint64_t start_ns = ibc_time_ns();
+	uint64_t probe_ns = 0;
 	int waiting = -1;
 	int npending;
+
+	if (__atomic_load_n(&net->in_op, __ATOMIC_RELAXED) && net->timeout_ms < limit_ms) {
+		limit_ms = net->timeout_ms;
+		limit_name = "IBC_TIMEOUT_MS";
+	}
 
 	for (;;) {
 		int progressed;
@@ -112,17 +133,26 @@ static ibc_status_t net_connect_body(struct ibc_net *net, const int *peers, int 
 		if (peer != waiting) {
 			ibc_net_wait_publish(net, peer, ibc_time_ms());
 			waiting = peer;
+			start_ns = ibc_time_ns();
 		}
 		if (!deadline)
-			deadline = ibc_time_ms() + (uint64_t)ibc_param_bootstrap_timeout_ms();
+			deadline = ibc_time_ms() + (uint64_t)limit_ms;
 		if (ibc_time_ms() <= deadline) {
+			/* a peer that called something else may never connect */
+			uint64_t now = ibc_time_ns();
+
+			IBC_CHECK(ibc_net_check_strays(net, 1000));
+			if (now - start_ns > net_probe_after_ns(net) && now - probe_ns > 2000000000ull) {
+				probe_ns = now;
+				IBC_CHECK(ibc_net_stall_probe(net, peer, 2));
+			}
 			if (!progressed)
 				usleep(200);
 			continue;
 		}
 		return ibc_net_fail_stalled(net, peer, peer,
-					     "connection set-up with rank %d did not complete within %lld ms (IBC_BOOTSTRAP_TIMEOUT_MS)",
-					     peer, (long long)ibc_param_bootstrap_timeout_ms());
+					     "connection set-up with rank %d did not complete within %lld ms (%s)",
+					     peer, (long long)limit_ms, limit_name);
 	}
 }
 
@@ -147,6 +177,8 @@ ibc_status_t ibc_net_isend(struct ibc_net *net, int peer, const void *buf, size_
 	req->counted = 0;
 	req->moved_p = &net->cur_bytes_done;
 	net->cur_bytes_total += nbytes;
+	if (desc->coll != IBC_COLL_SEND && desc->coll != IBC_COLL_RECV)
+		__atomic_add_fetch(&pe->coll_sent, 1, __ATOMIC_RELAXED);
 	return pe->ops->isend(pe->conn, buf, nbytes, desc, req);
 }
 
@@ -163,6 +195,8 @@ ibc_status_t ibc_net_irecv(struct ibc_net *net, int peer, void *buf, size_t nbyt
 	req->counted = 0;
 	req->moved_p = &net->cur_bytes_done;
 	net->cur_bytes_total += nbytes;
+	if (desc->coll != IBC_COLL_SEND && desc->coll != IBC_COLL_RECV)
+		__atomic_add_fetch(&pe->coll_recvd, 1, __ATOMIC_RELAXED);
 	return pe->ops->irecv(pe->conn, buf, nbytes, desc, req);
 }
 
@@ -193,8 +227,11 @@ void ibc_net_idle(struct ibc_net *net, int timeout_us)
 	}
 }
 
-/* the peer a wait on @reqs waits on: the first pending receive, else the first pending send */
-static int net_waited_peer(struct ibc_treq *const *reqs, int n)
+/*
+ * the peer a wait on @reqs waits on: the first pending receive, else the
+ * first pending send; *@is_send_p (may be NULL) says which
+ */
+static int net_waited_peer_kind(struct ibc_treq *const *reqs, int n, int *is_send_p)
 {
 	int send_peer = -1;
 	int i;
@@ -202,13 +239,24 @@ static int net_waited_peer(struct ibc_treq *const *reqs, int n)
 	for (i = 0; i < n; i++) {
 		if (!reqs[i] || ibc_treq_is_done(reqs[i]))
 			continue;
-		if (!reqs[i]->is_send)
+		if (!reqs[i]->is_send) {
+			if (is_send_p)
+				*is_send_p = 0;
 			return reqs[i]->peer;
+		}
 		if (send_peer < 0)
 			send_peer = reqs[i]->peer;
 	}
+	if (is_send_p)
+		*is_send_p = 1;
 	return send_peer;
 }
+
+static int net_waited_peer(struct ibc_treq *const *reqs, int n)
+{
+	return net_waited_peer_kind(reqs, n, NULL);
+}
+
 
 /*
  * No progress for IBC_TIMEOUT_MS: name the direct peers and follow the
@@ -241,6 +289,7 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
 	uint64_t now = ibc_time_ns();
 	uint64_t last_ns = now;
+	uint64_t probe_ns = 0;
 	int ndone_prev = -1;
 	int idle_us = 20;
 
@@ -291,6 +340,16 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 			sched_yield();
 			continue;
 		}
+		/* a wait that lasts: is a peer's message for another call waiting? */
+		IBC_CHECK(ibc_net_check_strays(net, 1000));
+		/* longer: has the peer finished this collective without what we wait for? */
+		if (now - last_ns > net_probe_after_ns(net) && now - probe_ns > 2000000000ull) {
+			int is_send = 0;
+			int peer = net_waited_peer_kind(reqs, n, &is_send);
+
+			probe_ns = now;
+			IBC_CHECK(ibc_net_stall_probe(net, peer, is_send));
+		}
 		ibc_net_idle(net, idle_us);
 		idle_us = IBC_MIN(idle_us * 2, 2000);
 	}
@@ -336,11 +395,103 @@ ibc_status_t ibc_net_test(struct ibc_net *net, struct ibc_treq *req, int *done_p
 	return IBC_OK;
 }
 
+/* the descriptor of the user's collective @op, as its messages carry it (no step, no flags) */
+static void op_desc(const struct ibc_op *op, struct ibc_msg_desc *d, size_t *nbytes)
+{
+	size_t esz = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->seq = op->seq;
+	d->coll = (uint8_t)op->coll;
+	d->dtype = (uint8_t)op->dtype;
+	d->op = (uint8_t)op->redop;
+	d->count = op->count;
+	d->root = op->root;
+	*nbytes = ibc_dtype_size(op->dtype, &esz) == IBC_OK ? op->count * esz : 0;
+}
+
+void ibc_net_op_done(struct ibc_net *net, const struct ibc_op *op)
+{
+	size_t nb;
+
+	if (ibc_coll_is_p2p(op->coll))
+		return;
+	op_desc(op, &net->done[op->seq % IBC_ARRAY_SIZE(net->done)], &nb);
+	__atomic_store_n(&net->done_seq, op->seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&net->done_valid, 1, __ATOMIC_RELEASE);
+}
+
+/* @a is later than @b in sequence order (32-bit numbers that wrap) */
+static int seq_after(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* the message @d waiting from @peer: a stray? Then fail, naming both sides */
+static ibc_status_t net_stray(struct ibc_net *net, int peer, const struct ibc_msg_desc *d,
+			      size_t nbytes)
+{
+	const struct ibc_op *cur = net->cur;
+	struct ibc_msg_desc mine;
+	size_t my_nbytes;
+	char a[300];
+	char b[300];
+
+	if (d->coll == IBC_COLL_SEND || d->coll == IBC_COLL_RECV)
+		return IBC_OK;  /* point-to-point: may arrive before its receive */
+	if (cur && !ibc_coll_is_p2p(cur->coll) && d->seq == cur->seq) {
+		/* the collective this rank runs: internal exchanges carry their own kind */
+		if ((d->flags & IBC_DESC_F_INTERNAL) ||
+		    __atomic_load_n(&net->cur_tuning, __ATOMIC_RELAXED) ||
+		    (d->coll == cur->coll && (!ibc_coll_has_root(cur->coll) || d->root == cur->root)))
+			return IBC_OK;  /* unrooted collectives carry a block number in root */
+		op_desc(cur, &mine, &my_nbytes);
+		ibc_msg_desc_text(d, nbytes, a, sizeof(a));
+		ibc_msg_desc_text(&mine, my_nbytes, b, sizeof(b));
+		return ibc_net_fail(net, IBC_ERR_INVALID_USAGE, peer,
+				    "mismatched calls: rank %d sent %s, which no call of this rank receives: this rank runs %s",
+				    peer, a, b);
+	}
+	if (!net->done_valid || seq_after(d->seq, net->done_seq))
+		return IBC_OK;  /* for a collective this rank has not reached */
+	ibc_msg_desc_text(d, nbytes, a, sizeof(a));
+	mine = net->done[d->seq % IBC_ARRAY_SIZE(net->done)];
+	if (mine.seq == d->seq && (mine.coll != 0 || mine.count != 0)) {
+		ibc_msg_desc_text(&mine, 0, b, sizeof(b));
+		b[strcspn(b, "(")] = '\0';
+	} else {
+		snprintf(b, sizeof(b), "collective #%u", d->seq);
+	}
+	return ibc_net_fail(net, IBC_ERR_INVALID_USAGE, peer,
+			    "mismatched calls: rank %d sent %s, which no call of this rank receives: this rank completed %swithout it",
+			    peer, a, b);
+}
+
+ibc_status_t ibc_net_check_strays(struct ibc_net *net, unsigned min_gap_us)
+{
+	uint64_t now = ibc_time_ns();
+	int p;
+
+	if (min_gap_us && now - net->stray_check_ns < (uint64_t)min_gap_us * 1000)
+		return ibc_net_status(net);
+	net->stray_check_ns = now;
+	for (p = 0; p < net->nranks && ibc_net_status(net) == IBC_OK; p++) {
+		struct ibc_peer *pe = &net->peers[p];
+		struct ibc_msg_desc d;
+		size_t nbytes = 0;
+
+		if (p == net->rank || !pe->conn || !pe->ops->peek || !pe->ops->peek(pe->conn, &d, &nbytes))
+			continue;
+		IBC_CHECK(net_stray(net, p, &d, nbytes));
+	}
+	return ibc_net_status(net);
+}
+
 ibc_status_t ibc_net_desc_check(struct ibc_net *net, int peer, const struct ibc_msg_desc *mine,
 				size_t my_nbytes, const struct ibc_msg_desc *theirs,
 				size_t their_nbytes)
 {
-	char text[512];
+	char text[768];
 
 	if (!ibc_msg_desc_mismatch(mine, my_nbytes, theirs, their_nbytes, text, sizeof(text)))
 		return IBC_OK;

@@ -41,6 +41,11 @@ struct ibc_op {
 	uint32_t seq;           /* collective seq, or per-pair p2p seq */
 	uint8_t proto_flags;    /* IBC_DESC_F_LL when the tuner chose LL */
 	/*
+	 * an internal operation on the user's seq (the tuner's exchanges): the
+	 * user's operation, named in its descriptors (IBC_DESC_F_INTERNAL)
+	 */
+	const struct ibc_op *user;
+	/*
 	 * allgatherv: recvcounts[n], rdispls[n]; alltoallv: sendcounts[n],
 	 * sdispls[n], recvcounts[n], rdispls[n] (ELEMENTS), owned by the request
 	 */
@@ -72,6 +77,9 @@ struct ibc_peer {
 	uint32_t p2p_send_seq;                /* sends issued to this peer */
 	uint32_t p2p_recv_seq;                /* receives issued from it */
 	uint32_t tag_send_seq;                /* tagged sends issued to this peer */
+	/* collective messages posted to and from this peer (atomic: wait-for answers) */
+	uint64_t coll_sent;
+	uint64_t coll_recvd;
 };
 
 struct ibc_net;
@@ -95,6 +103,13 @@ struct ibc_tinst {
 struct ibc_net {
 	int rank;
 	int nranks;
+	/*
+	 * a communicator made by ibc_comm_split(): this rank in the job's
+	 * first communicator (set by the caller before ibc_net_setup()), and
+	 * "world rank 7, communicator 3fa2b1c0" for log lines; -1 and "" else
+	 */
+	int world_rank;
+	char log_ctx[64];
 	int nlocal;                           /* ranks on this host, this one included */
 	int local_rank;                       /* rank among this host's ranks */
 	int gpu;                              /* topology index of this rank's GPU, -1: none */
@@ -119,6 +134,15 @@ struct ibc_net {
 	int wait_peer;                        /* the rank it waits on now, -1: none */
 	uint64_t wait_since_ms;               /* that wait's last progress (ibc_time_ms) */
 	uint32_t coll_seq;                    /* collectives issued (the next one's seq) */
+
+	/*
+	 * the stray-message check (ibc_net_check_strays()), by the executing
+	 * thread: the last collectives this rank completed, by seq % 16
+	 */
+	struct ibc_msg_desc done[16];
+	int done_valid;                       /* some collective completed */
+	uint32_t done_seq;                    /* the last one's sequence number */
+	uint64_t stray_check_ns;              /* ibc_time_ns() of the last check */
 
 	/* errors: the first fatal one poisons the communicator (under @lock) */
 	int poisoned;                         /* atomic */
@@ -283,6 +307,50 @@ ibc_status_t ibc_net_connect(struct ibc_net *net, const int *peers, int npeers);
  * (call again), or the failure (communicator failed, peer named).
  */
 ibc_status_t ibc_net_connect_try(struct ibc_net *net, int peer);
+
+/*
+ * ibc_net_op_done() - record that this rank completed collective @op (not
+ * send or receive): a message for it that arrives later is a stray.
+ * Threading: the thread executing @net's operations.
+ */
+void ibc_net_op_done(struct ibc_net *net, const struct ibc_op *op);
+
+/*
+ * ibc_net_check_strays() - find a message that no call of this rank will
+ * receive, which only calls that differ between ranks produce: a message
+ * waiting from a peer (asked of each connection's transport, see struct
+ * ibc_transport_ops peek) for a collective this rank has completed, or for
+ * the collective it runs but with another collective or root (a broadcast
+ * whose ranks disagree on the root, an all-reduce one rank called with
+ * count 0). Sends and receives are not checked (they may arrive before
+ * their receive is posted). Finding one fails the communicator with
+ * IBC_ERR_INVALID_USAGE, "mismatched calls: rank P sent ..., which no call
+ * of this rank receives: this rank ...", told to every rank.
+ * @min_gap_us: [in] skip the check when the last one was less than this
+ *              long ago (0: always check).
+ * Return: IBC_OK, IBC_ERR_INVALID_USAGE, or the communicator's earlier error.
+ * Threading: the thread executing @net's operations (it reads the
+ * transports' receive state).
+ */
+ibc_status_t ibc_net_check_strays(struct ibc_net *net, unsigned min_gap_us);
+
+/*
+ * ibc_net_stall_probe() - a wait inside the user's collective has made no
+ * progress for a while: ask @peer, the rank it waits on (@kind: 0 for a
+ * receive from it, 1 a send to it, 2 the connection set-up with it), what
+ * it is doing. When @peer has completed this collective (or a later one)
+ * and has posted fewer messages to this rank than this rank receives from
+ * it (fewer receives than this rank sends; no connection to this rank),
+ * what this rank waits for can never come: the ranks' calls differ (a root,
+ * a count of 0, a skipped call), and the communicator fails with
+ * IBC_ERR_INVALID_USAGE naming both. Otherwise IBC_OK: keep waiting.
+ * Blocking: up to 500 ms (one wait-for query). Threading: the executing
+ * thread.
+ */
+ibc_status_t ibc_net_stall_probe(struct ibc_net *net, int peer, int kind);
+
+/* name this rank (and its world rank, for a split communicator) in the calling thread's log lines */
+void ibc_net_log_rank(const struct ibc_net *net);
 
 /* post a send/receive of @nbytes to/from @peer (connected), tagged with @desc */
 ibc_status_t ibc_net_isend(struct ibc_net *net, int peer, const void *buf, size_t nbytes,

@@ -39,7 +39,7 @@ static int net_poison(struct ibc_net *net, ibc_status_t st, const char *msg)
 	pthread_mutex_lock(&net->lock);
 	if (!net->poisoned) {
 		net->poison_st = st;
-		snprintf(net->poison_msg, sizeof(net->poison_msg), "%s", msg);
+		snprintf(net->poison_msg, sizeof(net->poison_msg), "%.*s", (int)sizeof(net->poison_msg) - 1, msg);
 		__atomic_store_n(&net->poisoned, 1, __ATOMIC_RELEASE);
 		first = 1;
 	}
@@ -64,7 +64,7 @@ static ibc_status_t net_fail_v(struct ibc_net *net, ibc_status_t st, int peer, i
 	char cause[768];
 	char ctx[256] = "";
 	char body[1000];
-	char msg[1024];
+	char msg[1100];
 	const struct ibc_op *cur;
 	int local = flags & FAIL_LOCAL;
 	uint64_t grace = 0;     /* ms to wait for a first error from elsewhere */
@@ -134,7 +134,10 @@ static ibc_status_t net_fail_v(struct ibc_net *net, ibc_status_t st, int peer, i
 			 net->transport_name, peer, ibc_net_peer_host(net, peer), cause);
 	else
 		snprintf(body, sizeof(body), "%son %s: %s", ctx, net->transport_name, cause);
-	snprintf(msg, sizeof(msg), "rank %d: %s", net->rank, body);
+	if (net->log_ctx[0])
+		snprintf(msg, sizeof(msg), "rank %d (%s): %s", net->rank, net->log_ctx, body);
+	else
+		snprintf(msg, sizeof(msg), "rank %d: %s", net->rank, body);
 	if (!net_poison(net, st, msg)) {
 		IBC_LOG_DEBUG(COLL, "after the first error: %s", body);
 		return net->poison_st;
@@ -186,7 +189,7 @@ void ibc_net_on_boot_error(void *arg, ibc_status_t st, int peer, const char *why
 {
 	struct ibc_net *net = arg;
 
-	ibc_log_set_rank(net->rank);
+	ibc_net_log_rank(net);
 	ibc_net_fail_quiet(net, st, "%s", why);
 	(void)peer;
 }
@@ -196,7 +199,7 @@ void ibc_net_on_boot_error(void *arg, ibc_status_t st, int peer, const char *why
 /* ------------------------------------------------------------------------ */
 
 /* bootstrap service thread: a peer asks what this rank is doing (never blocks) */
-void ibc_net_wait_state(void *arg, struct ibc_boot_waitstate *ws)
+void ibc_net_wait_state(void *arg, int asker, struct ibc_boot_waitstate *ws)
 {
 	struct ibc_net *net = arg;
 	int peer = __atomic_load_n(&net->wait_peer, __ATOMIC_ACQUIRE);
@@ -205,6 +208,21 @@ void ibc_net_wait_state(void *arg, struct ibc_boot_waitstate *ws)
 
 	ws->peer = -1;
 	ws->idle_ms = 0;
+	ws->flags = 0;
+	ws->sent = 0;
+	ws->recvd = 0;
+	if (__atomic_load_n(&net->done_valid, __ATOMIC_ACQUIRE)) {
+		ws->flags |= IBC_BOOT_WS_DONE;
+		ws->done_seq = __atomic_load_n(&net->done_seq, __ATOMIC_RELAXED);
+	}
+	if (asker >= 0 && asker < net->nranks && net->peers) {
+		struct ibc_peer *pe = &net->peers[asker];
+
+		ws->sent = __atomic_load_n(&pe->coll_sent, __ATOMIC_RELAXED);
+		ws->recvd = __atomic_load_n(&pe->coll_recvd, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&pe->conn, __ATOMIC_RELAXED))
+			ws->flags |= IBC_BOOT_WS_CONNECTED;
+	}
 	ws->seq = __atomic_load_n(&net->op_seq, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&net->poisoned, __ATOMIC_ACQUIRE)) {
 		ws->state = IBC_BOOT_WAIT_FAILED;
@@ -302,6 +320,42 @@ int ibc_net_chase(struct ibc_net *net, int peer, char *why, size_t len)
 #undef CHASE_SAY
 	ibc_free(seen);
 	return culprit;
+}
+
+ibc_status_t ibc_net_stall_probe(struct ibc_net *net, int peer, int kind)
+{
+	const struct ibc_op *cur = net->cur;
+	struct ibc_boot_waitstate ws;
+	struct ibc_peer *pe;
+	uint64_t mine;
+	uint64_t theirs;
+
+	if (!cur || ibc_coll_is_p2p(cur->coll) || !net->bs || peer < 0 || peer >= net->nranks ||
+	    peer == net->rank)
+		return IBC_OK;
+	/* no answer: the timeout's chase names it */
+	if (ibc_bootstrap_query_wait(net->bs, peer, 500, &ws) != IBC_OK)
+		return IBC_OK;
+	/* the peer has not completed this collective yet: slow, not mismatched */
+	if (!(ws.flags & IBC_BOOT_WS_DONE) || (int32_t)(ws.done_seq - cur->seq) < 0)
+		return IBC_OK;
+	pe = &net->peers[peer];
+	if (kind == 2) {
+		if (ws.flags & IBC_BOOT_WS_CONNECTED)
+			return IBC_OK;
+		return net_fail_found(net, IBC_ERR_INVALID_USAGE, peer,
+				      "mismatched calls: this rank waits to connect to rank %d in collective #%u, but rank %d completed collective #%u without a connection to this rank: the ranks' calls differ (a root, a count of 0, a skipped call)",
+				      peer, cur->seq, peer, ws.done_seq);
+	}
+	mine = __atomic_load_n(kind ? &pe->coll_sent : &pe->coll_recvd, __ATOMIC_RELAXED);
+	theirs = kind ? ws.recvd : ws.sent;
+	if (theirs >= mine)
+		return IBC_OK;  /* what we wait for was posted: in flight */
+	return net_fail_found(net, IBC_ERR_INVALID_USAGE, peer,
+			      "mismatched calls: this rank waits in collective #%u to %s rank %d, but rank %d completed collective #%u having posted %llu %s this rank where this rank's calls %s %llu: the ranks' calls differ (a root, a count of 0, a skipped call)",
+			      cur->seq, kind ? "send to" : "receive from", peer, peer, ws.done_seq,
+			      (unsigned long long)theirs, kind ? "receives from" : "messages to",
+			      kind ? "send" : "receive", (unsigned long long)mine);
 }
 
 ibc_status_t ibc_net_fail_stalled(struct ibc_net *net, int waited, int peer,

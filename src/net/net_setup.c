@@ -164,17 +164,124 @@ int ibc_net_transport_parse(const char *name, const struct ibc_transport_ops **o
 	return 0;
 }
 
+/* the allgathered record of each rank: its capabilities, then its locality findings */
+#define REC_BYTES (1 + IBC_LOCAL_PROBE_MAX / 8)
+
+/*
+ * The capabilities and the /dev/shm findings of every rank (net_local.c):
+ * two allgathers of REC_BYTES per rank, the first doubling as the barrier
+ * after which every probe segment exists. Run when a peer is on another
+ * host (ib is agreed per pair) or on this one (shm is proven per pair): the
+ * same on every rank (either every rank has a remote peer, or all share
+ * one host). Allocates *@recs_p (nranks records).
+ */
+static ibc_status_t net_exchange(struct ibc_net *net, int any_remote, int *can_ib_p,
+				 uint8_t **recs_p, struct ibc_local_probe *probe)
+{
+	uint8_t *recs;
+	uint8_t *mine;
+	int ok = 0;
+	ibc_status_t st = IBC_OK;
+
+	*recs_p = NULL;
+	recs = ibc_calloc((size_t)net->nranks, REC_BYTES, "transport capabilities");
+	if (!recs)
+		return IBC_ERR_NO_MEMORY;
+	mine = recs + (size_t)net->rank * REC_BYTES;
+	if (net->nlocal > 1)
+		ibc_net_local_probe_create(net, probe);
+	if (any_remote) {
+		st = net_tinst_get(net, &ibc_ib_ops, &ok);
+		if (st != IBC_OK)
+			goto out;
+	}
+	*can_ib_p = ok;
+	mine[0] = ok ? CAN_IB : 0;
+	st = ibc_bootstrap_allgather(net->bs, recs, REC_BYTES);
+	if (st != IBC_OK)
+		goto out;
+	if (net->nlocal > 1) {
+		mine = recs + (size_t)net->rank * REC_BYTES;
+		ibc_net_local_probe_open(net, probe, mine + 1);
+		st = ibc_bootstrap_allgather(net->bs, recs, REC_BYTES);
+	}
+out:
+	ibc_net_local_probe_destroy(probe);
+	if (st != IBC_OK) {
+		ibc_free(recs);
+		return st;
+	}
+	*recs_p = recs;
+	return IBC_OK;
+}
+
+/* bit @idx of the findings of record @rec */
+static int rec_bit(const uint8_t *rec, int idx)
+{
+	return (rec[1 + idx / 8] >> (idx % 8)) & 1;
+}
+
+/*
+ * For each same-host peer, whether the two share /dev/shm: each opened the
+ * other's probe segment. Fills @shm_ok[nranks]; logs the peers that do not
+ * (once per rank, with the first failure's cause) and returns how many.
+ */
+static int net_local_verdicts(struct ibc_net *net, const uint8_t *recs,
+			      const struct ibc_local_probe *probe, uint8_t *shm_ok)
+{
+	const uint8_t *mine = recs + (size_t)net->rank * REC_BYTES;
+	char list[256];
+	size_t off = 0;
+	int nbad = 0;
+	int li = 0;
+	int i;
+
+	list[0] = '\0';
+	for (i = 0; i < net->nranks; i++) {
+		int ok;
+
+		if (!ibc_bootstrap_same_host(net->bs, i))
+			continue;
+		if (i == net->rank || net->nlocal > IBC_LOCAL_PROBE_MAX)
+			ok = 1;
+		else
+			ok = rec_bit(mine, li) &&
+			     rec_bit(recs + (size_t)i * REC_BYTES, net->local_rank);
+		shm_ok[i] = (uint8_t)ok;
+		if (!ok) {
+			nbad++;
+			if (off < sizeof(list) - 16)
+				off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d",
+							off ? "," : "", i);
+		}
+		li++;
+	}
+	if (net->nlocal > IBC_LOCAL_PROBE_MAX && net->local_rank == 0)
+		IBC_LOG_INFO(INIT, "%d ranks on this host: /dev/shm sharing is assumed beyond %d, not proven",
+			     net->nlocal, IBC_LOCAL_PROBE_MAX);
+	if (nbad)
+		IBC_LOG_WARN(INIT, "ranks %s run on this host (%s, same boot id) but do not share /dev/shm with this rank (%s; separate containers or mount namespaces, or another user): not shm with them",
+			     list, ibc_net_peer_host(net, net->rank),
+			     probe->why[0] ? probe->why : "this rank's segment does not open there");
+	return nbad;
+}
+
 /*
  * Choose the transport of every peer. Forced (IBC_TRANSPORT): everyone uses
- * it. Auto: shm with ranks of this host, else ib when both ends have a
- * usable device (agreed through an allgather of capabilities), else tcp.
+ * it (shm only when every rank is on this host and proven to share its
+ * /dev/shm). Auto: shm with ranks of this host that share /dev/shm, else ib
+ * when both ends have a usable device (agreed through an allgather of
+ * capabilities), else tcp.
  */
 static ibc_status_t net_choose_transports(struct ibc_net *net)
 {
 	const char *want = ibc_param_transport();
 	const struct ibc_transport_ops *forced = NULL;
-	uint8_t *caps = NULL;
+	struct ibc_local_probe probe;
+	uint8_t *recs = NULL;
+	uint8_t *shm_ok = NULL;
 	int any_remote = 0;
+	int can_ib = 0;
 	int have_shm = 0;
 	int have_tcp = 0;
 	int have_ib = 0;
@@ -182,50 +289,56 @@ static ibc_status_t net_choose_transports(struct ibc_net *net)
 	int i;
 	ibc_status_t st = IBC_OK;
 
+	memset(&probe, 0, sizeof(probe));
 	if (ibc_net_transport_parse(want, &forced) != 0)
 		IBC_LOG_WARN(ENV, "IBC_TRANSPORT=%s is not auto, shm, tcp or ib; using auto", want);
-
-	if (forced) {
-		if (forced->caps & IBC_TCAP_LOCAL) {
-			for (i = 0; i < net->nranks; i++) {
-				if (!ibc_bootstrap_same_host(net->bs, i)) {
-					IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=shm but rank %d runs on host %s, not this host",
-						      i, ibc_net_peer_host(net, i));
-					return IBC_ERR_INVALID_USAGE;
-				}
-			}
-		}
-		IBC_CHECK(net_tinst_get(net, forced, &ok));
-		if (!ok) {
-			IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=%s but that transport is %s", want,
-				      forced == &ibc_ib_ops ? "not usable here (no active verbs device, or built without verbs)"
-							    : "not usable");
-			return IBC_ERR_UNSUPPORTED;
-		}
-		for (i = 0; i < net->nranks; i++)
-			net->peers[i].ops = forced;
-		snprintf(net->transport_name, sizeof(net->transport_name), "%s", forced->name);
-		return IBC_OK;
-	}
 
 	for (i = 0; i < net->nranks; i++)
 		if (i != net->rank && !ibc_bootstrap_same_host(net->bs, i))
 			any_remote = 1;
-	if (any_remote) {
-		/* agree on ib per pair: both ends must have a usable device */
-		caps = ibc_calloc((size_t)net->nranks, 1, "transport capabilities");
-		if (!caps)
-			return IBC_ERR_NO_MEMORY;
-		IBC_CHECK_GOTO(net_tinst_get(net, &ibc_ib_ops, &ok), st, out);
-		caps[net->rank] = ok ? CAN_IB : 0;
-		IBC_CHECK_GOTO(ibc_bootstrap_allgather(net->bs, caps, 1), st, out);
+	if (forced && (forced->caps & IBC_TCAP_LOCAL) && any_remote) {
+		for (i = 0; i < net->nranks; i++) {
+			if (!ibc_bootstrap_same_host(net->bs, i)) {
+				IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=shm but rank %d runs on host %s, not this host",
+					      i, ibc_net_peer_host(net, i));
+				return IBC_ERR_INVALID_USAGE;
+			}
+		}
 	}
+	if ((!forced || (forced->caps & IBC_TCAP_LOCAL)) && (any_remote || net->nlocal > 1)) {
+		shm_ok = ibc_calloc((size_t)net->nranks, 1, "shm verdicts");
+		if (!shm_ok)
+			return IBC_ERR_NO_MEMORY;
+		IBC_CHECK_GOTO(net_exchange(net, any_remote && !forced, &can_ib, &recs, &probe), st,
+			       out);
+		if (net_local_verdicts(net, recs, &probe, shm_ok) && forced) {
+			IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=shm, but ranks of this host do not share /dev/shm with this rank (see the warning above); use IBC_TRANSPORT=auto or tcp");
+			st = IBC_ERR_UNSUPPORTED;
+			goto out;
+		}
+	}
+
+	if (forced) {
+		IBC_CHECK_GOTO(net_tinst_get(net, forced, &ok), st, out);
+		if (!ok) {
+			IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=%s but that transport is %s", want,
+				      forced == &ibc_ib_ops ? "not usable here (no active verbs device, or built without verbs)"
+							    : "not usable");
+			st = IBC_ERR_UNSUPPORTED;
+			goto out;
+		}
+		for (i = 0; i < net->nranks; i++)
+			net->peers[i].ops = forced;
+		snprintf(net->transport_name, sizeof(net->transport_name), "%s", forced->name);
+		goto out;
+	}
+
 	for (i = 0; i < net->nranks; i++) {
 		const struct ibc_transport_ops *ops;
 
-		if (ibc_bootstrap_same_host(net->bs, i)) {
+		if (ibc_bootstrap_same_host(net->bs, i) && (!shm_ok || shm_ok[i])) {
 			ops = &ibc_shm_ops;
-		} else if ((caps[i] & CAN_IB) && (caps[net->rank] & CAN_IB)) {
+		} else if (recs && can_ib && (recs[(size_t)i * REC_BYTES] & CAN_IB)) {
 			ops = &ibc_ib_ops;
 		} else {
 			ops = &ibc_sock_ops;
@@ -252,7 +365,8 @@ static ibc_status_t net_choose_transports(struct ibc_net *net)
 	if (!have_shm && !have_tcp && !have_ib)
 		snprintf(net->transport_name, sizeof(net->transport_name), "self");
 out:
-	ibc_free(caps);
+	ibc_free(recs);
+	ibc_free(shm_ok);
 	return st;
 }
 
@@ -314,8 +428,14 @@ void ibc_net_init(struct ibc_net *net)
 	pthread_mutex_init(&net->lock, NULL);
 	net->timeout_ms = ibc_param_timeout_ms();
 	net->gpu = -1;
+	net->world_rank = -1;
 	net->wait_peer = -1;
 	snprintf(net->transport_name, sizeof(net->transport_name), "bootstrap");
+}
+
+void ibc_net_log_rank(const struct ibc_net *net)
+{
+	ibc_log_set_rank_ctx(net->rank, net->log_ctx);
 }
 
 void ibc_net_fini(struct ibc_net *net)
@@ -330,7 +450,13 @@ ibc_status_t ibc_net_setup(struct ibc_net *net)
 	net->rank = ibc_bootstrap_rank(net->bs);
 	net->nranks = ibc_bootstrap_nranks(net->bs);
 	ibc_bootstrap_set_wait_fn(net->bs, ibc_net_wait_state);
-	ibc_log_set_rank(net->rank);
+	if (net->world_rank >= 0) {
+		const uint8_t *id = ibc_bootstrap_comm_id(net->bs);
+
+		snprintf(net->log_ctx, sizeof(net->log_ctx), "world rank %d, communicator %02x%02x%02x%02x",
+			 net->world_rank, id[0], id[1], id[2], id[3]);
+	}
+	ibc_net_log_rank(net);
 	net->peers = ibc_calloc((size_t)net->nranks, sizeof(*net->peers), "peer table");
 	if (!net->peers)
 		return IBC_ERR_NO_MEMORY;

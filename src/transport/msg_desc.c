@@ -40,23 +40,29 @@ void ibc_msg_desc_unpack(const uint8_t in[IBC_MSG_DESC_WIRE_BYTES], struct ibc_m
 	d->reserved = ibc_wire_get64(in + 24);
 }
 
-static void desc_text(const struct ibc_msg_desc *d, size_t nbytes, char *buf, size_t len)
+void ibc_msg_desc_text(const struct ibc_msg_desc *d, size_t nbytes, char *buf, size_t len)
 {
 	int reduces = ibc_coll_reduces(d->coll);
+	int n = snprintf(buf, len, "%s #%u count %llu %s%s%s root %d step 0x%x flags 0x%x (%zu bytes)",
+			 ibc_coll_name(d->coll == IBC_COLL_RECV ? IBC_COLL_SEND : d->coll), d->seq,
+			 (unsigned long long)d->count, ibc_dtype_name((ibc_dtype_t)d->dtype),
+			 reduces ? " " : "", reduces ? ibc_redop_name((ibc_redop_t)d->op) : "",
+			 d->root, d->step, d->flags, nbytes);
 
-	snprintf(buf, len, "%s #%u count %llu %s%s%s root %d step 0x%x flags 0x%x (%zu bytes)",
-		 ibc_coll_name(d->coll == IBC_COLL_RECV ? IBC_COLL_SEND : d->coll), d->seq,
-		 (unsigned long long)d->count, ibc_dtype_name((ibc_dtype_t)d->dtype),
-		 reduces ? " " : "", reduces ? ibc_redop_name((ibc_redop_t)d->op) : "", d->root,
-		 d->step, d->flags, nbytes);
+	if ((d->flags & IBC_DESC_F_INTERNAL) && n > 0 && (size_t)n < len)
+		/* the tuner's exchange: name the user's call it belongs to */
+		snprintf(buf + n, len - (size_t)n, " of the tuner's start-up exchange for %s count %llu %s",
+			 ibc_coll_name((int)(d->reserved >> 56)),
+			 (unsigned long long)(d->reserved & 0xffffffffffffull),
+			 ibc_dtype_name((ibc_dtype_t)((d->reserved >> 48) & 0xff)));
 }
 
 int ibc_msg_desc_mismatch(const struct ibc_msg_desc *mine, size_t my_nbytes,
 			  const struct ibc_msg_desc *theirs, size_t their_nbytes, char *text,
 			  size_t len)
 {
-	char a[200];
-	char b[200];
+	char a[300];
+	char b[300];
 
 	if (mine->seq == theirs->seq && mine->coll == theirs->coll &&
 	    mine->dtype == theirs->dtype && mine->op == theirs->op &&
@@ -64,8 +70,8 @@ int ibc_msg_desc_mismatch(const struct ibc_msg_desc *mine, size_t my_nbytes,
 	    mine->flags == theirs->flags && mine->step == theirs->step &&
 	    my_nbytes == their_nbytes)
 		return 0;
-	desc_text(mine, my_nbytes, a, sizeof(a));
-	desc_text(theirs, their_nbytes, b, sizeof(b));
+	ibc_msg_desc_text(mine, my_nbytes, a, sizeof(a));
+	ibc_msg_desc_text(theirs, their_nbytes, b, sizeof(b));
 	snprintf(text, len, "mismatched calls: this rank expects %s, the peer sent %s", a, b);
 	return 1;
 }
@@ -74,7 +80,7 @@ ibc_status_t ibc_msg_desc_check(const struct ibc_tenv *env, int peer, const stru
 				size_t my_nbytes, const struct ibc_msg_desc *theirs,
 				size_t their_nbytes)
 {
-	char text[512];
+	char text[768];
 
 	if (!ibc_msg_desc_mismatch(mine, my_nbytes, theirs, their_nbytes, text, sizeof(text)))
 		return IBC_OK;

@@ -189,6 +189,27 @@ struct ibc_msg_desc {
  * path ignores the flag. docs/algorithms.md describes the verbs version.
  */
 #define IBC_DESC_F_LL 0x2
+/*
+ * IBC_DESC_F_INTERNAL: a message of an internal operation that runs on the
+ * user operation's sequence number (the tuner's agreement, probe and race):
+ * its collective, dtype and root are the internal operation's, so the
+ * stray-message check (ibc_net_check_strays()) does not compare them with
+ * the user's call.
+ */
+#define IBC_DESC_F_INTERNAL 0x4
+
+/*
+ * ibc_msg_desc_set_internal() - mark @d as an internal exchange of the
+ * user's collective @coll (@dtype, @count elements, count < 2^48): the
+ * flag, and the user's call in @reserved for error texts.
+ */
+static inline void ibc_msg_desc_set_internal(struct ibc_msg_desc *d, int coll, int dtype,
+					     uint64_t count)
+{
+	d->flags |= IBC_DESC_F_INTERNAL;
+	d->reserved = ((uint64_t)(uint8_t)coll << 56) | ((uint64_t)(uint8_t)dtype << 48) |
+		      (count & 0xffffffffffffull);
+}
 
 /* struct ibc_treq - one posted send or receive; memory owned by the caller. */
 struct ibc_treq {
@@ -252,6 +273,12 @@ enum ibc_tclass {
  * @irecv:      post a receive of exactly @nbytes into @buf, expecting @desc.
  * @progress:   advance everything posted on this context; never blocks.
  * @wait:       sleep until activity is likely, at most @timeout_us.
+ * @peek:       the next incoming message on @conn that no posted receive
+ *              will take (none is posted), if its descriptor has arrived:
+ *              1 with *@desc and *@nbytes (the message's size) filled in,
+ *              else 0. Never blocks, consumes nothing, changes no state.
+ *              NULL when the transport cannot tell (the net layer then
+ *              finds such messages only when a receive takes them).
  */
 struct ibc_transport_ops {
 	const char *name;
@@ -269,6 +296,7 @@ struct ibc_transport_ops {
 			      const struct ibc_msg_desc *desc, struct ibc_treq *req);
 	ibc_status_t (*progress)(void *ctx);
 	void (*wait)(void *ctx, int timeout_us);
+	int (*peek)(struct ibc_tconn *conn, struct ibc_msg_desc *desc, size_t *nbytes);
 };
 
 extern const struct ibc_transport_ops ibc_sock_ops;
@@ -293,6 +321,12 @@ void ibc_msg_desc_unpack(const uint8_t in[IBC_MSG_DESC_WIRE_BYTES], struct ibc_m
 int ibc_msg_desc_mismatch(const struct ibc_msg_desc *mine, size_t my_nbytes,
 			  const struct ibc_msg_desc *theirs, size_t their_nbytes, char *text,
 			  size_t len);
+
+/*
+ * ibc_msg_desc_text() - @d as "broadcast #5 count 1000 int32 root 1 step 0x0
+ * flags 0x0 (4000 bytes)" into @buf (@len): the text of mismatch reports.
+ */
+void ibc_msg_desc_text(const struct ibc_msg_desc *d, size_t nbytes, char *buf, size_t len);
 
 /*
  * ibc_msg_desc_check() - compare the descriptor a receiver posted with the

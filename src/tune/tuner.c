@@ -146,6 +146,7 @@ static void internal_req(const struct ibc_op *op, int coll, void *buf, size_t co
 	out->redop = IBC_SUM;
 	out->root = coll == IBC_COLL_BROADCAST ? 0 : -1;
 	out->seq = op->seq;
+	out->user = op;
 }
 
 /* the median of @n > 0 values (the upper one of an even count), sorting @x in place */
@@ -189,6 +190,7 @@ static ibc_status_t probe_pingpong(struct ibc_coll *cl, const struct ibc_op *op,
 		char stop;
 
 		ibc_coll_desc(op, IBC_COLL_STEP(IBC_SCHED_PHASE_PROBE, kind, it), 0, &d);
+		ibc_msg_desc_set_internal(&d, op->coll, op->dtype, op->count);
 		if (ll)
 			d.flags |= IBC_DESC_F_LL;
 		if (initiator) {

@@ -148,7 +148,7 @@ int main(int argc, char **argv)
 	len = ibc_boot_pack_hello(&h, p, sizeof(p));
 	frame(IBC_BOOT_HELLO, p, len);
 	{
-		struct ibc_boot_waitstate ws = { IBC_BOOT_WAIT_PEER, 2, 7, 2950 };
+		struct ibc_boot_waitstate ws = { IBC_BOOT_WAIT_PEER, 2, 7, 2950, 6, IBC_BOOT_WS_DONE, 12, 11 };
 
 		ibc_boot_pack_waitstate(&ws, p);
 		frame(IBC_BOOT_WAITSTATE, p, IBC_BOOT_WAITSTATE_BYTES);

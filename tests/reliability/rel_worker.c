@@ -14,6 +14,9 @@
  *          --warm: one 1-element allreduce first (connections are made lazily)
  *          --watch-ms: when every call succeeded, poll ibc_comm_get_async_error()
  *          this long; --again: after an error, call once more (poisoned comm)
+ *          --warm-coll N: first the collective itself, N elements, root 0, on
+ *          every rank alike (the tuner's first call, connections), RES warm
+ *          --then COLL: after the collectives succeeded, one COLL (RES then)
  *        rel_worker abort   --mode blocking|wait|split|queued [--delay-ms D]
  *        rel_worker idle    [--max-ms M]      (poll ibc_comm_get_async_error)
  *        rel_worker chain   [--hold-ms H] --coll recv|allreduce  a wait-for chain:
@@ -120,6 +123,8 @@ struct opts {
 	int abort_on_error;
 	int init_env;
 	int warm;
+	size_t warm_count;              /* --warm-coll N; 0: none */
+	const char *then;               /* --then COLL; NULL: none */
 	int watch_ms;
 	int root;
 	const char *mode;
@@ -186,10 +191,12 @@ static size_t nblocks_of(const char *coll)
 	return 1;
 }
 
+#define IBC_MAX_SZ(a, b) ((a) > (b) ? (a) : (b))
+
 static int bufs_alloc(const struct opts *o, struct bufs *b)
 {
 	size_t nb = strcmp(o->coll, "all") ? nblocks_of(o->coll) : (size_t)g_nranks;
-	size_t n = o->count * nb;
+	size_t n = IBC_MAX_SZ(o->count, o->warm_count) * nb;
 	size_t i;
 
 	ibc_dtype_size(o->dtype, &b->esz);
@@ -201,6 +208,18 @@ static int bufs_alloc(const struct opts *o, struct bufs *b)
 		put_val(b->send, o->dtype, i, input_val(g_rank, i));
 	memset(b->recv, 0, n * b->esz);
 	return 0;
+}
+
+/* the inputs again, after a warm-up wrote the buffers */
+static void bufs_refill(const struct opts *o, struct bufs *b)
+{
+	size_t nb = strcmp(o->coll, "all") ? nblocks_of(o->coll) : (size_t)g_nranks;
+	size_t n = IBC_MAX_SZ(o->count, o->warm_count) * nb;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		put_val(b->send, o->dtype, i, input_val(g_rank, i));
+	memset(b->recv, 0, n * b->esz);
 }
 
 static ibc_status_t run_coll(const struct opts *o, ibc_comm_h comm, struct bufs *b)
@@ -377,6 +396,17 @@ static int scenario_coll(const struct opts *o)
 		res("warm", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
 		failed = st != IBC_OK;
 	}
+	if (o->warm_count && !failed) {
+		struct opts w = *o;
+
+		w.count = o->warm_count;
+		w.root = 0;
+		t0 = now_ms();
+		st = run_coll(&w, comm, &b);
+		res("warm", 1, st, t0, st == IBC_OK ? "" : ibc_last_error());
+		failed = st != IBC_OK;
+		bufs_refill(o, &b);
+	}
 	for (i = 0; i < o->iters && !failed; i++) {
 		char why[256];
 
@@ -416,6 +446,15 @@ static int scenario_coll(const struct opts *o)
 				sleep_ms(2);
 			}
 		}
+	}
+	if (!failed && o->then) {
+		struct opts w = *o;
+
+		w.coll = o->then;
+		t0 = now_ms();
+		st = run_coll(&w, comm, &b);
+		res("then", 0, st, t0, st == IBC_OK ? "" : ibc_last_error());
+		failed = st != IBC_OK;
 	}
 	if (!failed && o->watch_ms) {
 		/* our calls succeeded (e.g. a broadcast root's sends were buffered):
@@ -886,6 +925,12 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--root")) {
 			o.root = atoi(v);
+			i++;
+		} else if (!strcmp(a, "--warm-coll")) {
+			o.warm_count = strtoull(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--then")) {
+			o.then = v;
 			i++;
 		} else if (!strcmp(a, "--warm")) {
 			o.warm = 1;

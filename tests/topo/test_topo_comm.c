@@ -45,7 +45,7 @@ static int rank_fn(int rank, int nranks, void *arg)
 	ibc_param_reset_all();
 	if (ibc_comm_init_env(&comm) != IBC_OK)
 		return 2;
-	g_gpu[rank] = comm->net.gpu;
+	g_gpu[rank] = ibc_comm_from_handle(comm)->net.gpu;
 	if (ibc_comm_progress_cpus(comm, g_cpus[rank], CPUS_LEN) != IBC_OK)
 		snprintf(g_cpus[rank], CPUS_LEN, "query failed");
 	/* the bound thread still runs collectives */

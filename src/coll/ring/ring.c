@@ -240,7 +240,7 @@ static void rs_chunk(struct ring *rg, void *varg, size_t off, size_t cnt, char *
 		char *dst = a->last && a->part[0] ? a->final + off * rg->esz
 						 : a->ubuf + boff * rg->esz;
 
-		if (a->direct && dst == data)
+		if (dst == data)
 			ibc_reduce_local(dst, mine, cnt, op->dtype, op->redop);
 		else
 			ibc_reduce_local3(dst, data, mine, cnt, op->dtype, op->redop);
@@ -373,14 +373,39 @@ ibc_status_t ibc_ring_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op)
 			ibc_reduce_avg_finalize(op->recvbuf, rc, op->dtype, 1);
 		return IBC_OK;
 	}
+	/*
+	 * Partials alternate between two buffers of one block by step parity.
+	 * Out of place and in the user's dtype, recvbuf is the one the last
+	 * step receives into (the result is then reduced in place there), so
+	 * the scratch holds one block, none on 2 ranks (the 2 GiB second copy
+	 * of issue 20, case 8); in place recvbuf is this rank's own input
+	 * block, needed until the last step, and fp32 partials do not fit it.
+	 */
 	pbytes = IBC_ALIGN_UP(rc * rg.wsz, 64);
-	IBC_CHECK(ring_scratch(&rg, 2 * pbytes, &extra));
-	memset(&a, 0, sizeof(a));
+	{
+		const char *sb = op->sendbuf;
+		const char *ub = op->recvbuf;
+		int nparts = rg.n > 2 || rg.accum ? 2 : 1;
+		int use_final = !rg.accum && (ub + rc * rg.esz <= sb || ub >= sb + rc * rg.esz * (size_t)rg.n);
+		int fin = (rg.n - 2) & 1;
+
+		memset(&a, 0, sizeof(a));
+		if (use_final) {
+			if (nparts == 2)
+				IBC_CHECK(ring_scratch(&rg, pbytes, &extra));
+			else
+				IBC_CHECK(ring_scratch(&rg, 0, NULL));
+			a.part[fin] = op->recvbuf;
+			a.part[1 - fin] = extra;
+		} else {
+			IBC_CHECK(ring_scratch(&rg, (size_t)nparts * pbytes, &extra));
+			a.part[0] = extra;
+			a.part[1] = nparts == 2 ? extra + pbytes : NULL;
+		}
+	}
 	a.total = rc * (size_t)rg.n;
 	a.shift = -1;
 	a.src = op->sendbuf;
-	a.part[0] = extra;
-	a.part[1] = extra + pbytes;
 	a.final = op->recvbuf;
 	return ring_rs(&rg, &a);
 }

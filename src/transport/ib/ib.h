@@ -397,6 +397,10 @@ ibc_status_t ibc_ib_conn_irecv(struct ibc_ib_conn *conn, void *buf, size_t nbyte
 			       const struct ibc_msg_desc *desc, struct ibc_treq *req);
 ibc_status_t ibc_ib_conn_post(struct ibc_ib_conn *conn, void *buf, size_t nbytes,
 			      const struct ibc_msg_desc *desc, struct ibc_treq *req, int is_send);
+
+/* the next message in when no receive is posted, if it came by the LL
+ * path: 1 with its descriptor and size (struct ibc_transport_ops peek) */
+int ibc_ib_conn_peek(struct ibc_ib_conn *conn, struct ibc_msg_desc *desc, size_t *nbytes);
 /* accessors (tests, logs, the ops glue): peer rank, context, QP number of QP
  * @idx (0 when absent), negotiated path MTU, source GID index (-1 on IB),
  * number of QPs in use */

@@ -220,6 +220,30 @@ static void ll_check_unexpected(struct ibc_ib_conn *conn)
 	ll_path_mismatch(conn, msgno, 1, find_recv(conn, msgno), &theirs, ibc_wire_get32(l->data + 32));
 }
 
+/*
+ * ibc_ib_conn_peek() - the next message in, when no receive is posted and it
+ * came by the LL path (its first line holds the descriptor). A rendezvous
+ * message announces nothing before its receive is posted: its sender waits
+ * for a clear-to-send instead, and the wait-for chain names it.
+ */
+int ibc_ib_conn_peek(struct ibc_ib_conn *conn, struct ibc_msg_desc *desc, size_t *nbytes)
+{
+	const struct ib_ll_line *l;
+	struct ibc_ib_op *op;
+
+	if (!conn->ll_max || conn->failed != IBC_OK || conn->ll_rq_head || conn->rq_head)
+		return 0;
+	for (op = conn->live; op; op = op->live_next)
+		if (!op->is_send && op->req)
+			return 0;
+	l = ll_ready(conn, conn->ll_rtail);
+	if (!l || ibc_wire_get32(l->data + 36) != conn->recv_seq)
+		return 0;
+	ibc_msg_desc_unpack(l->data, desc);
+	*nbytes = ibc_wire_get32(l->data + 32);
+	return 1;
+}
+
 /* copy out the LL messages that arrived for the posted LL receives, in order */
 void ibc_ib_ll_progress_recvs(struct ibc_ib_conn *conn)
 {

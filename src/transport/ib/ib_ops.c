@@ -292,6 +292,11 @@ static ibc_status_t ib_ops_progress(void *ctx)
 }
 
 /* the verbs device this rank opened: the communicator binds its progress thread near it */
+static int ib_ops_peek(struct ibc_tconn *conn, struct ibc_msg_desc *desc, size_t *nbytes)
+{
+	return ibc_ib_conn_peek((struct ibc_ib_conn *)conn, desc, nbytes);
+}
+
 static const char *ib_ops_device(void *ctx)
 {
 	struct ib_tctx *t = ctx;
@@ -320,4 +325,5 @@ const struct ibc_transport_ops ibc_ib_ops = {
 	.irecv = ib_ops_irecv,
 	.progress = ib_ops_progress,
 	.wait = ib_ops_wait,
+	.peek = ib_ops_peek,
 };

@@ -165,6 +165,44 @@ static ibc_status_t check_other_path(struct ibc_tconn *c, struct shm_op *o)
 	return IBC_OK;
 }
 
+/*
+ * ibc_shm_peek() - the next message in (slot ring or LL ring, whichever
+ * holds message number recv_msgno) when no receive is posted; see
+ * struct ibc_transport_ops.
+ */
+int ibc_shm_peek(struct ibc_tconn *c, struct ibc_msg_desc *desc, size_t *nbytes)
+{
+	uint64_t tail = c->in->tail;
+
+	if (c->broken || c->recvq.head)
+		return 0;
+	if (tail < __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE)) {
+		const struct shm_slot_hdr *h = &c->in_hdr[tail % c->nslots];
+
+		if ((h->flags & SLOT_FIRST) && h->msgno == c->recv_msgno) {
+			ibc_msg_desc_unpack(h->desc, desc);
+			*nbytes = (size_t)h->msg_nbytes;
+			return 1;
+		}
+	}
+	if (c->ll_lines) {
+		const struct shm_ll_line *l = ll_ready(c, c->ll_rtail);
+		uint32_t n32;
+		uint32_t msgno;
+
+		if (l) {
+			memcpy(&n32, l->data + 32, 4);
+			memcpy(&msgno, l->data + 36, 4);
+			if (msgno == c->recv_msgno) {
+				ibc_msg_desc_unpack(l->data, desc);
+				*nbytes = n32;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 /* copy out what has arrived of the LL message @o (head of recvq) */
 static ibc_status_t ll_progress_recv(struct ibc_tconn *c, struct shm_op *o, int *moved_p)
 {

@@ -134,7 +134,7 @@ struct ibc_tconn {
 
 /* set-up messages */
 struct shm_info_msg {
-	char name[64];
+	char name[96];
 	uint64_t size;
 	uint64_t pid;
 	uint64_t probe_addr;
@@ -149,7 +149,7 @@ struct shm_ack_msg {
 struct shm_pend {
 	int state;
 	struct ibc_tconn *c;            /* being set up */
-	char name[64];
+	char name[96];
 };
 
 struct shm_ctx {
@@ -177,5 +177,6 @@ ibc_status_t ibc_shm_irecv(struct ibc_tconn *c, void *buf, size_t nbytes,
 			   const struct ibc_msg_desc *desc, struct ibc_treq *req);
 ibc_status_t ibc_shm_progress(void *vctx);
 void ibc_shm_wait(void *vctx, int timeout_us);
+int ibc_shm_peek(struct ibc_tconn *c, struct ibc_msg_desc *desc, size_t *nbytes);
 
 #endif /* IBC_SHM_INTERNAL_H */

@@ -74,6 +74,7 @@ static ibc_status_t shm_init(const struct ibc_tenv *env, void **ctx_p)
 		return IBC_ERR_NO_MEMORY;
 	ctx->env = env;
 	ctx->probe_word = SHM_PROBE_MAGIC;
+	ibc_shm_sweep_stale();
 	ctx->cma_mode = (int)ibc_param_shm_cma();
 	ctx->pend = ibc_calloc((size_t)env->nranks, sizeof(*ctx->pend), "shm set-up state");
 	if (!ctx->pend) {
@@ -298,6 +299,7 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		size_t hdr_off;
 		size_t data_off;
 		size_t ll_off;
+		char what[48];
 		char why[160];
 		uint32_t fitted;
 		uint32_t want;
@@ -308,8 +310,9 @@ static ibc_status_t shm_connect_lower(struct shm_ctx *ctx, int peer, struct ibc_
 		c->slot_bytes = (size_t)ibc_param_shm_slot_bytes();
 		c->ll_max = (size_t)ibc_param_ll_max_bytes();
 		c->ll_lines = c->ll_max ? LL_RING_MSGS * shm_ll_nlines(c->ll_max) : 0;
-		snprintf(pd->name, sizeof(pd->name), "/ibc-%02x%02x%02x%02x-%d-%d-%d", id[0], id[1],
-			 id[2], id[3], env->rank, peer, (int)getpid());
+		snprintf(what, sizeof(what), "%02x%02x%02x%02x-%d-%d", id[0], id[1], id[2], id[3],
+			 env->rank, peer);
+		ibc_shm_seg_name(pd->name, sizeof(pd->name), what);
 		/*
 		 * A /dev/shm too full for the ring: halve its slots, down to 2
 		 * (the higher rank takes the count from the header), rather
@@ -491,4 +494,5 @@ const struct ibc_transport_ops ibc_shm_ops = {
 	.irecv = ibc_shm_irecv,
 	.progress = ibc_shm_progress,
 	.wait = ibc_shm_wait,
+	.peek = ibc_shm_peek,
 };

@@ -564,6 +564,28 @@ static void sock_wait(void *vctx, int timeout_us)
 		nanosleep(&ts, NULL);
 }
 
+/*
+ * An arrived message that no posted receive will take: its header waits in
+ * socket 0 (part 0 of every message travels there); read with MSG_PEEK, so
+ * the receive that takes it later reads it again.
+ */
+static int sock_peek(struct ibc_tconn *c, struct ibc_msg_desc *desc, size_t *nbytes)
+{
+	uint8_t hdr[SOCK_HDR_BYTES];
+	uint64_t msg_nbytes;
+	ssize_t n;
+
+	if (c->broken || c->nsocks < 1 || c->rq[0].head)
+		return 0;
+	n = recv(c->fds[0], hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
+	if (n != (ssize_t)sizeof(hdr))
+		return 0;
+	ibc_msg_desc_unpack(hdr, desc);
+	memcpy(&msg_nbytes, hdr + 32, 8);
+	*nbytes = (size_t)msg_nbytes;
+	return 1;
+}
+
 const struct ibc_transport_ops ibc_sock_ops = {
 	.name = "tcp",
 	.id = IBC_TRANSPORT_SOCK,
@@ -578,4 +600,5 @@ const struct ibc_transport_ops ibc_sock_ops = {
 	.irecv = sock_irecv,
 	.progress = sock_progress,
 	.wait = sock_wait,
+	.peek = sock_peek,
 };

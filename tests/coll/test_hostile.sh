@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# test_hostile.sh - the hostile inputs of issue 20 that need no peer that
+# misbehaves (tests/coll/hostile_check: overlap, stale handles, the request
+# limit, alignment, fork, the reduce-scatter's scratch, error texts) on 1,
+# 2, 3 and 5 ranks over shm and tcp, and the launch mistakes: ranks given
+# different sizes, a rank number that is not a number, two ranks of one
+# host that do not share /dev/shm (a mount namespace with its own tmpfs;
+# needs root and unshare, else skipped). Every launch is bounded (90 s).
+b=$top_builddir
+run=$top_srcdir/tests/scripts/run_local_ranks.sh
+prog=$b/tests/coll/hostile_check
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+n=0
+nfail=0
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		nfail=$((nfail + 1))
+		[ -f "$dir/log" ] && grep -v ': PASS: ' "$dir/log" | sed 's/^/# /' | tail -15
+	fi
+}
+
+# the patterns, every rank PASSes each: "ranks transport progress-thread patterns"
+pats="overlap stale align fork scratch"
+cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|2 tcp 1|3 tcp 0|3 shm 0"
+echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 12))"
+while read -r nr tp th; do
+	start=$(date +%s)
+	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=20000 \
+		"$run" -n "$nr" -t 90 -- "$prog" $pats >"$dir/log" 2>&1
+	rc=$?
+	np=$(grep -c ': PASS: ' "$dir/log")
+	ok $([ "$rc" -eq 0 ] && [ "$np" -eq $((5 * nr)) ] && echo 0 || echo 1) \
+		"$nr ranks, $tp, progress thread $th: $pats pass on every rank ($(($(date +%s) - start)) s, $np PASS lines)"
+done <<EOF
+$(echo "$cfgs" | tr '|' '\n')
+EOF
+
+# the request limit: 16 taken on every rank whatever its speed, then IBC_ERR_LIMIT
+for cfg in "3 shm 1" "3 tcp 0" "2 shm 0"; do
+	set -- $cfg
+	IBC_TRANSPORT=$2 IBC_PROGRESS_THREAD=$3 IBC_MAX_REQUESTS=16 IBC_TIMEOUT_MS=20000 \
+		"$run" -n "$1" -t 90 -- "$prog" limit >"$dir/log" 2>&1
+	rc=$?
+	np=$(grep -c ': PASS: limit' "$dir/log")
+	ok $([ "$rc" -eq 0 ] && [ "$np" -eq "$1" ] && echo 0 || echo 1) \
+		"$1 ranks, $2, progress thread $3: IBC_MAX_REQUESTS=16 refuses request 17 on every rank with IBC_ERR_LIMIT, the communicator stays usable"
+done
+
+# texts: split communicators name the world rank; one line for a bad dtype; a reused id
+rm -f "$dir"/dbg-*
+IBC_TRANSPORT=shm IBC_BOOTSTRAP_TIMEOUT_MS=5000 IBC_DEBUG_FILE="$dir/dbg-%p" \
+	"$run" -n 3 -t 90 -- "$prog" texts >"$dir/log" 2>&1
+rc=$?
+np=$(grep -c ': PASS: texts' "$dir/log")
+ok $([ "$rc" -eq 0 ] && [ "$np" -eq 3 ] && echo 0 || echo 1) \
+	"3 ranks: a split communicator's errors name the world rank; a reused unique id says an id serves one creation; no stale rank after a failed init"
+nd=$(cat "$dir"/dbg-* 2>/dev/null | grep -c 'invalid dtype 99')
+nw=$(cat "$dir"/dbg-* 2>/dev/null | grep -c 'unknown dtype 99')
+ok $([ "$nd" -eq 3 ] && [ "$nw" -eq 0 ] && echo 0 || echo 1) \
+	"a bad dtype is one line per rank with its value ($nd lines 'invalid dtype 99', want 3; a second line 'unknown dtype 99' $nw times, want 0)"
+
+# ranks given different sizes: every rank fails at once, naming both sizes
+start=$(date +%s)
+IBC_BOOTSTRAP_TIMEOUT_MS=30000 "$run" -n 2 -t 90 -- sh -c \
+	'if [ "$IBC_RANK" = 1 ]; then IBC_NRANKS=3; export IBC_NRANKS; fi; exec "$0" overlap' \
+	"$prog" >"$dir/log" 2>&1
+secs=$(($(date +%s) - start))
+nm=$(grep -c 'FAIL: init:.*says the job has 3 ranks, the first rank to join said 2' "$dir/log")
+nm2=$(grep -c 'FAIL: init:.*says the job has 2 ranks, the first rank to join said 3' "$dir/log")
+ok $([ $((nm + nm2)) -eq 2 ] && [ "$secs" -lt 25 ] && ! grep -q 'never connected\|no valid table' "$dir/log" && echo 0 || echo 1) \
+	"IBC_NRANKS 2 and 3: both ranks fail within 25 s ($secs s) naming both sizes, not 'never connected'"
+
+# a rank number that is not a number: the error names that variable only
+IBC_RANK=-3 IBC_NRANKS=4 IBC_ROOT=127.0.0.1:1 timeout 30 "$prog" >"$dir/log" 2>&1
+ok $(grep -q "IBC_RANK='-3' is not a number" "$dir/log" && ! grep -q "IBC_NRANKS='4'" "$dir/log" && echo 0 || echo 1) \
+	"IBC_RANK=-3 IBC_NRANKS=4: the error names IBC_RANK, not IBC_NRANKS"
+
+# two ranks of this host, rank 1 in a mount namespace with its own /dev/shm
+ns_ok=0
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
+	unshare --mount sh -c 'mount -t tmpfs none /dev/shm' 2>/dev/null; then
+	ns_ok=1
+fi
+cat >"$dir/ns.sh" <<'EOS'
+#!/bin/sh
+# rank 1 gets its own /dev/shm, as a second container of the host would
+if [ "$IBC_RANK" = 1 ]; then
+	exec unshare --mount sh -c 'mount -t tmpfs none /dev/shm && exec "$0" "$@"' "$@"
+fi
+exec "$@"
+EOS
+chmod +x "$dir/ns.sh"
+if [ "$ns_ok" -eq 1 ]; then
+	IBC_TIMEOUT_MS=20000 IBC_DEBUG=WARN "$run" -n 2 -t 90 -- "$dir/ns.sh" "$prog" overlap \
+		>"$dir/log" 2>&1
+	rc=$?
+	nw=$(grep -c 'do not share /dev/shm' "$dir/log")
+	ok $([ "$rc" -eq 0 ] && [ "$(grep -c ': PASS: overlap' "$dir/log")" -eq 2 ] && [ "$nw" -eq 2 ] && echo 0 || echo 1) \
+		"2 ranks of one host, rank 1 with its own /dev/shm: not shm between them (both ranks warn), exact results"
+	IBC_TRANSPORT=shm IBC_TIMEOUT_MS=20000 "$run" -n 2 -t 90 -- "$dir/ns.sh" "$prog" overlap \
+		>"$dir/log" 2>&1
+	rc=$?
+	ok $([ "$rc" -ne 0 ] && [ "$(grep -c 'FAIL: init:.*IBC_TRANSPORT=shm, but ranks of this host do not share /dev/shm' "$dir/log")" -eq 2 ] && echo 0 || echo 1) \
+		"the same with IBC_TRANSPORT=shm: both ranks fail at init saying they do not share /dev/shm"
+	# and no segment is left behind, by anyone
+	ok $(ls /dev/shm 2>/dev/null | grep -q '^ibc-probe-' && echo 1 || echo 0) \
+		"no probe segment is left in /dev/shm"
+else
+	for k in 1 2 3; do
+		n=$((n + 1))
+		echo "ok $n # SKIP mount namespaces need root and unshare"
+	done
+fi
+
+# a segment whose creator died before its peer mapped it: the next job removes it
+dead=$(sh -c 'echo $$')
+fake="ibc-deadbeef-0-1-$dead-$(printf '%x' "$(stat -L -c %i /proc/self/ns/pid)")"
+: >"/dev/shm/$fake"
+IBC_TRANSPORT=shm IBC_TIMEOUT_MS=20000 "$run" -n 2 -t 90 -- "$prog" overlap >"$dir/log" 2>&1
+rc=$?
+ok $([ "$rc" -eq 0 ] && [ ! -e "/dev/shm/$fake" ] && echo 0 || echo 1) \
+	"a segment of a dead process (pid $dead) in /dev/shm is removed by the next job's shm transport"
+rm -f "/dev/shm/$fake"
+ok $([ "$nfail" -eq 0 ] && echo 0 || echo 1) "every case above passed"
+exit 0
