@@ -145,7 +145,11 @@ static ibc_status_t net_tinst_get(struct ibc_net *net, const struct ibc_transpor
 	return IBC_OK;
 }
 
-enum { CAN_IB = 1 };
+/*
+ * flags of a rank's record: it has a usable verbs device; it has a peer on
+ * its host (then every rank runs the second allgather, see net_exchange())
+ */
+enum { CAN_IB = 1, HAS_LOCAL = 2 };
 
 int ibc_net_transport_parse(const char *name, const struct ibc_transport_ops **ops_p)
 {
@@ -173,14 +177,20 @@ int ibc_net_transport_parse(const char *name, const struct ibc_transport_ops **o
  * after which every probe segment exists. Run when a peer is on another
  * host (ib is agreed per pair) or on this one (shm is proven per pair): the
  * same on every rank (either every rank has a remote peer, or all share
- * one host). Allocates *@recs_p (nranks records).
+ * one host). The second runs when any rank has a peer on its host, which
+ * the first tells every rank: not when this rank has, since hosts may hold
+ * different numbers of ranks (2 on one, 1 on another: the lone rank left
+ * the others waiting in it until IBC_BOOTSTRAP_TIMEOUT_MS). Allocates
+ * *@recs_p (nranks records).
  */
 static ibc_status_t net_exchange(struct ibc_net *net, int any_remote, int *can_ib_p,
 				 uint8_t **recs_p, struct ibc_local_probe *probe)
 {
 	uint8_t *recs;
 	uint8_t *mine;
+	int any_local = 0;
 	int ok = 0;
+	int i;
 	ibc_status_t st = IBC_OK;
 
 	*recs_p = NULL;
@@ -196,13 +206,16 @@ static ibc_status_t net_exchange(struct ibc_net *net, int any_remote, int *can_i
 			goto out;
 	}
 	*can_ib_p = ok;
-	mine[0] = ok ? CAN_IB : 0;
+	mine[0] = (ok ? CAN_IB : 0) | (net->nlocal > 1 ? HAS_LOCAL : 0);
 	st = ibc_bootstrap_allgather(net->bs, recs, REC_BYTES);
 	if (st != IBC_OK)
 		goto out;
-	if (net->nlocal > 1) {
+	for (i = 0; i < net->nranks; i++)
+		any_local |= recs[(size_t)i * REC_BYTES] & HAS_LOCAL;
+	if (any_local) {
 		mine = recs + (size_t)net->rank * REC_BYTES;
-		ibc_net_local_probe_open(net, probe, mine + 1);
+		if (net->nlocal > 1)
+			ibc_net_local_probe_open(net, probe, mine + 1);
 		st = ibc_bootstrap_allgather(net->bs, recs, REC_BYTES);
 	}
 out:

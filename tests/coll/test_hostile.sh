@@ -6,7 +6,8 @@
 # 2, 3 and 5 ranks over shm and tcp, and the launch mistakes: ranks given
 # different sizes, a rank number that is not a number, two ranks of one
 # host that do not share /dev/shm (a mount namespace with its own tmpfs;
-# needs root and unshare, else skipped). Every launch is bounded (90 s).
+# needs root and unshare, else skipped), hosts with different numbers of
+# ranks (a UTS namespace). Every launch is bounded (90 s).
 b=$top_builddir
 run=$top_srcdir/tests/scripts/run_local_ranks.sh
 prog=$b/tests/coll/hostile_check
@@ -29,7 +30,7 @@ ok() {
 # the patterns, every rank PASSes each: "ranks transport progress-thread patterns"
 pats="overlap stale align fork scratch"
 cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|2 tcp 1|3 tcp 0|3 shm 0"
-echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 12))"
+echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 13))"
 while read -r nr tp th; do
 	start=$(date +%s)
 	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=20000 \
@@ -117,6 +118,32 @@ else
 		n=$((n + 1))
 		echo "ok $n # SKIP mount namespaces need root and unshare"
 	done
+fi
+
+# hosts with different numbers of ranks: ranks 0 and 1 on this host, rank 2 on
+# "another" (its own UTS namespace, so another host name); the /dev/shm probe's
+# second exchange ran only on ranks with a same-host peer, so ranks 0 and 1
+# waited in it for rank 2 until IBC_BOOTSTRAP_TIMEOUT_MS
+cat >"$dir/uts.sh" <<'EOS'
+#!/bin/sh
+if [ "$IBC_RANK" = 2 ]; then
+	exec unshare --uts sh -c 'hostname ibc-other-host && exec "$0" "$@"' "$@"
+fi
+exec "$@"
+EOS
+chmod +x "$dir/uts.sh"
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
+	unshare --uts sh -c 'hostname ibc-other-host' 2>/dev/null; then
+	start=$(date +%s)
+	IBC_BOOTSTRAP_TIMEOUT_MS=30000 IBC_TIMEOUT_MS=20000 "$run" -n 3 -t 90 -- "$dir/uts.sh" \
+		"$prog" overlap stale >"$dir/log" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - start))
+	ok $([ "$rc" -eq 0 ] && [ "$(grep -c ': PASS: ' "$dir/log")" -eq 6 ] && [ "$secs" -lt 25 ] && echo 0 || echo 1) \
+		"2 ranks on this host and 1 on another (UTS namespace): created, exact results, splits work, within 25 s ($secs s)"
+else
+	n=$((n + 1))
+	echo "ok $n # SKIP UTS namespaces need root and unshare"
 fi
 
 # a segment whose creator died before its peer mapped it: the next job removes it
