@@ -19,6 +19,7 @@
 #include "base/param.h"
 #include "base/shmseg.h"
 #include "base/util.h"
+#include "base/wire.h"
 #include "net/net.h"
 #include "net/net_internal.h"
 #include "topo/topo.h"
@@ -168,16 +169,103 @@ int ibc_net_transport_parse(const char *name, const struct ibc_transport_ops **o
 	return 0;
 }
 
-/* the allgathered record of each rank: its capabilities, then its locality findings */
-#define REC_BYTES (1 + IBC_LOCAL_PROBE_MAX / 8)
+/*
+ * The allgathered record of each rank: its flags, its locality findings,
+ * then the settings every rank must share (net_settings_check()).
+ */
+#define REC_SETTINGS (1 + IBC_LOCAL_PROBE_MAX / 8)
+#define REC_BYTES (REC_SETTINGS + 10)
 
 /*
- * The capabilities and the /dev/shm findings of every rank (net_local.c):
- * two allgathers of REC_BYTES per rank, the first doubling as the barrier
- * after which every probe segment exists. Run when a peer is on another
- * host (ib is agreed per pair) or on this one (shm is proven per pair): the
- * same on every rank (either every rank has a remote peer, or all share
- * one host). The second runs when any rank has a peer on its host, which
+ * Settings read per process that must be the same on every rank, and why:
+ * a rank that differs is refused at creation, naming the variable, instead
+ * of failing later with "mismatched calls" for calls that are the same
+ * (IBC_RING_CHUNK_BYTES, IBC_ACCUM_FP32: ring messages of another size),
+ * hanging in creation until IBC_BOOTSTRAP_TIMEOUT_MS (IBC_TRANSPORT: the
+ * ranks that forced tcp skipped this exchange) or blaming a live peer as
+ * "stopped or hung" (IBC_HEARTBEAT_MS: a rank judges a peer's silence by
+ * its own interval).
+ */
+static void net_settings_put(uint8_t *p)
+{
+	const struct ibc_transport_ops *forced = NULL;
+
+	(void)ibc_net_transport_parse(ibc_param_transport(), &forced);
+	p[0] = forced ? (uint8_t)(forced->id + 1) : 0;
+	p[1] = (uint8_t)ibc_param_accum_fp32();
+	ibc_wire_put32(p + 2, (uint32_t)ibc_param_ring_chunk_bytes());
+	ibc_wire_put32(p + 6, (uint32_t)ibc_param_heartbeat_ms());
+}
+
+static const char *transport_code_name(unsigned code)
+{
+	static const struct ibc_transport_ops *const all[] = { &ibc_sock_ops, &ibc_shm_ops,
+								&ibc_ib_ops };
+	size_t i;
+
+	for (i = 0; code && i < IBC_ARRAY_SIZE(all); i++)
+		if ((unsigned)all[i]->id + 1 == code)
+			return all[i]->name;
+	return "auto";
+}
+
+/*
+ * Every rank compares every record with rank 0's, so all refuse together;
+ * a barrier first, so that no rank leaves (and tells the others it
+ * aborted) while another is still in the allgather and would report that
+ * instead of the cause.
+ */
+static ibc_status_t net_settings_check(struct ibc_net *net, const uint8_t *recs)
+{
+	const uint8_t *r0 = recs + REC_SETTINGS;
+	int i;
+
+	for (i = 1; i < net->nranks; i++) {
+		const uint8_t *ri = recs + (size_t)i * REC_BYTES + REC_SETTINGS;
+		const char *name;
+		const char *why;
+		char vi[32];
+		char v0[32];
+
+		if (!memcmp(ri, r0, REC_BYTES - REC_SETTINGS))
+			continue;
+		if (ri[0] != r0[0]) {
+			name = "IBC_TRANSPORT";
+			why = "every pair of ranks must use one transport";
+			snprintf(vi, sizeof(vi), "%s", transport_code_name(ri[0]));
+			snprintf(v0, sizeof(v0), "%s", transport_code_name(r0[0]));
+		} else if (ri[1] != r0[1]) {
+			name = "IBC_ACCUM_FP32";
+			why = "it sets the wire format of bf16/fp16 reductions";
+			snprintf(vi, sizeof(vi), "%u", ri[1]);
+			snprintf(v0, sizeof(v0), "%u", r0[1]);
+		} else if (ibc_wire_get32(ri + 2) != ibc_wire_get32(r0 + 2)) {
+			name = "IBC_RING_CHUNK_BYTES";
+			why = "it sets the size of the ring's messages";
+			snprintf(vi, sizeof(vi), "%u", ibc_wire_get32(ri + 2));
+			snprintf(v0, sizeof(v0), "%u", ibc_wire_get32(r0 + 2));
+		} else {
+			name = "IBC_HEARTBEAT_MS";
+			why = "each rank judges its peers' silence by its own interval";
+			snprintf(vi, sizeof(vi), "%u", ibc_wire_get32(ri + 6));
+			snprintf(v0, sizeof(v0), "%u", ibc_wire_get32(r0 + 6));
+		}
+		(void)ibc_bootstrap_barrier(net->bs);
+		IBC_LOG_ERROR(INIT, "%s is %s on rank %d but %s on rank 0: it must be the same on every rank (%s)",
+			      name, vi, i, v0, why);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	return IBC_OK;
+}
+
+/*
+ * The capabilities, settings and /dev/shm findings of every rank
+ * (net_local.c): two allgathers of REC_BYTES per rank, the first doubling
+ * as the barrier after which every probe segment exists. Run on every rank
+ * of a communicator of 2 or more, whatever its own settings (ib is agreed
+ * per pair, shm is proven per pair, the settings are compared; a rank
+ * with IBC_TRANSPORT=tcp that skipped it left the others waiting in it).
+ * The second runs when any rank has a peer on its host, which
  * the first tells every rank: not when this rank has, since hosts may hold
  * different numbers of ranks (2 on one, 1 on another: the lone rank left
  * the others waiting in it until IBC_BOOTSTRAP_TIMEOUT_MS). Allocates
@@ -207,7 +295,11 @@ static ibc_status_t net_exchange(struct ibc_net *net, int any_remote, int *can_i
 	}
 	*can_ib_p = ok;
 	mine[0] = (ok ? CAN_IB : 0) | (net->nlocal > 1 ? HAS_LOCAL : 0);
+	net_settings_put(mine + REC_SETTINGS);
 	st = ibc_bootstrap_allgather(net->bs, recs, REC_BYTES);
+	if (st != IBC_OK)
+		goto out;
+	st = net_settings_check(net, recs);
 	if (st != IBC_OK)
 		goto out;
 	for (i = 0; i < net->nranks; i++)
@@ -318,12 +410,16 @@ static ibc_status_t net_choose_transports(struct ibc_net *net)
 			}
 		}
 	}
-	if ((!forced || (forced->caps & IBC_TCAP_LOCAL)) && (any_remote || net->nlocal > 1)) {
-		shm_ok = ibc_calloc((size_t)net->nranks, 1, "shm verdicts");
-		if (!shm_ok)
-			return IBC_ERR_NO_MEMORY;
+	/* on every rank of a communicator of 2 or more, whatever its settings */
+	if (net->nranks > 1)
 		IBC_CHECK_GOTO(net_exchange(net, any_remote && !forced, &can_ib, &recs, &probe), st,
 			       out);
+	if (recs && (!forced || (forced->caps & IBC_TCAP_LOCAL))) {
+		shm_ok = ibc_calloc((size_t)net->nranks, 1, "shm verdicts");
+		if (!shm_ok) {
+			st = IBC_ERR_NO_MEMORY;
+			goto out;
+		}
 		if (net_local_verdicts(net, recs, &probe, shm_ok) && forced) {
 			IBC_LOG_ERROR(INIT, "IBC_TRANSPORT=shm, but ranks of this host do not share /dev/shm with this rank (see the warning above); use IBC_TRANSPORT=auto or tcp");
 			st = IBC_ERR_UNSUPPORTED;

@@ -30,7 +30,7 @@ ok() {
 # the patterns, every rank PASSes each: "ranks transport progress-thread patterns"
 pats="overlap stale align fork scratch"
 cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|2 tcp 1|3 tcp 0|3 shm 0"
-echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 13))"
+echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 17))"
 while read -r nr tp th; do
 	start=$(date +%s)
 	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=20000 \
@@ -77,6 +77,24 @@ nm=$(grep -c 'FAIL: init:.*says the job has 3 ranks, the first rank to join said
 nm2=$(grep -c 'FAIL: init:.*says the job has 2 ranks, the first rank to join said 3' "$dir/log")
 ok $([ $((nm + nm2)) -eq 2 ] && [ "$secs" -lt 25 ] && ! grep -q 'never connected\|no valid table' "$dir/log" && echo 0 || echo 1) \
 	"IBC_NRANKS 2 and 3: both ranks fail within 25 s ($secs s) naming both sizes, not 'never connected'"
+
+# a setting every rank must share, different on rank 1: every rank refuses the
+# communicator at creation, at once, naming it (before: IBC_TRANSPORT=tcp on one
+# rank hung creation until IBC_BOOTSTRAP_TIMEOUT_MS; the ring's settings gave
+# "mismatched calls" for calls that were the same; a heartbeat interval that
+# differs blamed a live peer as "stopped or hung")
+for cfg in "IBC_TRANSPORT tcp auto" "IBC_RING_CHUNK_BYTES 4096 1048576" "IBC_ACCUM_FP32 1 0" \
+	"IBC_HEARTBEAT_MS 200 1000"; do
+	set -- $cfg
+	start=$(date +%s)
+	IBC_BOOTSTRAP_TIMEOUT_MS=30000 IBC_TIMEOUT_MS=20000 "$run" -n 3 -t 90 -- sh -c \
+		'if [ "$IBC_RANK" = 1 ]; then export "$0=$1"; fi; shift; exec "$@" overlap align' \
+		"$1" "$2" "$prog" >"$dir/log" 2>&1
+	secs=$(($(date +%s) - start))
+	nm=$(grep -c "FAIL: init:.*$1 is $2 on rank 1 but $3 on rank 0: it must be the same on every rank" "$dir/log")
+	ok $([ "$nm" -eq 3 ] && [ "$secs" -lt 15 ] && echo 0 || echo 1) \
+		"$1=$2 on rank 1 only: all 3 ranks refuse the communicator within 15 s ($secs s) naming $1 and both values ($nm of 3)"
+done
 
 # a rank number that is not a number: the error names that variable only
 IBC_RANK=-3 IBC_NRANKS=4 IBC_ROOT=127.0.0.1:1 timeout 30 "$prog" >"$dir/log" 2>&1
