@@ -57,9 +57,16 @@ exact() {
 }
 
 for tp in shm tcp; do
-	run 2 "$tp" allreduce -b 16K -e 4M -f 2 -n 3 -w 1
-	rc=$?
-	races=$(grep -c 'TUNING race (' "$tmp/log")
+	# the race fits what the machine allows: when another job slows the probe
+	# past the budget (CI: 0 anchors once over tcp), try again, up to 3 times,
+	# with 3x the budget; a race that never runs still fails
+	for budget in 1000 3000 9000; do
+		(IBC_TUNING_RACE_MS=$budget; export IBC_TUNING_RACE_MS; run 2 "$tp" allreduce -b 16K -e 4M -f 2 -n 3 -w 1)
+		rc=$?
+		races=$(grep -c 'TUNING race (' "$tmp/log")
+		[ $rc != 0 ] || [ "$races" -ge 1 ] && break
+		echo "# $tp: no anchor raced with IBC_TUNING_RACE_MS=$budget: $(grep -o 'TUNING model for.*(probe [0-9.]* ms' "$tmp/log" | head -n 1)"
+	done
 	[ $rc = 0 ] && [ "$races" -ge 1 ] && exact
 	ok $? "$tp, 2 ranks: $races raced anchors logged, every size from 16 KiB to 4 MiB exact (rc $rc)"
 	# at each raced anchor, the decision names a timed candidate within 10 % of
