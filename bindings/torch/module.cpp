@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * module.cpp - the Python extension ibcoll_torch._C: the ProcessGroupIbcoll
+ * class (a subclass of torch.distributed.ProcessGroup) and a few read-only
+ * facts for tests and docs. ibcoll_torch/__init__.py registers the backend.
+ */
+#include <Python.h>
+
+#include <pybind11/chrono.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "missing_api.hpp"
+#include "pg_ibcoll.hpp"
+
+namespace py = pybind11;
+using ibcoll_torch::ProcessGroupIbcoll;
+
+/* release the GIL around a group's teardown when the caller holds it */
+static void *gil_release(void)
+{
+	if (!Py_IsInitialized() || !PyGILState_Check())
+		return nullptr;
+	return PyEval_SaveThread();
+}
+
+static void gil_restore(void *state)
+{
+	PyEval_RestoreThread((PyThreadState *)state);
+}
+
+PYBIND11_MODULE(_C, m)
+{
+	m.doc() = "ibcoll as a torch.distributed backend (C++ part)";
+	/* the base class must be known to pybind11 before we derive from it */
+	py::module::import("torch.distributed");
+	ibcoll_torch::gil_release_hook = gil_release;
+	ibcoll_torch::gil_restore_hook = gil_restore;
+
+	py::class_<ProcessGroupIbcoll, ibcoll_torch::BackendBase,
+		   c10::intrusive_ptr<ProcessGroupIbcoll>>(m, "ProcessGroupIbcoll", R"(
+ProcessGroupIbcoll(store, rank, size, timeout)
+
+A process group over one ibcoll communicator, bootstrapped through @store
+(a c10d Store shared by the ranks). @timeout (datetime.timedelta) becomes the
+communicator's wait bound. Normally made by init_process_group("ibcoll") or
+new_group(backend="ibcoll") after `import ibcoll_torch`.)")
+		.def(py::init([](const c10::intrusive_ptr<::c10d::Store> &store, int rank, int size,
+				 std::chrono::milliseconds timeout) {
+			     return c10::make_intrusive<ProcessGroupIbcoll>(store, rank, size,
+									    timeout);
+		     }),
+		     py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+		     py::call_guard<py::gil_scoped_release>())
+		.def_property_readonly("transport", &ProcessGroupIbcoll::transport,
+				       "ibcoll's transport for this group, e.g. 'shm' or 'tcp'")
+		.def_property_readonly("timeout_ms", &ProcessGroupIbcoll::timeoutMs,
+				       "the communicator's wait bound in ms");
+
+	int version = 0;
+	ibc_get_version(&version);
+	m.attr("ibcoll_version") = version;
+	m.attr("torch_version_built") = TORCH_VERSION;
+	/* which of the proposed C calls this build found (docs/torch.md, "Missing C API") */
+	py::dict have;
+	have["ibc_igather"] = (bool)IBCT_HAVE_IGATHER;
+	have["ibc_iscatter"] = (bool)IBCT_HAVE_ISCATTER;
+	have["ibc_iallgatherv"] = (bool)IBCT_HAVE_IALLGATHERV;
+	have["ibc_ialltoallv"] = (bool)IBCT_HAVE_IALLTOALLV;
+	have["ibc_isend_tag"] = (bool)IBCT_HAVE_ISEND_TAG;
+	have["ibc_irecv_tag"] = (bool)IBCT_HAVE_IRECV_TAG;
+	have["ibc_group_start"] = (bool)IBCT_HAVE_GROUP_START;
+	have["ibc_comm_set_timeout"] = (bool)IBCT_HAVE_COMM_SET_TIMEOUT;
+	m.attr("c_api") = have;
+}

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pg_ibcoll.cpp - ProcessGroupIbcoll: bootstrap through the c10d Store,
+ * the communicator's timeout, posting operations, and teardown. The
+ * operations themselves are in ops.cpp.
+ *
+ * Bootstrap (as ProcessGroupNCCL shares its id): every rank adds 1 to the
+ * store key "ibcoll/gen" to learn the generation of this group in its
+ * store (groups re-created under one name get new keys); rank 0 makes the
+ * unique id and sets "ibcoll/uid/<gen>"; the others get it (the store's
+ * timeout bounds that); all call ibc_comm_init_rank(). torch already gives
+ * each group its own PrefixStore, so groups never share keys.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "missing_api.hpp"
+#include "pg_ibcoll.hpp"
+
+namespace ibcoll_torch {
+
+void *(*gil_release_hook)(void) = nullptr;
+void (*gil_restore_hook)(void *) = nullptr;
+
+/* IBC_TIMEOUT_MS bounds, from docs/env.md */
+static const int64_t timeout_min_ms = 100;
+static const int64_t timeout_max_ms = 86400000;
+
+static std::mutex env_mu;
+static int64_t env_timeout_ms = -1;   /* what IBC_TIMEOUT_MS is in this process */
+static bool env_timeout_user = false; /* the user set it, not us */
+
+/*
+ * The communicator's wait bound. The C API has no per-communicator timeout
+ * yet (ibc_comm_set_timeout is proposed); until then the first group of the
+ * process sets IBC_TIMEOUT_MS, which ibcoll reads once, unless the user set
+ * it; a later group asking another timeout gets one warning per process
+ * (new_group's default, 30 min, differs from most init_process_group calls).
+ */
+static int64_t group_timeout_ms(std::chrono::milliseconds timeout, bool *per_comm_p)
+{
+	int64_t want = std::min(std::max((int64_t)timeout.count(), timeout_min_ms), timeout_max_ms);
+	std::lock_guard<std::mutex> g(env_mu);
+
+	*per_comm_p = IBCT_HAVE_COMM_SET_TIMEOUT;
+	if (*per_comm_p)
+		return want;
+	if (env_timeout_ms < 0) {
+		const char *v = getenv("IBC_TIMEOUT_MS");
+
+		if (v && *v) {
+			env_timeout_user = true;
+			env_timeout_ms = strtoll(v, nullptr, 0);
+		} else {
+			setenv("IBC_TIMEOUT_MS", std::to_string(want).c_str(), 1);
+			env_timeout_ms = want;
+		}
+	}
+	if (want != env_timeout_ms)
+		TORCH_WARN_ONCE("ibcoll: process group timeout ", want, " ms not applied: this process's ",
+			   "ibcoll communicators wait up to IBC_TIMEOUT_MS = ", env_timeout_ms,
+			   " ms (", env_timeout_user ? "set by the environment" :
+			   "from the first process group", "; a per-communicator timeout needs "
+			   "ibc_comm_set_timeout)");
+	return env_timeout_ms;
+}
+
+ProcessGroupIbcoll::ProcessGroupIbcoll(const c10::intrusive_ptr<::c10d::Store> &store, int rank,
+				       int size, std::chrono::milliseconds timeout)
+	: BackendBase(rank, size), completer_(std::make_shared<Completer>())
+{
+	bool per_comm;
+	ibc_unique_id_t id;
+	ibc_status_t st;
+	int64_t gen;
+	std::string key;
+
+	timeout_ms_ = group_timeout_ms(timeout, &per_comm);
+	gen = (store->add("ibcoll/gen", 1) - 1) / size;
+	key = "ibcoll/uid/" + std::to_string(gen);
+	if (rank == 0) {
+		st = ibc_get_unique_id(&id);
+		if (st != IBC_OK)
+			throw_status("process group creation (ibc_get_unique_id)", rank, st);
+		store->set(key, std::vector<uint8_t>((const uint8_t *)&id,
+						     (const uint8_t *)&id + sizeof(id)));
+	} else {
+		std::vector<uint8_t> v = store->get(key);
+
+		if (v.size() != sizeof(id))
+			throw std::runtime_error("ibcoll: process group creation: the store's " +
+						 key + " holds " + std::to_string(v.size()) +
+						 " bytes, not an ibcoll unique id (" +
+						 std::to_string(sizeof(id)) + " bytes)");
+		memcpy(&id, v.data(), sizeof(id));
+	}
+	st = ibc_comm_init_rank(&comm_, size, &id, rank);
+	if (st != IBC_OK)
+		throw_status("process group creation (ibc_comm_init_rank)", rank, st);
+	if (per_comm) {
+		st = ibct_comm_set_timeout(comm_, timeout_ms_);
+		if (st != IBC_OK) {
+			ibc_comm_destroy(comm_);
+			throw_status("process group creation (ibc_comm_set_timeout)", rank, st);
+		}
+	}
+#if !IBCT_TORCH_2X
+	init();
+#endif
+}
+
+ProcessGroupIbcoll::~ProcessGroupIbcoll()
+{
+	void *gil = gil_release_hook ? gil_release_hook() : nullptr;
+	std::vector<std::shared_ptr<OpState>> ops;
+	ibc_status_t async = IBC_OK;
+
+	{
+		std::lock_guard<std::mutex> g(issue_mu_);
+		for (auto &w : live_)
+			if (auto op = w.lock())
+				ops.push_back(std::move(op));
+		live_.clear();
+	}
+	/*
+	 * A failed communicator is aborted first, so that the waits below return
+	 * at once instead of after the timeout; a healthy one finishes what was
+	 * posted (Works still held by Python then hold finished operations).
+	 */
+	if (ibc_comm_get_async_error(comm_, &async) == IBC_OK && async != IBC_OK) {
+		ibc_comm_abort(comm_);
+		comm_ = nullptr;
+	}
+	for (auto &op : ops)
+		op->complete();
+	completer_->stop();
+	if (comm_)
+		ibc_comm_destroy(comm_);
+	if (gil && gil_restore_hook)
+		gil_restore_hook(gil);
+}
+
+std::string ProcessGroupIbcoll::transport() const
+{
+	const char *name = nullptr;
+
+	if (ibc_comm_transport(comm_, &name) != IBC_OK || !name)
+		return "unknown";
+	return name;
+}
+
+void ProcessGroupIbcoll::track(const std::shared_ptr<OpState> &op)
+{
+	/* drop the finished ones now and then; the list stays short */
+	if (live_.size() >= 64) {
+		live_.erase(std::remove_if(live_.begin(), live_.end(),
+					   [](const std::weak_ptr<OpState> &w) {
+						   auto o = w.lock();
+						   if (!o)
+							   return true;
+						   std::lock_guard<std::mutex> g(o->mu);
+						   return o->done;
+					   }),
+			    live_.end());
+	}
+	live_.push_back(op);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::post(Post &&p, const IssueFn &issue)
+{
+	auto op = std::make_shared<OpState>();
+	ibc_request_h req = nullptr;
+	ibc_status_t st;
+
+	op->what = p.what;
+	op->rank = getRank();
+	op->source = p.source;
+	op->outputs = std::move(p.outputs);
+	op->keep = std::move(p.keep);
+	op->on_success = std::move(p.on_success);
+	{
+		std::lock_guard<std::mutex> g(issue_mu_);
+
+		st = issue(*op, &req);
+		if (st != IBC_OK)
+			throw_status(p.what, getRank(), st);
+		op->reqs.push_back(req);
+		track(op);
+		seq_++;
+	}
+	return c10::make_intrusive<WorkIbcoll>(op, completer_, getRank(), p.type, p.title,
+					       c10::optional<std::vector<at::Tensor>>(
+						       std::move(p.inputs)));
+}
+
+void ProcessGroupIbcoll::startCoalescing()
+{
+	std::lock_guard<std::mutex> g(issue_mu_);
+	int grouped = 0;
+	ibc_status_t st = ibct_group_start(comm_, &grouped);
+
+	if (st != IBC_OK)
+		throw_status("coalescing (ibc_group_start)", getRank(), st);
+	coalescing_ = grouped != 0;
+}
+
+void ProcessGroupIbcoll::endCoalescing(std::vector<c10::intrusive_ptr<::c10d::Work>> &reqs)
+{
+	std::lock_guard<std::mutex> g(issue_mu_);
+	ibc_status_t st;
+
+	(void)reqs;
+	if (!coalescing_)
+		return;
+	coalescing_ = false;
+	st = ibct_group_end(comm_);
+	if (st != IBC_OK)
+		throw_status("coalescing (ibc_group_end)", getRank(), st);
+}
+
+void ProcessGroupIbcoll::setSequenceNumberForGroup()
+{
+	/* a new communicator: every rank starts at 0 */
+	seq_ = 0;
+}
+
+uint64_t ProcessGroupIbcoll::getSequenceNumberForGroup()
+{
+	return seq_;
+}
+
+} // namespace ibcoll_torch
