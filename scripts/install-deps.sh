@@ -8,7 +8,9 @@
 # clang + libclang-rt-14-dev (libFuzzer for tests/fuzz/run_fuzz.sh), python3
 # (free ports and the JSON check in bench/tests), gnuplot-nox (bench/plot.sh,
 # trainer plots), iproute2 (ss: free ports), openmpi-bin (mpirun launcher
-# groups), nodejs (tokenizer). Without them those tests SKIP.
+# groups), nodejs (tokenizer), python3-torch + libtorch-dev + pybind11-dev
+# (bindings/torch and tests/torch; only where Debian has them for this
+# architecture). Without them those tests SKIP.
 #
 # usage: scripts/install-deps.sh [--vm]
 #   --vm   also the Soft-RoCE VM test packages (qemu, Debian kernel, busybox)
@@ -30,12 +32,25 @@ done
 if ! command -v node >/dev/null 2>&1; then
 	missing="$missing nodejs npm"
 fi
-[ -z "$missing" ] && exit 0
+# The torch backend: Debian builds python3-torch for a few architectures
+# only, so these are asked for only where the package lists have them
+# (looked at again after apt-get update below).
+torch_pkgs="g++ python3-torch libtorch-dev pybind11-dev"
+torch_missing=
+for p in $torch_pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		torch_missing="$torch_missing $p"
+done
+[ -z "$missing" ] && [ -z "$torch_missing" ] && exit 0
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-echo "install-deps: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+if [ -n "$torch_missing" ] && apt-cache show python3-torch >/dev/null 2>&1; then
+	missing="$missing$torch_missing"
+fi
+[ -z "$missing" ] && exit 0
+echo "install-deps: installing:$missing"
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -59,12 +59,13 @@ static int64_t group_timeout_ms(std::chrono::milliseconds timeout, bool *per_com
 			env_timeout_ms = want;
 		}
 	}
-	if (want != env_timeout_ms)
+	if (want != env_timeout_ms) {
 		TORCH_WARN_ONCE("ibcoll: process group timeout ", want, " ms not applied: this process's ",
 			   "ibcoll communicators wait up to IBC_TIMEOUT_MS = ", env_timeout_ms,
 			   " ms (", env_timeout_user ? "set by the environment" :
 			   "from the first process group", "; a per-communicator timeout needs "
 			   "ibc_comm_set_timeout)");
+	}
 	return env_timeout_ms;
 }
 
@@ -180,6 +181,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::post(Post &&p, const IssueF
 	op->source = p.source;
 	op->outputs = std::move(p.outputs);
 	op->keep = std::move(p.keep);
+	/* the library reads the inputs until the end: they must outlive the caller's */
+	op->keep.insert(op->keep.end(), p.inputs.begin(), p.inputs.end());
 	op->on_success = std::move(p.on_success);
 	{
 		std::lock_guard<std::mutex> g(issue_mu_);

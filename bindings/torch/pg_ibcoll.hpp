@@ -209,7 +209,7 @@ private:
 		const char *what;                   /* op name for messages */
 		::c10d::OpType type;
 		const char *title;                  /* profiler: "ibcoll:all_reduce" */
-		std::vector<at::Tensor> inputs;     /* profiler shapes */
+		std::vector<at::Tensor> inputs;     /* kept until the end; profiler shapes */
 		std::vector<at::Tensor> outputs;    /* result() */
 		std::vector<at::Tensor> keep;       /* staging buffers */
 		std::function<void()> on_success;
