@@ -98,11 +98,12 @@ class Tap:
         self.failed = 0
 
     def ok(self, cond, desc, diag=()):
+        """one TAP line; the diagnostics are printed only when it fails"""
         self.n += 1
         if not cond:
             self.failed += 1
         print("%s %d - %s" % ("ok" if cond else "not ok", self.n, desc))
-        for d in diag:
+        for d in (() if cond else diag):
             for line in str(d).splitlines():
                 print("# " + line)
         sys.stdout.flush()
