@@ -7,10 +7,10 @@
  * int64 are ibcoll's; complex64/complex128 are pairs of float32/float64
  * (SUM and AVG act on each part; MIN, MAX and PRODUCT are refused, as
  * torch.distributed refuses them for every backend); bool is a byte of 0 or
- * 1 reduced the way Gloo reduces C++ bool (SUM and MAX: logical or; PRODUCT
- * and MIN: logical and; AVG refused). Data movement (broadcast, gathers,
- * all-to-all, send/recv) takes any dtype; one ibcoll has no type for
- * (int16) moves as bytes.
+ * 1 reduced as ProcessGroupNCCL does (SUM and MAX: logical or; PRODUCT and
+ * MIN: logical and; AVG refused); Gloo 1.13 has no bool at all ("Invalid
+ * scalar type"). Data movement (broadcast, gathers, all-to-all, send/recv)
+ * takes any dtype; one ibcoll has no type for (int16) moves as bytes.
  */
 #include <stdexcept>
 #include <string>
@@ -115,7 +115,7 @@ Reduction reduce_elems(const char *opname, const at::Tensor &t, const ::c10d::Re
 		if (r.op == IBC_AVG)
 			throw std::runtime_error(std::string("ibcoll: ") + opname +
 						 ": AVG is not defined on torch.bool");
-		/* values are 0 or 1: or = max, and = min (Gloo's C++ bool arithmetic) */
+		/* values are 0 or 1: or = max, and = min (ProcessGroupNCCL: SUM -> max) */
 		if (r.op == IBC_SUM)
 			r.op = IBC_MAX;
 		else if (r.op == IBC_PROD)

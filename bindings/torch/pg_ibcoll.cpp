@@ -29,6 +29,9 @@ void (*gil_restore_hook)(void *) = nullptr;
 static const int64_t timeout_min_ms = 100;
 static const int64_t timeout_max_ms = 86400000;
 
+/* what rank 0 stores in place of the unique id when it could not make one */
+static const char store_error[] = "ibcoll-error: ";
+
 static std::mutex env_mu;
 static int64_t env_timeout_ms = -1;   /* what IBC_TIMEOUT_MS is in this process */
 static bool env_timeout_user = false; /* the user set it, not us */
@@ -84,13 +87,22 @@ ProcessGroupIbcoll::ProcessGroupIbcoll(const c10::intrusive_ptr<::c10d::Store> &
 	key = "ibcoll/uid/" + std::to_string(gen);
 	if (rank == 0) {
 		st = ibc_get_unique_id(&id);
-		if (st != IBC_OK)
+		if (st != IBC_OK) {
+			/* tell the others now rather than let them wait for the store's timeout */
+			std::string why = std::string(store_error) + ibc_last_error();
+
+			store->set(key, std::vector<uint8_t>(why.begin(), why.end()));
 			throw_status("process group creation (ibc_get_unique_id)", rank, st);
+		}
 		store->set(key, std::vector<uint8_t>((const uint8_t *)&id,
 						     (const uint8_t *)&id + sizeof(id)));
 	} else {
 		std::vector<uint8_t> v = store->get(key);
+		std::string text(v.begin(), v.end());
 
+		if (text.rfind(store_error, 0) == 0)
+			throw std::runtime_error("ibcoll: process group creation failed on rank 0: " +
+						 text.substr(strlen(store_error)));
 		if (v.size() != sizeof(id))
 			throw std::runtime_error("ibcoll: process group creation: the store's " +
 						 key + " holds " + std::to_string(v.size()) +

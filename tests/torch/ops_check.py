@@ -3,6 +3,7 @@
 """ops_check.py - exact values of every operation of the ibcoll torch backend.
 
 usage: ops_check.py NRANKS:TRANSPORT...   (e.g. 1:shm 2:tcp; TRANSPORT shm or tcp)
+       ops_check.py bootfail:            (rank 0 cannot create the communicator)
 
 For each configuration, runs NRANKS local ranks (torch.multiprocessing spawn, FileStore rendezvous)
 with IBC_TRANSPORT=TRANSPORT and prints TAP: one line per check group
@@ -515,10 +516,33 @@ def run_rank(rank, n, tmpdir, transport):
     return c.as_list()
 
 
+def run_bootfail(rank, n, tmpdir, transport):
+    """rank 0 cannot make the unique id: every rank fails at once, naming why"""
+    import ibcoll_torch  # noqa: F401
+    if rank == 0:
+        os.environ["IBC_SOCKET_IFNAME"] = "=ibct_no_such_if"
+    c = tt_common.Checks()
+    t0 = time.time()
+    c.raises("rank 0 failing at creation: every rank raises at once", "init",
+             lambda: dist.init_process_group(
+                 "ibcoll", init_method="file://" + os.path.join(tmpdir, "store"), rank=rank,
+                 world_size=n, timeout=datetime.timedelta(seconds=60)),
+             "(ibc_get_unique_id) failed" if rank == 0 else
+             "process group creation failed on rank 0: ")
+    c.add("rank 0 failing at creation: every rank raises at once", time.time() - t0 < 30,
+          "took %.1f s" % (time.time() - t0))
+    return c.as_list()
+
+
 def main():
     tap = tt_common.Tap()
     for conf in sys.argv[1:]:
         n, transport = conf.split(":")
+        if n == "bootfail":
+            results, tmpdir, codes = tt_common.spawn_ranks(run_bootfail, 2, 120, ("",))
+            tap.merged(results, 2, "[2 ranks]", codes)
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            continue
         n = int(n)
         os.environ["IBC_TRANSPORT"] = transport
         t0 = time.time()
