@@ -29,6 +29,42 @@ static void gil_restore(void *state)
 	PyEval_RestoreThread((PyThreadState *)state);
 }
 
+/*
+ * Benchmark helpers (bench/torch_bench.py latency): @iters all-reduces of @t
+ * (float32, in place) on @pg's communicator, timed in C++, so that the
+ * binding's cost per call is measured without Python's: straight through
+ * the C API (ibc_iallreduce + ibc_wait), and through the ProcessGroup
+ * (allreduce() + Work::wait(), what torch's dispatcher calls). Collective:
+ * every rank calls the same helper with the same arguments. Seconds per call.
+ */
+static double time_c_api(ProcessGroupIbcoll &pg, at::Tensor &t, int iters)
+{
+	auto t0 = std::chrono::steady_clock::now();
+
+	for (int i = 0; i < iters; i++) {
+		ibc_request_h req;
+		ibc_status_t st = ibc_iallreduce(t.data_ptr(), t.data_ptr(), (size_t)t.numel(),
+						 IBC_FLOAT32, IBC_SUM, pg.comm(), &req);
+
+		if (st == IBC_OK)
+			st = ibc_wait(req);
+		if (st != IBC_OK)
+			ibcoll_torch::throw_status("time_c_api", pg.getRank(), st);
+	}
+	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
+}
+
+static double time_binding(ProcessGroupIbcoll &pg, at::Tensor &t, int iters)
+{
+	std::vector<at::Tensor> v{t};
+	::c10d::AllreduceOptions opts;
+	auto t0 = std::chrono::steady_clock::now();
+
+	for (int i = 0; i < iters; i++)
+		pg.allreduce(v, opts)->wait();
+	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
+}
+
 PYBIND11_MODULE(_C, m)
 {
 	m.doc() = "ibcoll as a torch.distributed backend (C++ part)";
@@ -39,23 +75,27 @@ PYBIND11_MODULE(_C, m)
 
 	py::class_<ProcessGroupIbcoll, ibcoll_torch::BackendBase,
 		   c10::intrusive_ptr<ProcessGroupIbcoll>>(m, "ProcessGroupIbcoll", R"(
-ProcessGroupIbcoll(store, rank, size, timeout)
+ProcessGroupIbcoll(store, rank, size, timeout, profiling_prefix="ibcoll")
 
 A process group over one ibcoll communicator, bootstrapped through @store
 (a c10d Store shared by the ranks). @timeout (datetime.timedelta) becomes the
-communicator's wait bound. Normally made by init_process_group("ibcoll") or
+communicator's wait bound. Profiler events are named "<profiling_prefix>:<op>". Normally made by init_process_group("ibcoll") or
 new_group(backend="ibcoll") after `import ibcoll_torch`.)")
 		.def(py::init([](const c10::intrusive_ptr<::c10d::Store> &store, int rank, int size,
-				 std::chrono::milliseconds timeout) {
+				 std::chrono::milliseconds timeout, const std::string &prefix) {
 			     return c10::make_intrusive<ProcessGroupIbcoll>(store, rank, size,
-									    timeout);
+									    timeout, prefix);
 		     }),
 		     py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+		     py::arg("profiling_prefix") = "ibcoll",
 		     py::call_guard<py::gil_scoped_release>())
 		.def_property_readonly("transport", &ProcessGroupIbcoll::transport,
 				       "ibcoll's transport for this group, e.g. 'shm' or 'tcp'")
 		.def_property_readonly("timeout_ms", &ProcessGroupIbcoll::timeoutMs,
 				       "the communicator's wait bound in ms");
+
+	m.def("_time_c_api", &time_c_api, py::call_guard<py::gil_scoped_release>());
+	m.def("_time_binding", &time_binding, py::call_guard<py::gil_scoped_release>());
 
 	int version = 0;
 	ibc_get_version(&version);

@@ -133,7 +133,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::allreduce(std::vector<at::T
 	void *p = t.data_ptr();
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::ALLREDUCE, "ibcoll:all_reduce", tensors, tensors, {}, nullptr},
+	return post({op, OpType::ALLREDUCE, "all_reduce", tensors, tensors, {}, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_iallreduce(p, p, r.count, r.dtype, r.op, c, req_p);
 		    });
@@ -157,7 +157,7 @@ ProcessGroupIbcoll::allreduce_coalesced(std::vector<at::Tensor> &tensors,
 	ibc_comm_h c = comm_;
 	std::vector<at::Tensor> outs = tensors;
 
-	return post({op, OpType::ALLREDUCE_COALESCED, "ibcoll:all_reduce_coalesced", tensors,
+	return post({op, OpType::ALLREDUCE_COALESCED, "all_reduce", tensors,
 		     tensors, {flat}, [flat, outs] { flat_scatter(flat, 0, outs); }},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_iallreduce(p, p, r.count, r.dtype, r.op, c, req_p);
@@ -180,7 +180,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::broadcast(std::vector<at::T
 	int root = (int)opts.rootRank;
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::BROADCAST, "ibcoll:broadcast", tensors, tensors, {}, nullptr},
+	return post({op, OpType::BROADCAST, "broadcast", tensors, tensors, {}, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_ibroadcast(p, p, e.count, e.dtype, root, c, req_p);
 		    });
@@ -204,7 +204,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::reduce(std::vector<at::Tens
 	void *out = root == getRank() ? p : nullptr;
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::REDUCE, "ibcoll:reduce", tensors, tensors, {}, nullptr},
+	return post({op, OpType::REDUCE, "reduce", tensors, tensors, {}, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_ireduce(p, out, r.count, r.dtype, r.op, root, c, req_p);
 		    });
@@ -260,7 +260,7 @@ ProcessGroupIbcoll::allgather(std::vector<std::vector<at::Tensor>> &outputs,
 							     })},
 					    in.options());
 		rp = flat.data_ptr();
-		return post({op, OpType::ALLGATHER, "ibcoll:all_gather", inputs, outs, {flat},
+		return post({op, OpType::ALLGATHER, "all_gather", inputs, outs, {flat},
 			     [flat, outs] { flat_scatter(flat, 0, outs); }},
 			    [=](OpState &, ibc_request_h *req_p) {
 				    return ibct_iallgatherv(sp, rp, e.count, counts.data(),
@@ -276,7 +276,7 @@ ProcessGroupIbcoll::allgather(std::vector<std::vector<at::Tensor>> &outputs,
 		keep.push_back(flat);
 		done = [flat, outs] { flat_scatter(flat, 0, outs); };
 	}
-	return post({op, OpType::ALLGATHER, "ibcoll:all_gather", inputs, outs, keep, done},
+	return post({op, OpType::ALLGATHER, "all_gather", inputs, outs, keep, done},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_iallgather(sp, rp, e.count, e.dtype, c, req_p);
 		    });
@@ -301,7 +301,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::_allgather_base(at::Tensor 
 	void *rp = output.data_ptr();
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::_ALLGATHER_BASE, "ibcoll:_all_gather_base", {input}, {output},
+	return post({op, OpType::_ALLGATHER_BASE, "_all_gather_base", {input}, {output},
 		     {}, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_iallgather(sp, rp, e.count, e.dtype, c, req_p);
@@ -354,7 +354,7 @@ ProcessGroupIbcoll::allgather_coalesced(std::vector<std::vector<at::Tensor>> &ou
 	void *rp = fout.data_ptr();
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::ALLGATHER_COALESCED, "ibcoll:all_gather_coalesced", inputs,
+	return post({op, OpType::ALLGATHER_COALESCED, "all_gather", inputs,
 		     all_outs, {fin, fout}, [fout, all_outs] { flat_scatter(fout, 0, all_outs); }},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_iallgather(sp, rp, e.count, e.dtype, c, req_p);
@@ -409,7 +409,7 @@ ProcessGroupIbcoll::gather(std::vector<std::vector<at::Tensor>> &outputs,
 		keep.push_back(flat);
 		done = [flat, outs] { flat_scatter(flat, 0, outs); };
 	}
-	return post({op, OpType::GATHER, "ibcoll:gather", inputs, outs, keep, done},
+	return post({op, OpType::GATHER, "gather", inputs, outs, keep, done},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibct_igather(sp, rp, e.count, e.dtype, root, c, req_p);
 		    });
@@ -462,7 +462,7 @@ ProcessGroupIbcoll::scatter(std::vector<at::Tensor> &outputs,
 		sp = flat.data_ptr();
 		keep.push_back(flat);
 	}
-	return post({op, OpType::SCATTER, "ibcoll:scatter", ins, outputs, keep, nullptr},
+	return post({op, OpType::SCATTER, "scatter", ins, outputs, keep, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibct_iscatter(sp, rp, e.count, e.dtype, root, c, req_p);
 		    });
@@ -506,7 +506,7 @@ ProcessGroupIbcoll::reduce_scatter(std::vector<at::Tensor> &outputs,
 	void *rp = out.data_ptr();
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::REDUCE_SCATTER, "ibcoll:reduce_scatter", ins, outputs, keep,
+	return post({op, OpType::REDUCE_SCATTER, "reduce_scatter", ins, outputs, keep,
 		     nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_ireduce_scatter(sp, rp, r.count, r.dtype, r.op, c, req_p);
@@ -532,7 +532,7 @@ ProcessGroupIbcoll::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
 	void *rp = output.data_ptr();
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::_REDUCE_SCATTER_BASE, "ibcoll:_reduce_scatter_base", {input},
+	return post({op, OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {input},
 		     {output}, {}, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_ireduce_scatter(sp, rp, r.count, r.dtype, r.op, c, req_p);
@@ -625,7 +625,7 @@ ProcessGroupIbcoll::alltoall_base(at::Tensor &output, at::Tensor &input,
 	if (all_equal(scounts, rcounts)) {
 		size_t cnt = scounts[0] * per;
 
-		return post({op, OpType::ALLTOALL_BASE, "ibcoll:all_to_all", {input}, {output}, keep,
+		return post({op, OpType::ALLTOALL_BASE, "all_to_all", {input}, {output}, keep,
 			     nullptr},
 			    [=](OpState &, ibc_request_h *req_p) {
 				    return ibc_ialltoall(sp, rp, cnt, e.dtype, c, req_p);
@@ -639,7 +639,7 @@ ProcessGroupIbcoll::alltoall_base(at::Tensor &output, at::Tensor &input,
 	std::vector<size_t> sdispls = offsets_of(scounts);
 	std::vector<size_t> rdispls = offsets_of(rcounts);
 
-	return post({op, OpType::ALLTOALL_BASE, "ibcoll:all_to_all", {input}, {output}, keep,
+	return post({op, OpType::ALLTOALL_BASE, "all_to_all", {input}, {output}, keep,
 		     nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibct_ialltoallv(sp, rp, scounts.data(), sdispls.data(),
@@ -683,7 +683,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::alltoall(std::vector<at::Te
 	if (all_equal(scounts, rcounts)) {
 		size_t cnt = scounts[0] * per;
 
-		return post({op, OpType::ALLTOALL, "ibcoll:all_to_all", inputs, outputs,
+		return post({op, OpType::ALLTOALL, "all_to_all", inputs, outputs,
 			     {fin, fout}, done},
 			    [=](OpState &, ibc_request_h *req_p) {
 				    return ibc_ialltoall(sp, rp, cnt, e.dtype, c, req_p);
@@ -697,7 +697,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::alltoall(std::vector<at::Te
 	std::vector<size_t> sdispls = offsets_of(scounts);
 	std::vector<size_t> rdispls = offsets_of(rcounts);
 
-	return post({op, OpType::ALLTOALL, "ibcoll:all_to_all", inputs, outputs, {fin, fout}, done},
+	return post({op, OpType::ALLTOALL, "all_to_all", inputs, outputs, {fin, fout}, done},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibct_ialltoallv(sp, rp, scounts.data(), sdispls.data(),
 						   rcounts.data(), rdispls.data(), e.dtype, c, req_p);
@@ -719,7 +719,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::send(std::vector<at::Tensor
 	const void *p = t.data_ptr();
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::SEND, "ibcoll:send", tensors, {}, {}, nullptr},
+	return post({op, OpType::SEND, "send", tensors, {}, {}, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    if (IBCT_HAVE_ISEND_TAG)
 				    return ibct_isend_tag(p, e.count, e.dtype, dst, tag, c, req_p);
@@ -740,7 +740,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recv(std::vector<at::Tensor
 	Elems e = move_elems(t);
 	void *p = t.data_ptr();
 	ibc_comm_h c = comm_;
-	Post po{op, OpType::RECV, "ibcoll:recv", {}, tensors, {}, nullptr};
+	Post po{op, OpType::RECV, "recv", {}, tensors, {}, nullptr};
 
 	po.source = src;
 	return post(std::move(po), [=](OpState &, ibc_request_h *req_p) {
@@ -762,7 +762,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recvAnysource(std::vector<a
 	void *p = t.data_ptr();
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::RECVANYSOURCE, "ibcoll:recvAnySource", {}, tensors, {}, nullptr},
+	return post({op, OpType::RECVANYSOURCE, "recvAnySource", {}, tensors, {}, nullptr},
 		    [=](OpState &o, ibc_request_h *req_p) {
 			    /* the library writes the sender's rank before the request ends */
 			    return ibct_irecv_tag(p, e.count, e.dtype, IBCT_ANY_SOURCE, tag,
@@ -775,7 +775,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::barrier(const ::c10d::Barri
 	static const char op[] = "barrier";
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::BARRIER, "ibcoll:barrier", {}, {}, {}, nullptr},
+	return post({op, OpType::BARRIER, "barrier", {}, {}, {}, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) { return ibc_ibarrier(c, req_p); });
 }
 

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "missing_api.hpp"
 #include "pg_ibcoll.hpp"
@@ -73,8 +74,10 @@ static int64_t group_timeout_ms(std::chrono::milliseconds timeout, bool *per_com
 }
 
 ProcessGroupIbcoll::ProcessGroupIbcoll(const c10::intrusive_ptr<::c10d::Store> &store, int rank,
-				       int size, std::chrono::milliseconds timeout)
-	: BackendBase(rank, size), completer_(std::make_shared<Completer>())
+				       int size, std::chrono::milliseconds timeout,
+				       const std::string &profiling_prefix)
+	: BackendBase(rank, size), store_(store), profiling_prefix_(profiling_prefix),
+	  completer_(std::make_shared<Completer>())
 {
 	bool per_comm;
 	ibc_unique_id_t id;
@@ -165,6 +168,19 @@ std::string ProcessGroupIbcoll::transport() const
 	return name;
 }
 
+/*
+ * "<prefix>:<name>" with a lifetime that outlives every profiler range: the
+ * RecordFunction that c10d::Work starts keeps the pointer, not a copy.
+ */
+static const char *profiling_title(const std::string &prefix, const char *name)
+{
+	static std::mutex mu;
+	static std::unordered_set<std::string> titles;   /* node-based: stable pointers */
+	std::lock_guard<std::mutex> g(mu);
+
+	return titles.insert(prefix + ":" + name).first->c_str();
+}
+
 void ProcessGroupIbcoll::track(const std::shared_ptr<OpState> &op)
 {
 	/* drop the finished ones now and then; the list stays short */
@@ -206,7 +222,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::post(Post &&p, const IssueF
 		track(op);
 		seq_++;
 	}
-	return c10::make_intrusive<WorkIbcoll>(op, completer_, getRank(), p.type, p.title,
+	return c10::make_intrusive<WorkIbcoll>(op, completer_, getRank(), p.type,
+					       profiling_title(profiling_prefix_, p.title),
 					       c10::optional<std::vector<at::Tensor>>(
 						       std::move(p.inputs)));
 }
@@ -234,6 +251,73 @@ void ProcessGroupIbcoll::endCoalescing(std::vector<c10::intrusive_ptr<::c10d::Wo
 	st = ibct_group_end(comm_);
 	if (st != IBC_OK)
 		throw_status("coalescing (ibc_group_end)", getRank(), st);
+}
+
+/*
+ * monitoredBarrier() - Gloo's debugging barrier: rank 0 waits for every rank
+ * within the timeout and names those that did not come, the others wait for
+ * rank 0's verdict. Through the c10d Store, not the communicator, so that it
+ * also names a rank stuck in a collective (ibcoll runs a communicator's ops
+ * in order) and cannot be held up by posted operations. Messages are Gloo's,
+ * which PyTorch's tests match. Every rank of the group must call it the same
+ * number of times (the keys carry a per-group sequence number).
+ */
+void ProcessGroupIbcoll::monitoredBarrier(const ::c10d::BarrierOptions &opts, bool wait_all_ranks)
+{
+	using clock = std::chrono::steady_clock;
+	std::string base = "ibcoll/mb/" + std::to_string(monitored_seq_++) + "/";
+	auto timeout = opts.timeout.count() >= 0 ? opts.timeout
+						  : std::chrono::milliseconds(timeout_ms_);
+	auto start = clock::now();
+	int rank = getRank();
+
+	if (rank != 0) {
+		std::vector<uint8_t> verdict;
+
+		store_->set(base + std::to_string(rank), {1});
+		while (!store_->check({base + "release"})) {
+			/* rank 0 may come later, then wait up to the timeout for others */
+			if (clock::now() - start > 2 * timeout + std::chrono::seconds(1))
+				break;
+			std::this_thread::sleep_for(std::chrono::milliseconds(2));
+		}
+		if (store_->check({base + "release"}))
+			verdict = store_->get(base + "release");
+		if (verdict.size() == 1 && verdict[0] == 1)
+			return;
+		throw std::runtime_error("Rank " + std::to_string(rank) + " successfully reached "
+					 "monitoredBarrier, but received errors while waiting for "
+					 "send/recv from rank 0. Please check rank 0 logs for faulty "
+					 "rank.");
+	}
+	std::vector<int> missing;
+	for (int r = 1; r < getSize(); r++) {
+		std::string key = base + std::to_string(r);
+		/* Gloo: one timeout for all when waiting for every rank, else what is left */
+		auto deadline = (wait_all_ranks ? clock::now() : start) + timeout;
+
+		if (!wait_all_ranks && clock::now() >= deadline && !store_->check({key})) {
+			store_->set(base + "release", {0});
+			throw std::runtime_error("Rank 0 timed out in monitoredBarrier after " +
+						 std::to_string(timeout.count()) + " ms.");
+		}
+		while (!store_->check({key}) && clock::now() < deadline)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		if (store_->check({key}))
+			continue;
+		missing.push_back(r);
+		if (!wait_all_ranks)
+			break;
+	}
+	store_->set(base + "release", {(uint8_t)(missing.empty() ? 1 : 0)});
+	if (missing.empty())
+		return;
+	std::string list;
+	for (size_t i = 0; i < missing.size(); i++)
+		list += (i ? ", " : "") + std::to_string(missing[i]);
+	throw std::runtime_error(std::string(missing.size() > 1 ? "Ranks " : "Rank ") + list +
+				 " failed to pass monitoredBarrier in " +
+				 std::to_string(timeout.count()) + " ms");
 }
 
 void ProcessGroupIbcoll::setSequenceNumberForGroup()

@@ -136,8 +136,14 @@ void check_tensor(const char *opname, const std::string &name, const at::Tensor 
 /* the process group */
 class ProcessGroupIbcoll : public BackendBase {
 public:
+	/*
+	 * @profiling_prefix names the profiler events ("ibcoll:all_reduce", the
+	 * way Gloo's are "gloo:all_reduce"); tests/torch/suite_driver.py sets
+	 * "gloo" when it runs Gloo's tests on ibcoll.
+	 */
 	ProcessGroupIbcoll(const c10::intrusive_ptr<::c10d::Store> &store, int rank, int size,
-			   std::chrono::milliseconds timeout);
+			   std::chrono::milliseconds timeout,
+			   const std::string &profiling_prefix = "ibcoll");
 	~ProcessGroupIbcoll() override;
 
 	const std::string getBackendName() const override
@@ -147,10 +153,16 @@ public:
 
 	/* ibcoll's name for the transport in use, e.g. "shm" or "tcp" */
 	std::string transport() const;
-	/* milliseconds of the communicator's wait bound, and where it came from */
+	/* milliseconds of the communicator's wait bound */
 	int64_t timeoutMs() const
 	{
 		return timeout_ms_;
+	}
+
+	/* the communicator, for the benchmark helpers of module.cpp only */
+	ibc_comm_h comm() const
+	{
+		return comm_;
 	}
 
 	c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
@@ -198,6 +210,7 @@ public:
 	c10::intrusive_ptr<::c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
 						       int tag) override;
 	c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions &opts) override;
+	void monitoredBarrier(const ::c10d::BarrierOptions &opts, bool wait_all_ranks) override;
 	void startCoalescing() override;
 	void endCoalescing(std::vector<c10::intrusive_ptr<::c10d::Work>> &reqs) override;
 	void setSequenceNumberForGroup() override;
@@ -208,7 +221,7 @@ private:
 	struct Post {
 		const char *what;                   /* op name for messages */
 		::c10d::OpType type;
-		const char *title;                  /* profiler: "ibcoll:all_reduce" */
+		const char *title;                  /* profiler event: "all_reduce" */
 		std::vector<at::Tensor> inputs;     /* kept until the end; profiler shapes */
 		std::vector<at::Tensor> outputs;    /* result() */
 		std::vector<at::Tensor> keep;       /* staging buffers */
@@ -220,7 +233,10 @@ private:
 	void track(const std::shared_ptr<OpState> &op);
 
 	ibc_comm_h comm_ = nullptr;
+	c10::intrusive_ptr<::c10d::Store> store_;   /* bootstrap, monitoredBarrier */
+	uint64_t monitored_seq_ = 0;
 	int64_t timeout_ms_ = 0;
+	std::string profiling_prefix_;
 	std::mutex issue_mu_;                       /* one ibcoll call at a time */
 	std::shared_ptr<Completer> completer_;
 	std::vector<std::weak_ptr<OpState>> live_;  /* to finish at destruction */

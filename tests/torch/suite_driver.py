@@ -6,7 +6,7 @@ torch) against a backend, the way upstream's test_distributed_spawn.py does
 for Gloo (which Debian does not ship).
 
 usage: suite_driver.py [--backend ibcoll|gloo] [--world-size N] [-k SUBSTR]...
-                       [--json FILE] [--tap]
+                       [--json FILE] [--tap] [--ibcoll-as-gloo]
 
 Every test runs in WORLD_SIZE fresh processes (the suite's own
 MultiProcessTestCase spawning). For a backend that is not built in, the
@@ -16,6 +16,15 @@ since the suite's skip decorators read those sets at class definition.
 Prints one line per test (PASS, SKIP with the reason, FAIL/ERROR with the
 first line of the error), then totals; --json writes them all; --tap
 prints TAP instead (a failed test is "not ok"; skips are "ok # SKIP").
+
+--ibcoll-as-gloo runs the suite as for Gloo (BACKEND=gloo, so the tests
+that the suite restricts to Gloo run too, which are most of Gloo's passes)
+while every "gloo" process group that init_process_group and new_group make
+is an ibcoll one: the suite's name lookup of ProcessGroupGloo in
+torch.distributed.distributed_c10d is pointed at ProcessGroupIbcoll, whose
+profiler events are then named "gloo:<op>" as the tests expect. Only a
+measurement device: tests that check the group's class then fail for that
+reason, and get_backend() says gloo.
 
 Two stand-ins, because Debian's torch lacks them: `expecttest` (a module
 the suite's common_utils imports; only its TestCase base is used here),
@@ -52,6 +61,10 @@ def _opt(name, default):
 
 
 # the environment the suite reads at import, inherited by its processes
+if "--ibcoll-as-gloo" in sys.argv:
+    os.environ["IBCT_SUITE_AS_GLOO"] = "1"
+    os.environ["BACKEND"] = "gloo"
+AS_GLOO = os.environ.get("IBCT_SUITE_AS_GLOO") == "1"
 os.environ["BACKEND"] = os.environ.get("BACKEND") or _opt("--backend", "ibcoll")
 os.environ["WORLD_SIZE"] = os.environ.get("WORLD_SIZE") or _opt("--world-size", "2")
 os.environ.setdefault("DISTRIBUTED_TESTS_DEFAULT_TIMEOUT", "120")
@@ -66,6 +79,15 @@ if BACKEND not in ("gloo", "nccl", "mpi", "ucc"):
     import ibcoll_torch  # noqa: F401 - registers "ibcoll"
     for _feature in ("plugin", "ddp", "subgroup"):
         _cd.DistTestCases.backend_feature[_feature].add(BACKEND)
+if AS_GLOO:
+    import ibcoll_torch
+    import torch.distributed.distributed_c10d as _c10d
+
+    def _ibcoll_in_gloos_place(store, rank, size, timeout=_c10d.default_pg_timeout):
+        return ibcoll_torch.ProcessGroupIbcoll(store, rank, size, timeout,
+                                               profiling_prefix="gloo")
+
+    _c10d.ProcessGroupGloo = _ibcoll_in_gloos_place
 
 from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest, TestDistBackend)
@@ -142,6 +164,7 @@ def main():
     p.add_argument("-k", action="append", default=[], help="run tests whose name has SUBSTR")
     p.add_argument("--json")
     p.add_argument("--tap", action="store_true")
+    p.add_argument("--ibcoll-as-gloo", action="store_true")
     a = p.parse_args()
     names = unittest.TestLoader().getTestCaseNames(TestDistBackendWithSpawn)
     if a.k:
@@ -150,21 +173,23 @@ def main():
     res = _Result(a.tap)
     t0 = time.time()
     if not a.tap:
-        print("# %s, %s ranks, %d tests, torch %s" % (BACKEND, a.world_size, len(names),
+        print("# %s, %s ranks, %d tests, torch %s" % ("ibcoll as gloo" if AS_GLOO else BACKEND,
+                                                      a.world_size, len(names),
                                                       torch.__version__))
     suite.run(res)
     totals = {}
     for r in res.rows:
         totals[r["status"]] = totals.get(r["status"], 0) + 1
     summary = "%s at %s ranks: %d tests in %.0f s: %s" % (
-        BACKEND, a.world_size, len(res.rows), time.time() - t0,
+        "ibcoll as gloo" if AS_GLOO else BACKEND, a.world_size, len(res.rows), time.time() - t0,
         ", ".join("%d %s" % (v, k) for k, v in sorted(totals.items())))
     if a.tap:
         print("1..%d" % len(res.rows))
     print("# " + summary)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"summary": summary, "backend": BACKEND, "world_size": a.world_size,
+            json.dump({"summary": summary, "backend": BACKEND, "as_gloo": AS_GLOO,
+                       "world_size": a.world_size,
                        "torch": torch.__version__, "tests": res.rows}, f, indent=1)
     bad = totals.get("FAIL", 0) + totals.get("ERROR", 0) + totals.get("XPASS", 0)
     return 1 if bad else 0
