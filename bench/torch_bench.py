@@ -7,8 +7,9 @@ swaps every round), median over the rounds. Needs the torch binding built
 (PYTHONPATH=<build>/bindings/torch/pkg; bench/torch_bench.sh sets it).
 
 usage: torch_bench.py allreduce NRANKS [ROUNDS]  all_reduce float32, 8 B..64 MiB x 4
-       torch_bench.py latency NRANKS [ROUNDS]    8 B all_reduce: dist.all_reduce vs
-                                                 the group's allreduce().wait() vs gloo
+       torch_bench.py latency NRANKS [ROUNDS]    8 B all_reduce: the C API and the binding
+                                                 timed in C++ on the same communicator,
+                                                 then from Python, and gloo
        torch_bench.py ddp NRANKS [ROUNDS]        DDP step of a small GPT (tests/torch/tiny_gpt.py)
 
 A time is the slowest rank's, per call (or per step). Output: one line per
@@ -75,23 +76,35 @@ def bench_allreduce(rank, n, outdir, rounds):
 
 
 def bench_latency(rank, n, outdir, rounds):
+    import ibcoll_torch
     pgs = setup(rank, n, outdir)
     t = torch.zeros(2)
-    ib = pgs["ibcoll"]
+    ib, gl = pgs["ibcoll"], pgs["gloo"]
+    iters = 2000
+
+    def py_loop(fn, pg):
+        return lambda: timed(fn, iters, pg, gl)
+
+    def cxx_loop(helper):
+        def run():
+            dist.barrier(group=ib)
+            return slowest(helper(ib, t, iters), gl)
+        return run
+
     cases = {
-        "dist.all_reduce, ibcoll": lambda: dist.all_reduce(t),
-        "group.allreduce([t]).wait(), ibcoll": lambda: ib.allreduce([t]).wait(),
-        "dist.all_reduce, gloo": lambda: dist.all_reduce(t, group=pgs["gloo"]),
+        "C API: ibc_iallreduce + ibc_wait, C++ loop": cxx_loop(ibcoll_torch._C._time_c_api),
+        "binding: allreduce() + Work::wait(), C++ loop": cxx_loop(ibcoll_torch._C._time_binding),
+        "Python: group.allreduce([t]).wait(), ibcoll": py_loop(lambda: ib.allreduce([t]).wait(), ib),
+        "Python: dist.all_reduce(t), ibcoll": py_loop(lambda: dist.all_reduce(t), ib),
+        "Python: dist.all_reduce(t), gloo": py_loop(lambda: dist.all_reduce(t, group=gl), gl),
     }
-    pg_of = {k: (pgs["gloo"] if "gloo" in k else ib) for k in cases}
     times = {k: [] for k in cases}
-    for k, fn in cases.items():
-        for _ in range(100):
-            fn()
+    for k, fn in cases.items():          # warm-up
+        fn()
     for r in range(rounds):
         keys = list(cases) if r % 2 == 0 else list(reversed(list(cases)))
         for k in keys:
-            times[k].append(timed(cases[k], 2000, pg_of[k], pgs["gloo"]))
+            times[k].append(cases[k]())
     dist.destroy_process_group()
     return [[k, statistics.median(v) * 1e6, min(v) * 1e6] for k, v in times.items()]
 
@@ -154,7 +167,7 @@ def main():
         print("# 8 B all_reduce, %d ranks, 2000 calls x %d alternating rounds: median (min) us"
               % (n, rounds))
         for k, med, mn in rows:
-            print("%-40s %8.2f (%6.2f)" % (k, med, mn))
+            print("%-48s %8.2f (%6.2f)" % (k, med, mn))
     else:
         nparams, B, T, a, b = rows[0]
         print("# DDP step, tiny GPT %d parameters (%.1f MB of fp32 gradients), B=%d T=%d per "

@@ -484,6 +484,25 @@ def check_errors(c, rank, n):
              "ibcoll: broadcast: root rank %d is out of range for a group of %d ranks" % (n + 3, n))
 
 
+def check_monitored(c, rank, n):
+    """monitored_barrier (torch allows it for Gloo only, so the group's method)"""
+    g = "monitoredBarrier: passes, then names the rank that stays away"
+    pg = dist.group.WORLD
+    pg.monitored_barrier(datetime.timedelta(seconds=10))
+    c.add(g, True)
+    if n == 1:
+        return
+    to = datetime.timedelta(milliseconds=500)
+    if rank == 0:
+        c.raises(g, "rank 0", lambda: pg.monitored_barrier(to),
+                 "Rank 1 failed to pass monitoredBarrier in 500 ms")
+    elif rank >= 2:
+        c.raises(g, "rank %d" % rank, lambda: pg.monitored_barrier(to),
+                 "Rank %d successfully reached monitoredBarrier, but received errors while "
+                 "waiting for send/recv from rank 0" % rank)
+    dist.barrier()
+
+
 _api = None
 
 
@@ -504,7 +523,7 @@ def run_rank(rank, n, tmpdir, transport):
     steps = [check_allreduce, check_async, check_coalesced, check_broadcast, check_reduce,
              check_allgather, check_reduce_scatter, check_alltoall, check_p2p,
              check_gather_scatter, lambda c, r, n: check_barrier(c, r, n, tmpdir),
-             check_objects, check_subgroup, check_errors]
+             check_objects, check_subgroup, check_errors, check_monitored]
     times = []
     for step in steps:
         t0 = time.time()
