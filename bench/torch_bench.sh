@@ -16,7 +16,8 @@ pkg=$b/bindings/torch/pkg
 py=$(cat "$pkg/PYTHON")
 PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH}
 OMP_NUM_THREADS=1
-export PYTHONPATH OMP_NUM_THREADS
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH OMP_NUM_THREADS PYTHONDONTWRITEBYTECODE
 echo "# $(uptime)"
 for n in 2 4; do
 	"$py" "$top/bench/torch_bench.py" allreduce "$n"

@@ -12,6 +12,9 @@ fi
 py=$(cat "$pkg/PYTHON")
 PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONPATH
+# no __pycache__ in the build tree's package (make distcleancheck)
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONDONTWRITEBYTECODE
 # the ranks share 2 cores in CI: one intra-op thread each
 OMP_NUM_THREADS=1
 export OMP_NUM_THREADS
