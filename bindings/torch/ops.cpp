@@ -13,6 +13,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include <ATen/record_function.h>
+
 #include "missing_api.hpp"
 #include "pg_ibcoll.hpp"
 
@@ -120,6 +122,45 @@ static bool overlap(const at::Tensor &a, const at::Tensor &b)
 	const char *pb = (const char *)b.data_ptr();
 
 	return a.nbytes() && b.nbytes() && pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+/*
+ * post() - make the OpState, post it under the issue lock, hand back its
+ * Work. A template, so that the ops' lambdas are inlined (no std::function
+ * allocation per call); the profiler range is only started when a profiler
+ * is listening (c10d::Work's constructor allocates one otherwise).
+ */
+template <typename Issue>
+c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::post(Post &&p, Issue &&issue)
+{
+	auto op = std::make_shared<OpState>();
+	ibc_request_h req = nullptr;
+	ibc_status_t st;
+	bool profiling = at::hasCallbacks();
+
+	op->what = p.what;
+	op->rank = getRank();
+	op->source = p.source;
+	op->outputs = std::move(p.outputs);
+	op->keep = std::move(p.keep);
+	/* the library reads the inputs until the end: they must outlive the caller's */
+	op->keep.insert(op->keep.end(), p.inputs.begin(), p.inputs.end());
+	op->on_success = std::move(p.on_success);
+	{
+		std::lock_guard<std::mutex> g(issue_mu_);
+
+		st = issue(*op, &req);
+		if (st != IBC_OK)
+			throw_status(p.what, getRank(), st);
+		op->req = req;
+		track(op);
+		seq_++;
+	}
+	return c10::make_intrusive<WorkIbcoll>(
+		op, completer_, getRank(), p.type,
+		profiling ? profiling_title(profiling_prefix_, p.title) : nullptr,
+		profiling ? c10::optional<std::vector<at::Tensor>>(std::move(p.inputs))
+			  : c10::nullopt);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::allreduce(std::vector<at::Tensor> &tensors,
@@ -740,7 +781,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recv(std::vector<at::Tensor
 	Elems e = move_elems(t);
 	void *p = t.data_ptr();
 	ibc_comm_h c = comm_;
-	Post po{op, OpType::RECV, "recv", {}, tensors, {}, nullptr};
+	/* the buffer is the profiler's input too, as with Gloo (its shapes) */
+	Post po{op, OpType::RECV, "recv", tensors, tensors, {}, nullptr};
 
 	po.source = src;
 	return post(std::move(po), [=](OpState &, ibc_request_h *req_p) {
@@ -762,7 +804,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recvAnysource(std::vector<a
 	void *p = t.data_ptr();
 	ibc_comm_h c = comm_;
 
-	return post({op, OpType::RECVANYSOURCE, "recvAnySource", {}, tensors, {}, nullptr},
+	return post({op, OpType::RECVANYSOURCE, "recvAnySource", tensors, tensors, {}, nullptr},
 		    [=](OpState &o, ibc_request_h *req_p) {
 			    /* the library writes the sender's rank before the request ends */
 			    return ibct_irecv_tag(p, e.count, e.dtype, IBCT_ANY_SOURCE, tag,

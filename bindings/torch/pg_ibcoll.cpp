@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pg_ibcoll.cpp - ProcessGroupIbcoll: bootstrap through the c10d Store,
- * the communicator's timeout, posting operations, and teardown. The
- * operations themselves are in ops.cpp.
+ * the communicator's timeout, teardown, coalescing and monitoredBarrier.
+ * The operations and post() are in ops.cpp.
  *
  * Bootstrap (as ProcessGroupNCCL shares its id): every rank adds 1 to the
  * store key "ibcoll/gen" to learn the generation of this group in its
@@ -172,7 +172,7 @@ std::string ProcessGroupIbcoll::transport() const
  * "<prefix>:<name>" with a lifetime that outlives every profiler range: the
  * RecordFunction that c10d::Work starts keeps the pointer, not a copy.
  */
-static const char *profiling_title(const std::string &prefix, const char *name)
+const char *profiling_title(const std::string &prefix, const char *name)
 {
 	static std::mutex mu;
 	static std::unordered_set<std::string> titles;   /* node-based: stable pointers */
@@ -196,36 +196,6 @@ void ProcessGroupIbcoll::track(const std::shared_ptr<OpState> &op)
 			    live_.end());
 	}
 	live_.push_back(op);
-}
-
-c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::post(Post &&p, const IssueFn &issue)
-{
-	auto op = std::make_shared<OpState>();
-	ibc_request_h req = nullptr;
-	ibc_status_t st;
-
-	op->what = p.what;
-	op->rank = getRank();
-	op->source = p.source;
-	op->outputs = std::move(p.outputs);
-	op->keep = std::move(p.keep);
-	/* the library reads the inputs until the end: they must outlive the caller's */
-	op->keep.insert(op->keep.end(), p.inputs.begin(), p.inputs.end());
-	op->on_success = std::move(p.on_success);
-	{
-		std::lock_guard<std::mutex> g(issue_mu_);
-
-		st = issue(*op, &req);
-		if (st != IBC_OK)
-			throw_status(p.what, getRank(), st);
-		op->reqs.push_back(req);
-		track(op);
-		seq_++;
-	}
-	return c10::make_intrusive<WorkIbcoll>(op, completer_, getRank(), p.type,
-					       profiling_title(profiling_prefix_, p.title),
-					       c10::optional<std::vector<at::Tensor>>(
-						       std::move(p.inputs)));
 }
 
 void ProcessGroupIbcoll::startCoalescing()

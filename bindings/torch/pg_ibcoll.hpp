@@ -45,7 +45,7 @@ namespace ibcoll_torch {
 struct OpState {
 	std::mutex mu;
 	std::condition_variable cv;
-	std::vector<ibc_request_h> reqs;   /* outstanding; emptied when done */
+	ibc_request_h req = nullptr;       /* outstanding; NULL once waited for */
 	bool claimed = false;              /* a thread is inside ibc_wait() */
 	bool done = false;
 	std::exception_ptr error;          /* set when done and failed */
@@ -58,9 +58,9 @@ struct OpState {
 	int rank = -1;                     /* this process's rank in the group */
 	int source = -1;                   /* sender of a receive, -1 if unknown */
 
-	/* blocks until the requests end (bounded by the communicator's timeout) */
+	/* blocks until the request ends (bounded by the communicator's timeout) */
 	void complete();
-	/* nonblocking: true when done (finishing it if the requests just ended) */
+	/* nonblocking: true when done (finishing it if the request just ended) */
 	bool test();
 
 private:
@@ -124,6 +124,9 @@ struct Reduction {
 	size_t count;
 	ibc_redop_t op;
 };
+
+/* "<prefix>:<name>", a pointer valid for the life of the process (pg_ibcoll.cpp) */
+const char *profiling_title(const std::string &prefix, const char *name);
 
 /* pure mappings, defined in dtype.cpp; they throw std::runtime_error naming @opname */
 Elems move_elems(const at::Tensor &t);
@@ -228,8 +231,8 @@ private:
 		std::function<void()> on_success;
 		int source = -1;
 	};
-	using IssueFn = std::function<ibc_status_t(OpState &op, ibc_request_h *req_p)>;
-	c10::intrusive_ptr<::c10d::Work> post(Post &&p, const IssueFn &issue);
+	/* @issue(OpState &, ibc_request_h *req_p) makes the ibc_i*() call (ops.cpp) */
+	template <typename Issue> c10::intrusive_ptr<::c10d::Work> post(Post &&p, Issue &&issue);
 	void track(const std::shared_ptr<OpState> &op);
 
 	ibc_comm_h comm_ = nullptr;

@@ -3,9 +3,8 @@
  * work.cpp - c10d::Work over ibcoll requests (WorkIbcoll), the shared state
  * of one posted operation (OpState) and the per-group completer thread.
  *
- * An OpState's requests are waited for exactly once: by the first thread
- * that claims them (Work::wait, isCompleted seeing them end, or the
- * completer). Others wait on its condition variable. Finishing runs the
+ * An OpState's request is waited for exactly once: by the first thread
+ * that claims it (Work::wait, isCompleted seeing it end, or the completer). Others wait on its condition variable. Finishing runs the
  * copy-out (on success), ends the profiler range, then completes the
  * future, whose callbacks therefore run on the finishing thread.
  */
@@ -36,7 +35,7 @@ void OpState::finish(ibc_status_t st, const std::string &text)
 		std::lock_guard<std::mutex> g(mu);
 		done = true;
 		error = err;
-		reqs.clear();
+		req = nullptr;
 		keep.clear();
 		on_success = nullptr;
 		f = fut;
@@ -58,7 +57,9 @@ void OpState::finish(ibc_status_t st, const std::string &text)
 static std::string wait_error(const std::string &what, int rank, ibc_status_t st)
 {
 	const char *text = ibc_last_error();
-	std::string msg = "ibcoll: " + what + " failed: ";
+	/* "Timed out" as Gloo words it (tools and PyTorch's tests look for it) */
+	std::string msg = "ibcoll: " + what + " failed: " +
+			  (st == IBC_ERR_TIMEOUT ? "Timed out: " : "");
 
 	if (text && *text)
 		msg += text;
@@ -69,8 +70,7 @@ static std::string wait_error(const std::string &what, int rank, ibc_status_t st
 
 void OpState::complete()
 {
-	std::vector<ibc_request_h> mine;
-	ibc_status_t first = IBC_OK;
+	ibc_status_t st;
 	std::string text;
 
 	{
@@ -82,36 +82,26 @@ void OpState::complete()
 			return;
 		}
 		claimed = true;
-		mine = reqs;
 	}
-	/* every request is waited for (and freed), the first error kept */
-	for (ibc_request_h r : mine) {
-		ibc_status_t st = ibc_wait(r);
-
-		if (st != IBC_OK && first == IBC_OK) {
-			first = st;
-			text = wait_error(what, rank, st);
-		}
-	}
-	finish(first, text);
+	/* claimed: nobody else touches @req until finish() clears it */
+	st = ibc_wait(req);
+	if (st != IBC_OK)
+		text = wait_error(what, rank, st);
+	finish(st, text);
 }
 
 bool OpState::test()
 {
 	{
 		std::lock_guard<std::mutex> g(mu);
+		int d = 0;
+
 		if (done)
 			return true;
-		if (claimed)
+		if (claimed || ibc_test(req, &d) != IBC_OK || !d)
 			return false;
-		for (ibc_request_h r : reqs) {
-			int d = 0;
-
-			if (ibc_test(r, &d) != IBC_OK || !d)
-				return false;
-		}
 	}
-	/* all ended: collecting them returns at once */
+	/* ended: collecting it returns at once */
 	complete();
 	return true;
 }

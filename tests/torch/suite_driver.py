@@ -87,7 +87,20 @@ if AS_GLOO:
         return ibcoll_torch.ProcessGroupIbcoll(store, rank, size, timeout,
                                                profiling_prefix="gloo")
 
+    _RealGloo = _c10d.ProcessGroupGloo
+    _real_wrapper = _c10d._create_process_group_wrapper
+
+    def _wrapper_with_real_gloo(*args, **kwargs):
+        # TORCH_DISTRIBUTED_DEBUG=DETAIL wraps a group in a checker whose
+        # helper must be Gloo's own class
+        _c10d.ProcessGroupGloo = _RealGloo
+        try:
+            return _real_wrapper(*args, **kwargs)
+        finally:
+            _c10d.ProcessGroupGloo = _ibcoll_in_gloos_place
+
     _c10d.ProcessGroupGloo = _ibcoll_in_gloos_place
+    _c10d._create_process_group_wrapper = _wrapper_with_real_gloo
 
 from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest, TestDistBackend)
