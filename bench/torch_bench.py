@@ -10,7 +10,9 @@ usage: torch_bench.py allreduce NRANKS [ROUNDS]  all_reduce float32, 8 B..64 MiB
        torch_bench.py latency NRANKS [ROUNDS]    8 B all_reduce: the C API and the binding
                                                  timed in C++ on the same communicator,
                                                  then from Python, and gloo
-       torch_bench.py ddp NRANKS [ROUNDS]        DDP step of a small GPT (tests/torch/tiny_gpt.py)
+       torch_bench.py ddp NRANKS [ROUNDS [B T]]  DDP step of a small GPT (tests/torch/tiny_gpt.py,
+                                                 C=128 L=4: 0.83 M parameters), B x T tokens
+                                                 per rank (default 8 x 64)
 
 A time is the slowest rank's, per call (or per step). Output: one line per
 size or case; times in microseconds (ms for ddp).
@@ -27,7 +29,7 @@ import torch.distributed as dist  # noqa: E402
 
 import tt_common  # noqa: E402
 
-SIZES = [8 << (2 * k) for k in range(13)] + [64 << 20]   # 8 B .. 32 MiB x 4, then 64 MiB
+SIZES = [8 << (2 * k) for k in range(12)] + [64 << 20]   # 8 B .. 32 MiB x 4, then 64 MiB
 
 
 def setup(rank, n, outdir):
@@ -109,16 +111,15 @@ def bench_latency(rank, n, outdir, rounds):
     return [[k, statistics.median(v) * 1e6, min(v) * 1e6] for k, v in times.items()]
 
 
-def bench_ddp(rank, n, outdir, rounds):
+def bench_ddp(rank, n, outdir, rounds, B=8, T=64):
     from torch.nn.parallel import DistributedDataParallel as DDP
     import tiny_gpt
     pgs = setup(rank, n, outdir)
     tokens, desc = tiny_gpt.corpus()
-    B, T = 8, 64
     models = {}
     for name, pg in pgs.items():
         torch.manual_seed(1)
-        m = tiny_gpt.TinyGPT(T=T, C=128, L=4, NH=4)
+        m = tiny_gpt.TinyGPT(T=64, C=128, L=4, NH=4)
         ddp = DDP(m, process_group=pg)
         models[name] = (ddp, torch.optim.AdamW(ddp.parameters(), lr=1e-4))
     nparams = sum(p.numel() for p in models["ibcoll"][0].parameters())
@@ -151,7 +152,8 @@ def main():
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else {"allreduce": 5, "latency": 7,
                                                           "ddp": 7}[what]
     fn = {"allreduce": bench_allreduce, "latency": bench_latency, "ddp": bench_ddp}[what]
-    results, outdir, codes = tt_common.spawn_ranks(fn, n, 1800, (rounds,))
+    extra = tuple(int(x) for x in sys.argv[4:6]) if what == "ddp" else ()
+    results, outdir, codes = tt_common.spawn_ranks(fn, n, 1800, (rounds,) + extra)
     if codes is None or any(codes) or 0 not in results or results[0]["error"]:
         print("torch_bench: failed: codes %s %s" % (codes, [results[r]["error"] for r in results]),
               file=sys.stderr)

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT
 # torch_bench.sh - the torch backend's figures in bench/RESULTS.md: all_reduce
 # through "ibcoll" and "gloo" in the same processes (2 and 4 ranks, 8 B to
-# 64 MiB), the 8 B latency of the binding against the C API (bench/ibc_bench,
-# same ranks, run alternately with it, three times), and the DDP step time.
-# Prints uptime before and after: figures are only worth keeping when the
-# load stayed below 1.
+# 64 MiB), the 8 B latency of the binding against the C API (timed in C++ on
+# the same communicator, and bench/ibc_bench's blocking and nonblocking calls;
+# three times), and the DDP step time. Prints uptime before and after: the
+# figures are only comparable to a quiet machine's when the load stayed low.
 #
 # usage: bench/torch_bench.sh [BUILD_DIR]     (default: build)
 set -u
@@ -26,11 +26,15 @@ for rep in 1 2 3; do
 	for n in 1 2 4; do
 		echo "## latency round $rep, $n ranks"
 		"$py" "$top/bench/torch_bench.py" latency "$n"
-		"$b/bench/ibc_bench" allreduce --local "$n" -b 8 -e 8 -n 2000 -w 100 -R 7 -c 0 |
-			sed -n '/^ *8 /s/^/C API ibc_bench: /p'
+		for z in 1 0; do
+			"$b/bench/ibc_bench" allreduce --local "$n" -b 8 -e 8 -n 2000 -w 100 -R 7 \
+				-c 0 -z $z | sed -n "/^ *8 /s/^/ibc_bench -z $z: /p"
+		done
 	done
 done
+# compute-bound (8 x 64 tokens per rank) and communication-bound (1 x 16) steps
 for n in 2 4; do
-	"$py" "$top/bench/torch_bench.py" ddp "$n"
+	"$py" "$top/bench/torch_bench.py" ddp "$n" 7 8 64
+	"$py" "$top/bench/torch_bench.py" ddp "$n" 7 1 16
 done
 echo "# $(uptime)"
