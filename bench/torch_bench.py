@@ -60,19 +60,25 @@ def bench_allreduce(rank, n, outdir, rounds):
     out = []
     for size in SIZES:
         t = torch.zeros(size // 4)
-        iters = max(3, min(200, (4 << 20) // size))
         times = {"ibcoll": [], "gloo": []}
-        for name, pg in pgs.items():              # warm-up: connections, the tuner's probe
+        iters = {}
+        for name, pg in pgs.items():
+            # warm-up (connections, the tuner's probe), then as many calls as
+            # fit in about 50 ms (10 to 2000), the same count on every rank
             for _ in range(2):
                 dist.all_reduce(t, group=pg)
+            one = timed(lambda: dist.all_reduce(t, group=pg), 5, pg, pgs["gloo"])
+            iters[name] = max(10, min(2000, int(0.05 / one)))
         for r in range(rounds):
             order = ["ibcoll", "gloo"] if r % 2 == 0 else ["gloo", "ibcoll"]
             for name in order:
                 pg = pgs[name]
-                times[name].append(timed(lambda: dist.all_reduce(t, group=pg), iters, pg,
+                for _ in range(3):      # threads awake after the other backend's turn
+                    dist.all_reduce(t, group=pg)
+                times[name].append(timed(lambda: dist.all_reduce(t, group=pg), iters[name], pg,
                                          pgs["gloo"]))
         out.append([size, statistics.median(times["ibcoll"]) * 1e6,
-                    statistics.median(times["gloo"]) * 1e6])
+                    statistics.median(times["gloo"]) * 1e6, iters["ibcoll"], iters["gloo"]])
     dist.destroy_process_group()
     return out
 
@@ -160,11 +166,12 @@ def main():
         return 1
     rows = results[0]["checks"]
     if what == "allreduce":
-        print("# all_reduce float32, %d ranks, median of %d alternating rounds (slowest rank)"
-              % (n, rounds))
-        print("%12s %12s %12s %8s" % ("bytes", "ibcoll_us", "gloo_us", "ratio"))
-        for size, a, b in rows:
-            print("%12d %12.1f %12.1f %8.2f" % (size, a, b, a / b))
+        print("# all_reduce float32, %d ranks, median of %d alternating rounds (slowest rank); "
+              "calls per round: about 50 ms' worth, 10 to 2000" % (n, rounds))
+        print("%12s %12s %12s %8s %8s %8s" % ("bytes", "ibcoll_us", "gloo_us", "ratio",
+                                           "calls_ib", "calls_gl"))
+        for size, a, b, ia, ig in rows:
+            print("%12d %12.1f %12.1f %8.2f %8d %8d" % (size, a, b, a / b, ia, ig))
     elif what == "latency":
         print("# 8 B all_reduce, %d ranks, 2000 calls x %d alternating rounds: median (min) us"
               % (n, rounds))
