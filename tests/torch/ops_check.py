@@ -484,6 +484,43 @@ def check_errors(c, rank, n):
              "ibcoll: broadcast: root rank %d is out of range for a group of %d ranks" % (n + 3, n))
 
 
+def check_interleaved(c, rank, n):
+    """p2p and a collective in different orders on two ranks: ibcoll matches them in
+    issue order, so both fail at once with a clear error (not a hang); with tagged p2p
+    (ibc_isend_tag) the program is legal and must give its values. On a group of its
+    own, destroyed afterwards (a failed communicator is aborted by the destructor)."""
+    if n == 1:
+        return
+    g = "isend then all_reduce vs all_reduce then recv: error, or values with tagged p2p"
+    sub = dist.new_group([0, 1])      # every rank calls new_group; ranks 0 and 1 use it
+    tagged = ibcoll_torch_c_api()["ibc_isend_tag"]
+    want = "mismatched calls"
+    t = val(rank, 3, torch.int32)
+    if rank == 0:
+        def prog():
+            w = dist.isend(val(0, 5, torch.float32), 1, group=sub)
+            dist.all_reduce(t, group=sub)
+            w.wait()
+    elif rank == 1:
+        r = garbage(5, torch.float32)
+
+        def prog():
+            dist.all_reduce(t, group=sub)
+            dist.recv(r, 0, group=sub)
+    if rank < 2 and not tagged:
+        c.raises(g, "rank %d" % rank, prog, want)
+    elif rank < 2:
+        prog()
+        if rank == 1:
+            c.equal(g, "received", r, val(0, 5, torch.float32))
+    if rank < 2:
+        dist.destroy_process_group(sub)
+    x = val(rank, 3, torch.int64)
+    dist.all_reduce(x)
+    c.equal(g, "world all_reduce after the failed group", x,
+            reduce_expected("SUM", [val(q, 3, torch.int64) for q in range(n)], torch.int64, n))
+
+
 def check_monitored(c, rank, n):
     """monitored_barrier (torch allows it for Gloo only, so the group's method)"""
     g = "monitoredBarrier: passes, then names the rank that stays away"
@@ -523,7 +560,7 @@ def run_rank(rank, n, tmpdir, transport):
     steps = [check_allreduce, check_async, check_coalesced, check_broadcast, check_reduce,
              check_allgather, check_reduce_scatter, check_alltoall, check_p2p,
              check_gather_scatter, lambda c, r, n: check_barrier(c, r, n, tmpdir),
-             check_objects, check_subgroup, check_errors, check_monitored]
+             check_objects, check_subgroup, check_errors, check_interleaved, check_monitored]
     times = []
     for step in steps:
         t0 = time.time()
