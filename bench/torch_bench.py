@@ -19,6 +19,7 @@ size or case; times in microseconds (ms for ddp).
 """
 import datetime
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -160,6 +161,7 @@ def main():
     fn = {"allreduce": bench_allreduce, "latency": bench_latency, "ddp": bench_ddp}[what]
     extra = tuple(int(x) for x in sys.argv[4:6]) if what == "ddp" else ()
     results, outdir, codes = tt_common.spawn_ranks(fn, n, 1800, (rounds,) + extra)
+    shutil.rmtree(outdir, ignore_errors=True)
     if codes is None or any(codes) or 0 not in results or results[0]["error"]:
         print("torch_bench: failed: codes %s %s" % (codes, [results[r]["error"] for r in results]),
               file=sys.stderr)

@@ -18,6 +18,7 @@ process group timeout (TIMEOUT_S) becomes IBC_TIMEOUT_MS.
 import datetime
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,6 +116,7 @@ def run(n, transport, signame, tap):
         tap.ok(procs[r].returncode not in (0, None), "%s rank %d exited non-zero (%s)"
                % (prefix, r, procs[r].returncode))
         print("# %s rank %d: %s" % (prefix, r, err["msg"].splitlines()[0][:400]))
+    shutil.rmtree(outdir, ignore_errors=True)
 
 
 def main():
