@@ -91,12 +91,18 @@ static ibc_status_t tag_send(struct ibc_coll *coll, struct ibc_op *op, struct ib
 	size_t esz;
 
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
-	IBC_CHECK(ibc_net_connect_try(net, op->root));
+	/*
+	 * The envelope first: it needs no data connection, and the receiver
+	 * steps its side of the connection's set-up only once it has taken an
+	 * envelope from this rank (ux_advance()). Connecting first left a ring
+	 * of first sends at 3 ranks waiting on each other's handshakes.
+	 */
 	if (!(op->tag_state & TAG_ENV_SENT)) {
 		env_pack(op, env);
 		IBC_CHECK(ibc_net_oob_send(net, op->root, IBC_NET_TAG_P2P_ENV, env, sizeof(env)));
 		op->tag_state |= TAG_ENV_SENT;
 	}
+	IBC_CHECK(ibc_net_connect_try(net, op->root));
 	data_desc(op->seq, op->tag, op->dtype, op->count, &d);
 	return ibc_net_isend(net, op->root, op->sendbuf, op->count * esz, &d, tr);
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # test_vcoll.sh - tests/coll/vcoll_check (gather, scatter, allgatherv,
-# alltoallv, tagged and any-source receives, groups, refused misuse) with
+# alltoallv, tagged and any-source receives, a tagged ring as a new
+# communicator's first operations, groups, refused misuse) with
 # exact values on 1, 2, 3, 5 and 8 ranks over shm and tcp, with and without
 # the progress thread. Every wait is bounded (IBC_TIMEOUT_MS=20000, 120 s
 # per launch).
@@ -9,7 +10,7 @@ b=$top_builddir
 run=$top_srcdir/tests/scripts/run_local_ranks.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-npat=6
+npat=7
 cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|8 shm 1|2 tcp 1|3 tcp 1|5 tcp 1|3 shm 0|2 tcp 0"
 echo "1..$(echo "$cfgs" | tr '|' '\n' | wc -l)"
 n=0

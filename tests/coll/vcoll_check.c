@@ -15,6 +15,11 @@
  *                       1 first (so tag 2 waits as unexpected), then a
  *                       round of any-source receives whose sources must
  *                       each appear once and whose data name them;
+ *   tagring             on a new communicator (no connection set up yet), a
+ *                       tagged send to the next rank and a tagged receive
+ *                       from the previous one as its first operations
+ *                       (before the fix, 3 ranks or more waited on each
+ *                       other's connection set-up until IBC_TIMEOUT_MS);
  *   group               a ring exchange posted inside ibc_group_start/end,
  *                       receives first on odd ranks, sends first on even;
  *   misuse              a collective inside a group, a wait on a grouped
@@ -356,6 +361,45 @@ static int t_tagged(ibc_comm_h comm)
 }
 
 /* a ring exchange inside a group: odd ranks post receives first */
+static int t_tagring(ibc_comm_h comm)
+{
+	enum { C = 1000 };
+	int32_t *sbuf = xmalloc(C * sizeof(int32_t));
+	int32_t *rbuf = xmalloc(C * sizeof(int32_t));
+	ibc_request_h q[2];
+	ibc_comm_h fresh;
+	int prev = (rank + nranks - 1) % nranks;
+	size_t i;
+
+	if (nranks == 1) {
+		free(sbuf);
+		free(rbuf);
+		return 0;
+	}
+	CHECK(ibc_comm_split(comm, 0, rank, &fresh), "split");
+	for (i = 0; i < C; i++) {
+		sbuf[i] = val(rank, i, 5);
+		rbuf[i] = SENTINEL;
+	}
+	CHECK(ibc_isend_tag(sbuf, C, IBC_INT32, (rank + 1) % nranks, 3, fresh, &q[0]),
+	      "isend_tag to the next rank");
+	CHECK(ibc_irecv_tag(rbuf, C, IBC_INT32, prev, 3, NULL, fresh, &q[1]),
+	      "irecv_tag from the previous rank");
+	CHECK(ibc_wait(q[0]), "wait on the send");
+	CHECK(ibc_wait(q[1]), "wait on the receive");
+	for (i = 0; i < C; i++) {
+		if (rbuf[i] != val(prev, i, 5)) {
+			FAIL("tagring: element %zu from rank %d is %d, want %d", i, prev,
+			     (int)rbuf[i], (int)val(prev, i, 5));
+			return -1;
+		}
+	}
+	CHECK(ibc_comm_destroy(fresh), "destroy");
+	free(sbuf);
+	free(rbuf);
+	return 0;
+}
+
 static int t_group(ibc_comm_h comm)
 {
 	enum { C = 1 << 20 };  /* 4 MiB: beyond what a transport buffers */
@@ -460,6 +504,7 @@ static const struct {
 	{ "allgatherv", t_allgatherv },
 	{ "alltoallv", t_alltoallv },
 	{ "tagged", t_tagged },
+	{ "tagring", t_tagring },
 	{ "group", t_group },
 	{ "misuse", t_misuse },
 };
