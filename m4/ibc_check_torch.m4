@@ -5,9 +5,7 @@
 # links. Sets TORCH_PYTHON, TORCH_CPPFLAGS, TORCH_CXXFLAGS, TORCH_LDFLAGS,
 # TORCH_LIBS, TORCH_PYTHONDIR (where `make install` puts the package: a
 # directory of that Python's sys.path under $prefix when there is one),
-# ibc_torch_version, and HAVE_TORCH (conditional). The C calls the binding
-# wants but include/ibcoll.h may not have yet become -DIBCT_HAVE_<NAME>=1 in
-# TORCH_CPPFLAGS when declared (bindings/torch/missing_api.hpp).
+# ibc_torch_version, and HAVE_TORCH (conditional).
 # Expand after IBC_COMPILER_FLAGS (it follows --enable-werror/-debug/-asan).
 AC_DEFUN([IBC_CHECK_TORCH], [
 AC_REQUIRE([AC_PROG_CXX])
@@ -96,15 +94,6 @@ AS_IF([test "x$ibc_have_torch" = xyes], [
 		[TORCH_CXXFLAGS="$TORCH_CXXFLAGS -O0 -g3"],
 		[TORCH_CXXFLAGS="$TORCH_CXXFLAGS -O2 -g"])
 	AS_IF([test "x$enable_werror" = xyes], [TORCH_CXXFLAGS="$TORCH_CXXFLAGS -Werror"])
-	dnl the proposed C calls (docs/torch.md, "Missing C API") that ibcoll.h declares
-	ibc_save_CPPFLAGS=$CPPFLAGS
-	CPPFLAGS="$CPPFLAGS -I$srcdir/include"
-	m4_foreach_w([ibc_fn], [ibc_igather ibc_iscatter ibc_iallgatherv ibc_ialltoallv
-			ibc_isend_tag ibc_irecv_tag ibc_group_start ibc_comm_set_timeout], [
-		AC_CHECK_DECL(ibc_fn, [TORCH_CPPFLAGS="$TORCH_CPPFLAGS -DIBCT_HAVE_[]m4_toupper(m4_bpatsubst(ibc_fn, [^ibc_]))=1"],
-			[], [[#include "ibcoll.h"]])
-	])
-	CPPFLAGS=$ibc_save_CPPFLAGS
 	dnl install where this Python imports packages from, under $prefix,
 	ibc_torch_prefix=$prefix
 	AS_IF([test "x$ibc_torch_prefix" = xNONE], [ibc_torch_prefix=$ac_default_prefix])

@@ -10,7 +10,6 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include "missing_api.hpp"
 #include "pg_ibcoll.hpp"
 
 namespace py = pybind11;
@@ -101,15 +100,4 @@ new_group(backend="ibcoll") after `import ibcoll_torch`.)")
 	ibc_get_version(&version);
 	m.attr("ibcoll_version") = version;
 	m.attr("torch_version_built") = TORCH_VERSION;
-	/* which of the proposed C calls this build found (docs/torch.md, "Missing C API") */
-	py::dict have;
-	have["ibc_igather"] = (bool)IBCT_HAVE_IGATHER;
-	have["ibc_iscatter"] = (bool)IBCT_HAVE_ISCATTER;
-	have["ibc_iallgatherv"] = (bool)IBCT_HAVE_IALLGATHERV;
-	have["ibc_ialltoallv"] = (bool)IBCT_HAVE_IALLTOALLV;
-	have["ibc_isend_tag"] = (bool)IBCT_HAVE_ISEND_TAG;
-	have["ibc_irecv_tag"] = (bool)IBCT_HAVE_IRECV_TAG;
-	have["ibc_group_start"] = (bool)IBCT_HAVE_GROUP_START;
-	have["ibc_comm_set_timeout"] = (bool)IBCT_HAVE_COMM_SET_TIMEOUT;
-	m.attr("c_api") = have;
 }

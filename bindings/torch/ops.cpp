@@ -6,16 +6,14 @@
  * the op implies), maps dtype and reduce op (dtype.cpp), and posts one
  * ibc_i*() call. Lists of tensors that are not one buffer in memory go
  * through a staging buffer: inputs are copied in before the call, outputs
- * out when it has finished (OpState::on_success). Ops whose C call does not
- * exist yet (missing_api.hpp) check their arguments, then raise
- * "ibcoll: <op> not supported yet (needs ibc_<name>)".
+ * out when it has finished (OpState::on_success). Sends and receives go to
+ * the group's p2p communicator, everything else to its collective one.
  */
 #include <numeric>
 #include <stdexcept>
 
 #include <ATen/record_function.h>
 
-#include "missing_api.hpp"
 #include "pg_ibcoll.hpp"
 
 namespace ibcoll_torch {
@@ -25,12 +23,6 @@ using ::c10d::OpType;
 static std::runtime_error op_error(const char *op, const std::string &msg)
 {
 	return std::runtime_error(std::string("ibcoll: ") + op + ": " + msg);
-}
-
-static void require(bool have, const char *op, const char *needs)
-{
-	if (!have)
-		throw_unsupported(op, needs);
 }
 
 static at::Tensor &one_tensor(const char *op, std::vector<at::Tensor> &v, const char *what)
@@ -286,8 +278,6 @@ ProcessGroupIbcoll::allgather(std::vector<std::vector<at::Tensor>> &outputs,
 
 	if (!even) {
 		/* per-rank sizes: counts and offsets from the output list */
-		require(IBCT_HAVE_IALLGATHERV, "allgather with tensors of different sizes",
-			"ibc_iallgatherv");
 		std::vector<size_t> counts(n), displs(n);
 		size_t per = e.count / std::max<int64_t>(in.numel(), 1);
 		for (size_t i = 0, off = 0; i < n; i++) {
@@ -304,7 +294,7 @@ ProcessGroupIbcoll::allgather(std::vector<std::vector<at::Tensor>> &outputs,
 		return post({op, OpType::ALLGATHER, "all_gather", inputs, outs, {flat},
 			     [flat, outs] { flat_scatter(flat, 0, outs); }},
 			    [=](OpState &, ibc_request_h *req_p) {
-				    return ibct_iallgatherv(sp, rp, e.count, counts.data(),
+				    return ibc_iallgatherv(sp, rp, e.count, counts.data(),
 							    displs.data(), e.dtype, c, req_p);
 			    });
 	}
@@ -432,7 +422,6 @@ ProcessGroupIbcoll::gather(std::vector<std::vector<at::Tensor>> &outputs,
 		throw op_error(op, "only the root rank " + std::to_string(opts.rootRank) +
 				       " takes an output list");
 	}
-	require(IBCT_HAVE_IGATHER, op, "ibc_igather");
 	Elems e = move_elems(in);
 	const void *sp = in.data_ptr();
 	void *rp = nullptr;
@@ -452,7 +441,7 @@ ProcessGroupIbcoll::gather(std::vector<std::vector<at::Tensor>> &outputs,
 	}
 	return post({op, OpType::GATHER, "gather", inputs, outs, keep, done},
 		    [=](OpState &, ibc_request_h *req_p) {
-			    return ibct_igather(sp, rp, e.count, e.dtype, root, c, req_p);
+			    return ibc_igather(sp, rp, e.count, e.dtype, root, c, req_p);
 		    });
 }
 
@@ -487,7 +476,6 @@ ProcessGroupIbcoll::scatter(std::vector<at::Tensor> &outputs,
 		throw op_error(op, "only the root rank " + std::to_string(opts.rootRank) +
 				       " takes an input list");
 	}
-	require(IBCT_HAVE_ISCATTER, op, "ibc_iscatter");
 	Elems e = move_elems(out);
 	const void *sp = nullptr;
 	void *rp = out.data_ptr();
@@ -505,7 +493,7 @@ ProcessGroupIbcoll::scatter(std::vector<at::Tensor> &outputs,
 	}
 	return post({op, OpType::SCATTER, "scatter", ins, outputs, keep, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
-			    return ibct_iscatter(sp, rp, e.count, e.dtype, root, c, req_p);
+			    return ibc_iscatter(sp, rp, e.count, e.dtype, root, c, req_p);
 		    });
 }
 
@@ -672,7 +660,6 @@ ProcessGroupIbcoll::alltoall_base(at::Tensor &output, at::Tensor &input,
 				    return ibc_ialltoall(sp, rp, cnt, e.dtype, c, req_p);
 			    });
 	}
-	require(IBCT_HAVE_IALLTOALLV, "alltoall_base with uneven split sizes", "ibc_ialltoallv");
 	for (auto &x : scounts)
 		x *= per;
 	for (auto &x : rcounts)
@@ -683,7 +670,7 @@ ProcessGroupIbcoll::alltoall_base(at::Tensor &output, at::Tensor &input,
 	return post({op, OpType::ALLTOALL_BASE, "all_to_all", {input}, {output}, keep,
 		     nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
-			    return ibct_ialltoallv(sp, rp, scounts.data(), sdispls.data(),
+			    return ibc_ialltoallv(sp, rp, scounts.data(), sdispls.data(),
 						   rcounts.data(), rdispls.data(), e.dtype, c, req_p);
 		    });
 }
@@ -730,7 +717,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::alltoall(std::vector<at::Te
 				    return ibc_ialltoall(sp, rp, cnt, e.dtype, c, req_p);
 			    });
 	}
-	require(IBCT_HAVE_IALLTOALLV, "alltoall with tensors of different sizes", "ibc_ialltoallv");
 	for (auto &x : scounts)
 		x *= per;
 	for (auto &x : rcounts)
@@ -740,7 +726,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::alltoall(std::vector<at::Te
 
 	return post({op, OpType::ALLTOALL, "all_to_all", inputs, outputs, {fin, fout}, done},
 		    [=](OpState &, ibc_request_h *req_p) {
-			    return ibct_ialltoallv(sp, rp, scounts.data(), sdispls.data(),
+			    return ibc_ialltoallv(sp, rp, scounts.data(), sdispls.data(),
 						   rcounts.data(), rdispls.data(), e.dtype, c, req_p);
 		    });
 }
@@ -753,18 +739,17 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::send(std::vector<at::Tensor
 
 	check_tensor(op, "tensor", t, true);
 	check_peer(op, "destination", dst, getRank(), getSize());
-	/* ibcoll's untagged send matches in order per peer: right for one tag */
-	if (tag != 0)
-		require(IBCT_HAVE_ISEND_TAG, "send with a tag other than 0", "ibc_isend_tag");
+	/*
+	 * On the group's own p2p communicator (pg_ibcoll.cpp), so that sends and
+	 * receives do not take their place in the order of its collectives
+	 */
 	Elems e = move_elems(t);
 	const void *p = t.data_ptr();
-	ibc_comm_h c = comm_;
+	ibc_comm_h c = p2p_comm_;
 
 	return post({op, OpType::SEND, "send", tensors, {}, {}, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
-			    if (IBCT_HAVE_ISEND_TAG)
-				    return ibct_isend_tag(p, e.count, e.dtype, dst, tag, c, req_p);
-			    return ibc_isend(p, e.count, e.dtype, dst, c, req_p);
+			    return ibc_isend_tag(p, e.count, e.dtype, dst, tag, c, req_p);
 		    });
 }
 
@@ -776,19 +761,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recv(std::vector<at::Tensor
 
 	check_tensor(op, "tensor", t, true);
 	check_peer(op, "source", src, getRank(), getSize());
-	if (tag != 0)
-		require(IBCT_HAVE_IRECV_TAG, "recv with a tag other than 0", "ibc_irecv_tag");
 	Elems e = move_elems(t);
 	void *p = t.data_ptr();
-	ibc_comm_h c = comm_;
+	ibc_comm_h c = p2p_comm_;
 	/* the buffer is the profiler's input too, as with Gloo (its shapes) */
 	Post po{op, OpType::RECV, "recv", tensors, tensors, {}, nullptr};
 
 	po.source = src;
 	return post(std::move(po), [=](OpState &, ibc_request_h *req_p) {
-		if (IBCT_HAVE_IRECV_TAG)
-			return ibct_irecv_tag(p, e.count, e.dtype, src, tag, nullptr, c, req_p);
-		return ibc_irecv(p, e.count, e.dtype, src, c, req_p);
+		return ibc_irecv_tag(p, e.count, e.dtype, src, tag, nullptr, c, req_p);
 	});
 }
 
@@ -799,15 +780,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recvAnysource(std::vector<a
 	at::Tensor &t = one_tensor(op, tensors, "tensor");
 
 	check_tensor(op, "tensor", t, true);
-	require(IBCT_HAVE_IRECV_TAG, "recv from any source", "ibc_irecv_tag with IBC_ANY_SOURCE");
 	Elems e = move_elems(t);
 	void *p = t.data_ptr();
-	ibc_comm_h c = comm_;
+	ibc_comm_h c = p2p_comm_;
 
 	return post({op, OpType::RECVANYSOURCE, "recvAnySource", tensors, tensors, {}, nullptr},
 		    [=](OpState &o, ibc_request_h *req_p) {
 			    /* the library writes the sender's rank before the request ends */
-			    return ibct_irecv_tag(p, e.count, e.dtype, IBCT_ANY_SOURCE, tag,
+			    return ibc_irecv_tag(p, e.count, e.dtype, IBC_ANY_SOURCE, tag,
 						  &o.source, c, req_p);
 		    });
 }

@@ -18,7 +18,6 @@
 #include <stdexcept>
 #include <unordered_set>
 
-#include "missing_api.hpp"
 #include "pg_ibcoll.hpp"
 
 namespace ibcoll_torch {
@@ -33,44 +32,10 @@ static const int64_t timeout_max_ms = 86400000;
 /* what rank 0 stores in place of the unique id when it could not make one */
 static const char store_error[] = "ibcoll-error: ";
 
-static std::mutex env_mu;
-static int64_t env_timeout_ms = -1;   /* what IBC_TIMEOUT_MS is in this process */
-static bool env_timeout_user = false; /* the user set it, not us */
-
-/*
- * The communicator's wait bound. The C API has no per-communicator timeout
- * yet (ibc_comm_set_timeout is proposed); until then the first group of the
- * process sets IBC_TIMEOUT_MS, which ibcoll reads once, unless the user set
- * it; a later group asking another timeout gets one warning per process
- * (new_group's default, 30 min, differs from most init_process_group calls).
- */
-static int64_t group_timeout_ms(std::chrono::milliseconds timeout, bool *per_comm_p)
+/* the group's timeout as the communicators' wait bound, within IBC_TIMEOUT_MS's range */
+static int64_t group_timeout_ms(std::chrono::milliseconds timeout)
 {
-	int64_t want = std::min(std::max((int64_t)timeout.count(), timeout_min_ms), timeout_max_ms);
-	std::lock_guard<std::mutex> g(env_mu);
-
-	*per_comm_p = IBCT_HAVE_COMM_SET_TIMEOUT;
-	if (*per_comm_p)
-		return want;
-	if (env_timeout_ms < 0) {
-		const char *v = getenv("IBC_TIMEOUT_MS");
-
-		if (v && *v) {
-			env_timeout_user = true;
-			env_timeout_ms = strtoll(v, nullptr, 0);
-		} else {
-			setenv("IBC_TIMEOUT_MS", std::to_string(want).c_str(), 1);
-			env_timeout_ms = want;
-		}
-	}
-	if (want != env_timeout_ms) {
-		TORCH_WARN_ONCE("ibcoll: process group timeout ", want, " ms not applied: this process's ",
-			   "ibcoll communicators wait up to IBC_TIMEOUT_MS = ", env_timeout_ms,
-			   " ms (", env_timeout_user ? "set by the environment" :
-			   "from the first process group", "; a per-communicator timeout needs "
-			   "ibc_comm_set_timeout)");
-	}
-	return env_timeout_ms;
+	return std::min(std::max((int64_t)timeout.count(), timeout_min_ms), timeout_max_ms);
 }
 
 ProcessGroupIbcoll::ProcessGroupIbcoll(const c10::intrusive_ptr<::c10d::Store> &store, int rank,
@@ -79,13 +44,12 @@ ProcessGroupIbcoll::ProcessGroupIbcoll(const c10::intrusive_ptr<::c10d::Store> &
 	: BackendBase(rank, size), store_(store), profiling_prefix_(profiling_prefix),
 	  completer_(std::make_shared<Completer>())
 {
-	bool per_comm;
 	ibc_unique_id_t id;
 	ibc_status_t st;
 	int64_t gen;
 	std::string key;
 
-	timeout_ms_ = group_timeout_ms(timeout, &per_comm);
+	timeout_ms_ = group_timeout_ms(timeout);
 	gen = (store->add("ibcoll/gen", 1) - 1) / size;
 	key = "ibcoll/uid/" + std::to_string(gen);
 	if (rank == 0) {
@@ -116,12 +80,25 @@ ProcessGroupIbcoll::ProcessGroupIbcoll(const c10::intrusive_ptr<::c10d::Store> &
 	st = ibc_comm_init_rank(&comm_, size, &id, rank);
 	if (st != IBC_OK)
 		throw_status("process group creation (ibc_comm_init_rank)", rank, st);
-	if (per_comm) {
-		st = ibct_comm_set_timeout(comm_, timeout_ms_);
-		if (st != IBC_OK) {
-			ibc_comm_destroy(comm_);
-			throw_status("process group creation (ibc_comm_set_timeout)", rank, st);
-		}
+	/*
+	 * Sends and receives get a communicator of their own, as Gloo keeps them
+	 * apart from its collectives: ibcoll runs one communicator's operations
+	 * in issue order, and torch programs may put a collective between an
+	 * isend and its peer's recv in different orders on the two ranks.
+	 */
+	st = ibc_comm_split(comm_, 0, rank, &p2p_comm_);
+	if (st == IBC_OK)
+		st = ibc_comm_set_timeout(comm_, timeout_ms_);
+	if (st == IBC_OK)
+		st = ibc_comm_set_timeout(p2p_comm_, timeout_ms_);
+	if (st != IBC_OK) {
+		const char *what = p2p_comm_ ? "process group creation (ibc_comm_set_timeout)"
+					     : "process group creation (ibc_comm_split)";
+
+		if (p2p_comm_)
+			ibc_comm_destroy(p2p_comm_);
+		ibc_comm_destroy(comm_);
+		throw_status(what, rank, st);
 	}
 #if !IBCT_TORCH_2X
 	init();
@@ -150,9 +127,15 @@ ProcessGroupIbcoll::~ProcessGroupIbcoll()
 		ibc_comm_abort(comm_);
 		comm_ = nullptr;
 	}
+	if (ibc_comm_get_async_error(p2p_comm_, &async) == IBC_OK && async != IBC_OK) {
+		ibc_comm_abort(p2p_comm_);
+		p2p_comm_ = nullptr;
+	}
 	for (auto &op : ops)
 		op->complete();
 	completer_->stop();
+	if (p2p_comm_)
+		ibc_comm_destroy(p2p_comm_);
 	if (comm_)
 		ibc_comm_destroy(comm_);
 	if (gil && gil_restore_hook)
@@ -201,12 +184,12 @@ void ProcessGroupIbcoll::track(const std::shared_ptr<OpState> &op)
 void ProcessGroupIbcoll::startCoalescing()
 {
 	std::lock_guard<std::mutex> g(issue_mu_);
-	int grouped = 0;
-	ibc_status_t st = ibct_group_start(comm_, &grouped);
+	/* sends and receives are batched; collectives on comm_ run as they come */
+	ibc_status_t st = ibc_group_start(p2p_comm_);
 
 	if (st != IBC_OK)
 		throw_status("coalescing (ibc_group_start)", getRank(), st);
-	coalescing_ = grouped != 0;
+	coalescing_ = true;
 }
 
 void ProcessGroupIbcoll::endCoalescing(std::vector<c10::intrusive_ptr<::c10d::Work>> &reqs)
@@ -218,7 +201,7 @@ void ProcessGroupIbcoll::endCoalescing(std::vector<c10::intrusive_ptr<::c10d::Wo
 	if (!coalescing_)
 		return;
 	coalescing_ = false;
-	st = ibct_group_end(comm_);
+	st = ibc_group_end(p2p_comm_);
 	if (st != IBC_OK)
 		throw_status("coalescing (ibc_group_end)", getRank(), st);
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pg_ibcoll.hpp - ibcoll as a torch.distributed process group: one ibcoll
- * communicator per process group, each operation posted as ibc_i*() and
- * handed back as a Work over its request. Relies only on include/ibcoll.h
- * (plus missing_api.hpp for calls the library does not have yet) and on
- * the PyTorch version glue in compat.hpp.
+ * pg_ibcoll.hpp - ibcoll as a torch.distributed process group: two ibcoll
+ * communicators per process group (collectives; sends and receives), each
+ * operation posted as ibc_i*() and handed back as a Work over its request.
+ * Relies only on include/ibcoll.h and on the PyTorch version glue in
+ * compat.hpp.
  *
  * Threads: operations are posted under the group's issue lock (ibcoll takes
  * one call at a time per communicator); a request is waited on by exactly
@@ -235,7 +235,8 @@ private:
 	template <typename Issue> c10::intrusive_ptr<::c10d::Work> post(Post &&p, Issue &&issue);
 	void track(const std::shared_ptr<OpState> &op);
 
-	ibc_comm_h comm_ = nullptr;
+	ibc_comm_h comm_ = nullptr;                 /* collectives */
+	ibc_comm_h p2p_comm_ = nullptr;             /* send, recv (split from comm_) */
 	c10::intrusive_ptr<::c10d::Store> store_;   /* bootstrap, monitoredBarrier */
 	uint64_t monitored_seq_ = 0;
 	int64_t timeout_ms_ = 0;

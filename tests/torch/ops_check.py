@@ -10,10 +10,8 @@ with IBC_TRANSPORT=TRANSPORT and prints TAP: one line per check group
 (operation x reduce op or variant), passing only if every check of the
 group passed on every rank. Inputs are small integers (1..3, or 0/1 for
 bool, 1..3 + 1..3j for complex) so that every result is exact in every
-dtype; counts 0, 1, 7 and 1000 (not divisible by 3 or 4 ranks). Ops whose C
-call is not in the library yet (ibcoll_torch.c_api) must raise "not
-supported yet (needs ibc_...)"; once the call exists they are checked for
-values instead. The group has a hard timeout (120 s).
+dtype; counts 0, 1, 7 and 1000 (not divisible by 3 or 4 ranks). The group
+has a hard timeout (120 s).
 """
 import datetime
 import os
@@ -34,7 +32,6 @@ MOVE_DTYPES = DTYPES + [torch.int16]   # data movement only: int16 goes as bytes
 COUNTS = [0, 1, 7, 1000]
 R = dist.ReduceOp
 OPS = {"SUM": R.SUM, "PRODUCT": R.PRODUCT, "MIN": R.MIN, "MAX": R.MAX, "AVG": R.AVG}
-NOT_YET = "not supported yet (needs "
 
 
 def dname(dt):
@@ -230,13 +227,9 @@ def check_allgather(c, rank, n):
     # one rank's output of another size: needs the per-rank-count all-gather
     g = "all_gather with different sizes"
     outs = [garbage(q + 1, torch.int32) for q in range(n)]
-    if n > 1 and not ibcoll_torch_c_api()["ibc_iallgatherv"]:
-        c.raises(g, "int32", lambda: dist.all_gather(outs, val(rank, rank + 1, torch.int32)),
-                 NOT_YET + "ibc_iallgatherv)")
-    else:
-        dist.all_gather(outs, val(rank, rank + 1, torch.int32))
-        for q in range(n):
-            c.equal(g, "block %d" % q, outs[q], val(q, q + 1, torch.int32))
+    dist.all_gather(outs, val(rank, rank + 1, torch.int32))
+    for q in range(n):
+        c.equal(g, "block %d" % q, outs[q], val(q, q + 1, torch.int32))
 
 
 def check_reduce_scatter(c, rank, n):
@@ -297,13 +290,9 @@ def check_alltoall(c, rank, n):
     ins = [rows(rank, j) for j in range(n)]
     outs = [rows(j, rank) for j in range(n)]
     even = len(set(ins + outs)) == 1
-    if not even and not ibcoll_torch_c_api()["ibc_ialltoallv"]:
-        c.raises(g, "int64", lambda: dist.all_to_all_single(out, inp, outs, ins),
-                 NOT_YET + "ibc_ialltoallv)")
-    else:
-        dist.all_to_all_single(out, inp, outs, ins)
-        c.equal(g, "int64", out, torch.cat([block(j, rank, rows(j, rank), dt)
-                                             for j in range(n)]))
+    dist.all_to_all_single(out, inp, outs, ins)
+    c.equal(g, "int64", out, torch.cat([block(j, rank, rows(j, rank), dt)
+                                         for j in range(n)]))
     g = "all_to_all (tensor lists)"
     for dt in MOVE_DTYPES:
         for k in (0, 1, 3):
@@ -316,12 +305,9 @@ def check_alltoall(c, rank, n):
     g = "all_to_all (tensor lists) of different sizes"
     ins = [block(rank, j, rows(rank, j), dt) for j in range(n)]
     outs = [torch.zeros(rows(j, rank), 2, dtype=dt) for j in range(n)]
-    if not even and not ibcoll_torch_c_api()["ibc_ialltoallv"]:
-        c.raises(g, "int64", lambda: dist.all_to_all(outs, ins), NOT_YET + "ibc_ialltoallv)")
-    else:
-        dist.all_to_all(outs, ins)
-        for j in range(n):
-            c.equal(g, "from %d" % j, outs[j], block(j, rank, rows(j, rank), dt))
+    dist.all_to_all(outs, ins)
+    for j in range(n):
+        c.equal(g, "from %d" % j, outs[j], block(j, rank, rows(j, rank), dt))
 
 
 def check_p2p(c, rank, n):
@@ -360,28 +346,17 @@ def check_p2p(c, rank, n):
     c.equal(g, "from previous", r_prev, val(prv, 7, torch.float64, salt=1))
     c.equal(g, "from next", r_next, val(nxt, 7, torch.float64, salt=2))
     g = "send/recv with tags"
-    api = ibcoll_torch_c_api()
-    if not api["ibc_isend_tag"]:
-        c.raises(g, "send", lambda: dist.send(torch.ones(2), nxt, tag=5),
-                 NOT_YET + "ibc_isend_tag)")
-        c.raises(g, "recv", lambda: dist.recv(torch.ones(2), prv, tag=5),
-                 NOT_YET + "ibc_irecv_tag)")
-    else:
-        r5, r6 = garbage(3, torch.int32), garbage(3, torch.int32)
-        s6 = dist.isend(val(rank, 3, torch.int32, salt=6), nxt, tag=6)
-        s5 = dist.isend(val(rank, 3, torch.int32, salt=5), nxt, tag=5)
-        q5 = dist.irecv(r5, prv, tag=5)
-        q6 = dist.irecv(r6, prv, tag=6)
-        for w in (s5, s6, q5, q6):
-            w.wait()
-        c.equal(g, "tag 5", r5, val(prv, 3, torch.int32, salt=5))
-        c.equal(g, "tag 6", r6, val(prv, 3, torch.int32, salt=6))
+    r5, r6 = garbage(3, torch.int32), garbage(3, torch.int32)
+    s6 = dist.isend(val(rank, 3, torch.int32, salt=6), nxt, tag=6)
+    s5 = dist.isend(val(rank, 3, torch.int32, salt=5), nxt, tag=5)
+    q5 = dist.irecv(r5, prv, tag=5)
+    q6 = dist.irecv(r6, prv, tag=6)
+    for w in (s5, s6, q5, q6):
+        w.wait()
+    c.equal(g, "tag 5", r5, val(prv, 3, torch.int32, salt=5))
+    c.equal(g, "tag 6", r6, val(prv, 3, torch.int32, salt=6))
     g = "recv from any source"
-    if not api["ibc_irecv_tag"]:
-        if rank == 0:
-            c.raises(g, "recv", lambda: dist.recv(torch.ones(2)),
-                     NOT_YET + "ibc_irecv_tag with IBC_ANY_SOURCE)")
-    elif rank == 0:
+    if rank == 0:
         got = set()
         for _ in range(n - 1):
             r = garbage(2, torch.int64)
@@ -405,28 +380,18 @@ def check_p2p(c, rank, n):
 
 
 def check_gather_scatter(c, rank, n):
-    api = ibcoll_torch_c_api()
     for root in range(n):
         g = "gather"
         outs = [garbage(7, torch.float32) for _ in range(n)] if rank == root else None
-        if not api["ibc_igather"]:
-            c.raises(g, "root %d" % root,
-                     lambda: dist.gather(val(rank, 7, torch.float32), outs, dst=root),
-                     NOT_YET + "ibc_igather)")
-        else:
-            dist.gather(val(rank, 7, torch.float32), outs, dst=root)
-            if rank == root:
-                for q in range(n):
-                    c.equal(g, "root %d block %d" % (root, q), outs[q], val(q, 7, torch.float32))
+        dist.gather(val(rank, 7, torch.float32), outs, dst=root)
+        if rank == root:
+            for q in range(n):
+                c.equal(g, "root %d block %d" % (root, q), outs[q], val(q, 7, torch.float32))
         g = "scatter"
         ins = [val(q, 7, torch.float32, salt=root) for q in range(n)] if rank == root else None
         out = garbage(7, torch.float32)
-        if not api["ibc_iscatter"]:
-            c.raises(g, "root %d" % root, lambda: dist.scatter(out, ins, src=root),
-                     NOT_YET + "ibc_iscatter)")
-        else:
-            dist.scatter(out, ins, src=root)
-            c.equal(g, "root %d" % root, out, val(rank, 7, torch.float32, salt=root))
+        dist.scatter(out, ins, src=root)
+        c.equal(g, "root %d" % root, out, val(rank, 7, torch.float32, salt=root))
 
 
 def check_barrier(c, rank, n, tmpdir):
@@ -485,39 +450,33 @@ def check_errors(c, rank, n):
 
 
 def check_interleaved(c, rank, n):
-    """p2p and a collective in different orders on two ranks: ibcoll matches them in
-    issue order, so both fail at once with a clear error (not a hang); with tagged p2p
-    (ibc_isend_tag) the program is legal and must give its values. On a group of its
-    own, destroyed afterwards (a failed communicator is aborted by the destructor)."""
+    """p2p and a collective in different orders on two ranks (legal with Gloo): the
+    group's sends and receives have a communicator of their own, so the program
+    gives its values, not ibcoll's 'mismatched calls'. On a group of its own,
+    destroyed afterwards; the world group works after it."""
     if n == 1:
         return
-    g = "isend then all_reduce vs all_reduce then recv: error, or values with tagged p2p"
+    g = "isend then all_reduce vs all_reduce then recv: values"
     sub = dist.new_group([0, 1])      # every rank calls new_group; ranks 0 and 1 use it
-    tagged = ibcoll_torch_c_api()["ibc_isend_tag"]
-    want = "mismatched calls"
     t = val(rank, 3, torch.int32)
     if rank == 0:
-        def prog():
-            w = dist.isend(val(0, 5, torch.float32), 1, group=sub)
-            dist.all_reduce(t, group=sub)
-            w.wait()
+        w = dist.isend(val(0, 5, torch.float32), 1, group=sub)
+        dist.all_reduce(t, group=sub)
+        w.wait()
     elif rank == 1:
         r = garbage(5, torch.float32)
-
-        def prog():
-            dist.all_reduce(t, group=sub)
-            dist.recv(r, 0, group=sub)
-    if rank < 2 and not tagged:
-        c.raises(g, "rank %d" % rank, prog, want)
-    elif rank < 2:
-        prog()
-        if rank == 1:
-            c.equal(g, "received", r, val(0, 5, torch.float32))
+        dist.all_reduce(t, group=sub)
+        dist.recv(r, 0, group=sub)
+        c.equal(g, "received", r, val(0, 5, torch.float32))
+    if rank < 2:
+        c.equal(g, "all_reduce of ranks 0 and 1", t,
+                reduce_expected("SUM", [val(q, 3, torch.int32) for q in range(2)],
+                                torch.int32, 2))
     if rank < 2:
         dist.destroy_process_group(sub)
     x = val(rank, 3, torch.int64)
     dist.all_reduce(x)
-    c.equal(g, "world all_reduce after the failed group", x,
+    c.equal(g, "world all_reduce after the group is destroyed", x,
             reduce_expected("SUM", [val(q, 3, torch.int64) for q in range(n)], torch.int64, n))
 
 
@@ -540,17 +499,8 @@ def check_monitored(c, rank, n):
     dist.barrier()
 
 
-_api = None
-
-
-def ibcoll_torch_c_api():
-    return _api
-
-
 def run_rank(rank, n, tmpdir, transport):
-    global _api
-    import ibcoll_torch
-    _api = ibcoll_torch.c_api
+    import ibcoll_torch  # noqa: F401 (registers the backend)
     dist.init_process_group("ibcoll", init_method="file://" + os.path.join(tmpdir, "store"),
                             rank=rank, world_size=n, timeout=datetime.timedelta(seconds=60))
     c = tt_common.Checks()

@@ -16,10 +16,9 @@ import torch.distributed as _dist
 from . import _C
 from ._C import ProcessGroupIbcoll
 
-__all__ = ["ProcessGroupIbcoll", "BACKEND", "c_api"]
+__all__ = ["ProcessGroupIbcoll", "BACKEND"]
 
 BACKEND = "ibcoll"
-c_api = _C.c_api
 
 
 def _create(store, rank, size, timeout):
