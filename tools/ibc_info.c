@@ -191,8 +191,9 @@ static void print_env_md(void)
 	printf("changes nothing. Set them before the process starts, or before its first ibcoll\n");
 	printf("call; the one setting that can change later is a communicator's timeout\n");
 	printf("(`ibc_comm_set_timeout()`).\n\n");
-	printf("Four must be the same on every rank of a communicator: `IBC_TRANSPORT`,\n");
-	printf("`IBC_RING_CHUNK_BYTES`, `IBC_ACCUM_FP32` and `IBC_HEARTBEAT_MS`. Creation compares\n");
+	printf("Five must be the same on every rank of a communicator: `IBC_TRANSPORT`,\n");
+	printf("`IBC_RING_CHUNK_BYTES`, `IBC_ACCUM_FP32`, `IBC_HEARTBEAT_MS` and `IBC_MAX_REQUESTS`.\n");
+	printf("Creation compares\n");
 	printf("them with rank 0's and every rank refuses it (`IBC_ERR_INVALID_USAGE`) naming the\n");
 	printf("variable and both values.\n\n");
 	printf("| variable | type | default | range | meaning |\n");

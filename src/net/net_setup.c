@@ -174,7 +174,7 @@ int ibc_net_transport_parse(const char *name, const struct ibc_transport_ops **o
  * then the settings every rank must share (net_settings_check()).
  */
 #define REC_SETTINGS (1 + IBC_LOCAL_PROBE_MAX / 8)
-#define REC_BYTES (REC_SETTINGS + 10)
+#define REC_BYTES (REC_SETTINGS + 14)
 
 /*
  * Settings read per process that must be the same on every rank, and why:
@@ -184,7 +184,8 @@ int ibc_net_transport_parse(const char *name, const struct ibc_transport_ops **o
  * hanging in creation until IBC_BOOTSTRAP_TIMEOUT_MS (IBC_TRANSPORT: the
  * ranks that forced tcp skipped this exchange) or blaming a live peer as
  * "stopped or hung" (IBC_HEARTBEAT_MS: a rank judges a peer's silence by
- * its own interval).
+ * its own interval), or refusing a call that the others issue
+ * (IBC_MAX_REQUESTS: the same call must be refused on every rank).
  */
 static void net_settings_put(uint8_t *p)
 {
@@ -195,6 +196,7 @@ static void net_settings_put(uint8_t *p)
 	p[1] = (uint8_t)ibc_param_accum_fp32();
 	ibc_wire_put32(p + 2, (uint32_t)ibc_param_ring_chunk_bytes());
 	ibc_wire_put32(p + 6, (uint32_t)ibc_param_heartbeat_ms());
+	ibc_wire_put32(p + 10, (uint32_t)ibc_param_max_requests());
 }
 
 static const char *transport_code_name(unsigned code)
@@ -244,11 +246,16 @@ static ibc_status_t net_settings_check(struct ibc_net *net, const uint8_t *recs)
 			why = "it sets the size of the ring's messages";
 			snprintf(vi, sizeof(vi), "%u", ibc_wire_get32(ri + 2));
 			snprintf(v0, sizeof(v0), "%u", ibc_wire_get32(r0 + 2));
-		} else {
+		} else if (ibc_wire_get32(ri + 6) != ibc_wire_get32(r0 + 6)) {
 			name = "IBC_HEARTBEAT_MS";
 			why = "each rank judges its peers' silence by its own interval";
 			snprintf(vi, sizeof(vi), "%u", ibc_wire_get32(ri + 6));
 			snprintf(v0, sizeof(v0), "%u", ibc_wire_get32(r0 + 6));
+		} else {
+			name = "IBC_MAX_REQUESTS";
+			why = "a call over the limit must be refused on every rank";
+			snprintf(vi, sizeof(vi), "%u", ibc_wire_get32(ri + 10));
+			snprintf(v0, sizeof(v0), "%u", ibc_wire_get32(r0 + 10));
 		}
 		(void)ibc_bootstrap_barrier(net->bs);
 		IBC_LOG_ERROR(INIT, "%s is %s on rank %d but %s on rank 0: it must be the same on every rank (%s)",

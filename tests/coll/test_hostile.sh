@@ -30,7 +30,7 @@ ok() {
 # the patterns, every rank PASSes each: "ranks transport progress-thread patterns"
 pats="overlap stale align fork scratch"
 cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|2 tcp 1|3 tcp 0|3 shm 0"
-echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 17))"
+echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 18))"
 while read -r nr tp th; do
 	start=$(date +%s)
 	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=20000 \
@@ -84,7 +84,7 @@ ok $([ $((nm + nm2)) -eq 2 ] && [ "$secs" -lt 25 ] && ! grep -q 'never connected
 # "mismatched calls" for calls that were the same; a heartbeat interval that
 # differs blamed a live peer as "stopped or hung")
 for cfg in "IBC_TRANSPORT tcp auto" "IBC_RING_CHUNK_BYTES 4096 1048576" "IBC_ACCUM_FP32 1 0" \
-	"IBC_HEARTBEAT_MS 200 1000"; do
+	"IBC_HEARTBEAT_MS 200 1000" "IBC_MAX_REQUESTS 16 1024"; do
 	set -- $cfg
 	start=$(date +%s)
 	IBC_BOOTSTRAP_TIMEOUT_MS=30000 IBC_TIMEOUT_MS=20000 "$run" -n 3 -t 90 -- sh -c \
