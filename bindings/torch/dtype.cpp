@@ -140,9 +140,10 @@ void check_tensor(const char *opname, const std::string &name, const at::Tensor 
 					 "; the ibcoll torch backend takes CPU tensors only");
 	/*
 	 * Element-wise operations only need the same dense layout on every rank
-	 * (channels-last is fine); the others cut the buffer into blocks.
+	 * (channels-last, a transpose: numel elements from data_ptr, in some
+	 * order); the others cut the buffer into blocks.
 	 */
-	if (elementwise ? !t.is_contiguous(t.suggest_memory_format()) : !t.is_contiguous())
+	if (elementwise ? !t.is_non_overlapping_and_dense() : !t.is_contiguous())
 		throw std::runtime_error(where + " is not contiguous (sizes " +
 					 c10::str(t.sizes()) + ", strides " +
 					 c10::str(t.strides()) + "); pass tensor.contiguous()");

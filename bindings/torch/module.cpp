@@ -18,7 +18,13 @@ using ibcoll_torch::ProcessGroupIbcoll;
 /* release the GIL around a group's teardown when the caller holds it */
 static void *gil_release(void)
 {
-	if (!Py_IsInitialized() || !PyGILState_Check())
+	/*
+	 * Not while the interpreter is finalizing: a thread other than the main
+	 * one that hands back the GIL then may not take it again (Python ends it
+	 * with pthread_exit, whose unwinding through a destructor is
+	 * std::terminate); a group collected then keeps the GIL while it waits.
+	 */
+	if (!Py_IsInitialized() || !PyGILState_Check() || _Py_IsFinalizing())
 		return nullptr;
 	return PyEval_SaveThread();
 }
@@ -95,6 +101,8 @@ new_group(backend="ibcoll") after `import ibcoll_torch`.)")
 
 	m.def("_time_c_api", &time_c_api, py::call_guard<py::gil_scoped_release>());
 	m.def("_time_binding", &time_binding, py::call_guard<py::gil_scoped_release>());
+	m.def("_stop_completers", &ibcoll_torch::Completer::stop_all,
+	      py::call_guard<py::gil_scoped_release>());
 
 	int version = 0;
 	ibc_get_version(&version);

@@ -123,13 +123,18 @@ ProcessGroupIbcoll::~ProcessGroupIbcoll()
 	 * at once instead of after the timeout; a healthy one finishes what was
 	 * posted (Works still held by Python then hold finished operations).
 	 */
-	if (ibc_comm_get_async_error(comm_, &async) == IBC_OK && async != IBC_OK) {
-		ibc_comm_abort(comm_);
-		comm_ = nullptr;
-	}
-	if (ibc_comm_get_async_error(p2p_comm_, &async) == IBC_OK && async != IBC_OK) {
-		ibc_comm_abort(p2p_comm_);
-		p2p_comm_ = nullptr;
+	for (ibc_comm_h *c : { &comm_, &p2p_comm_ }) {
+		if (ibc_comm_get_async_error(*c, &async) != IBC_OK || async == IBC_OK)
+			continue;
+		/*
+		 * An error that no call reported (a root that differs between
+		 * ranks is found after the broadcast returned on both): say it,
+		 * since a destructor cannot raise
+		 */
+		TORCH_WARN("ibcoll: process group of rank ", getRank(), " destroyed after an ",
+			   "error no operation reported: ", ibc_last_error());
+		ibc_comm_abort(*c);
+		*c = nullptr;
 	}
 	for (auto &op : ops)
 		op->complete();

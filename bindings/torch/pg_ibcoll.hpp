@@ -62,15 +62,26 @@ struct OpState {
 	void complete();
 	/* nonblocking: true when done (finishing it if the request just ended) */
 	bool test();
-
-private:
+	/*
+	 * The completer's two halves of complete(): claim() returns false when
+	 * the op is done or another thread waits for it (that thread finishes
+	 * it); wait_claimed() waits for a claimed request, finish() ends it.
+	 */
+	bool claim();
+	ibc_status_t wait_claimed(std::string *text);
 	void finish(ibc_status_t st, const std::string &text);
 };
 
 /*
- * class Completer - a thread per group that waits for operations nobody else
- * waits for: those whose future was asked for, and Works dropped before
- * they finished. Started on first use.
+ * class Completer - the threads of a group that wait for operations nobody
+ * else waits for: those whose future was asked for, and Works dropped
+ * before they finished. One of them at a time waits for requests, in issue
+ * order (the leader); before it finishes an op, which runs the future's
+ * callbacks, it hands the waiting to an idle thread, or a new one when
+ * every other is inside a callback: a callback may wait for another op's
+ * future of the same group (PowerSGD's hook does), which a single thread
+ * could never complete. Started on first use; the threads stay until the
+ * group goes (as many as callbacks were ever nested, plus one).
  */
 class Completer {
 public:
@@ -80,14 +91,20 @@ public:
 	Completer &operator=(const Completer &) = delete;
 
 	void push(std::shared_ptr<OpState> op);
-	/* completes everything queued, then ends the thread */
+	/* completes everything queued, then ends the threads */
 	void stop();
+	/*
+	 * stop() on every group's completer of the process: at interpreter exit
+	 * (atexit), before Python refuses the GIL to other threads, since a late
+	 * future callback on a completer thread would then end the process
+	 * (pthread_exit through C++ frames: std::terminate)
+	 */
+	static void stop_all();
 
-	struct Queue;                   /* shared with the thread, which may outlive us */
+	struct Queue;                   /* shared with the threads, which may outlive us */
 
 private:
 	std::shared_ptr<Queue> q_;
-	std::thread thread_;
 };
 
 /* class WorkIbcoll - a c10d::Work over one OpState */

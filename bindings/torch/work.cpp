@@ -8,6 +8,7 @@
  * copy-out (on success), ends the profiler range, then completes the
  * future, whose callbacks therefore run on the finishing thread.
  */
+#include <algorithm>
 #include <stdexcept>
 
 #include "pg_ibcoll.hpp"
@@ -57,9 +58,12 @@ void OpState::finish(ibc_status_t st, const std::string &text)
 static std::string wait_error(const std::string &what, int rank, ibc_status_t st)
 {
 	const char *text = ibc_last_error();
-	/* "Timed out" as Gloo words it (tools and PyTorch's tests look for it) */
+	/*
+	 * "Timed out " as Gloo words it: tools and PyTorch's tests look for
+	 * " (Timed out|closed|timeout) ", spaces included
+	 */
 	std::string msg = "ibcoll: " + what + " failed: " +
-			  (st == IBC_ERR_TIMEOUT ? "Timed out: " : "");
+			  (st == IBC_ERR_TIMEOUT ? "Timed out waiting for its peers: " : "");
 
 	if (text && *text)
 		msg += text;
@@ -70,9 +74,6 @@ static std::string wait_error(const std::string &what, int rank, ibc_status_t st
 
 void OpState::complete()
 {
-	ibc_status_t st;
-	std::string text;
-
 	{
 		std::unique_lock<std::mutex> lk(mu);
 		if (done)
@@ -83,11 +84,30 @@ void OpState::complete()
 		}
 		claimed = true;
 	}
-	/* claimed: nobody else touches @req until finish() clears it */
-	st = ibc_wait(req);
-	if (st != IBC_OK)
-		text = wait_error(what, rank, st);
+	std::string text;
+	ibc_status_t st = wait_claimed(&text);
+
 	finish(st, text);
+}
+
+bool OpState::claim()
+{
+	std::lock_guard<std::mutex> g(mu);
+
+	if (done || claimed)
+		return false;
+	claimed = true;
+	return true;
+}
+
+ibc_status_t OpState::wait_claimed(std::string *text)
+{
+	/* claimed: nobody else touches @req until finish() clears it */
+	ibc_status_t st = ibc_wait(req);
+
+	if (st != IBC_OK)
+		*text = wait_error(what, rank, st);
+	return st;
 }
 
 bool OpState::test()
@@ -110,14 +130,33 @@ struct Completer::Queue {
 	std::mutex mu;
 	std::condition_variable cv;
 	std::deque<std::shared_ptr<OpState>> ops;
+	std::vector<std::thread> threads;
 	bool stopping = false;
-	bool started = false;
+	bool leader = false;            /* a thread is waiting for a request */
+	int nidle = 0;                  /* threads waiting for work, or about to */
 };
 
 static void completer_run(std::shared_ptr<Completer::Queue> q);
 
+/* every completer of the process, for stop_all() */
+static std::mutex registry_mu;
+static std::vector<std::weak_ptr<Completer::Queue>> registry;
+
+/* one more completer thread, idle from now on; q->mu held */
+static void completer_spawn(const std::shared_ptr<Completer::Queue> &q)
+{
+	q->nidle++;
+	q->threads.emplace_back(completer_run, q);
+}
+
 Completer::Completer() : q_(std::make_shared<Queue>())
 {
+	std::lock_guard<std::mutex> g(registry_mu);
+
+	registry.erase(std::remove_if(registry.begin(), registry.end(),
+				      [](const std::weak_ptr<Queue> &w) { return w.expired(); }),
+		       registry.end());
+	registry.push_back(q_);
 }
 
 Completer::~Completer()
@@ -134,45 +173,93 @@ void Completer::push(std::shared_ptr<OpState> op)
 			return;
 		}
 		q_->ops.push_back(std::move(op));
-		if (!q_->started) {
-			q_->started = true;
-			thread_ = std::thread(completer_run, q_);
-		}
+		/* no thread yet, or every one inside a callback: the leader hands over itself */
+		if (q_->nidle == 0 && !q_->leader)
+			completer_spawn(q_);
 	}
 	q_->cv.notify_one();
 }
 
 static void completer_run(std::shared_ptr<Completer::Queue> q)
 {
+	std::unique_lock<std::mutex> lk(q->mu);
+
+	q->nidle--;     /* counted idle by completer_spawn() */
 	for (;;) {
 		std::shared_ptr<OpState> op;
+		ibc_status_t st = IBC_OK;
+		std::string text;
+		bool mine;
+
+		q->nidle++;
+		q->cv.wait(lk, [&q] { return q->ops.empty() ? q->stopping : !q->leader; });
+		q->nidle--;
+		if (q->ops.empty())
+			return;
+		op = std::move(q->ops.front());
+		q->ops.pop_front();
+		q->leader = true;
+		lk.unlock();
+		mine = op->claim();
+		if (mine)
+			st = op->wait_claimed(&text);
+		lk.lock();
+		q->leader = false;
+		/* the next op's wait must not wait for this op's callbacks */
+		if (!q->ops.empty()) {
+			if (q->nidle == 0)
+				completer_spawn(q);
+			else
+				q->cv.notify_one();
+		}
+		lk.unlock();
+		if (mine)
+			op->finish(st, text);
+		op.reset();
+		lk.lock();
+	}
+}
+
+static void queue_stop(const std::shared_ptr<Completer::Queue> &q)
+{
+	for (;;) {
+		std::vector<std::thread> threads;
 
 		{
-			std::unique_lock<std::mutex> lk(q->mu);
-			q->cv.wait(lk, [&q] { return q->stopping || !q->ops.empty(); });
-			if (q->ops.empty())
-				return;
-			op = std::move(q->ops.front());
-			q->ops.pop_front();
+			std::lock_guard<std::mutex> g(q->mu);
+			q->stopping = true;
+			threads.swap(q->threads);
 		}
-		op->complete();
+		if (threads.empty())
+			return;
+		q->cv.notify_all();
+		for (auto &t : threads) {
+			/* the last reference may go from a future callback on a completer thread */
+			if (t.get_id() == std::this_thread::get_id())
+				t.detach();
+			else
+				t.join();
+		}
 	}
 }
 
 void Completer::stop()
 {
+	queue_stop(q_);
+}
+
+void Completer::stop_all()
+{
+	std::vector<std::shared_ptr<Queue>> live;
+
 	{
-		std::lock_guard<std::mutex> g(q_->mu);
-		q_->stopping = true;
+		std::lock_guard<std::mutex> g(registry_mu);
+		for (auto &w : registry)
+			if (auto q = w.lock())
+				live.push_back(std::move(q));
 	}
-	q_->cv.notify_one();
-	if (!thread_.joinable())
-		return;
-	/* the last reference may go from a future callback on the thread itself */
-	if (thread_.get_id() == std::this_thread::get_id())
-		thread_.detach();
-	else
-		thread_.join();
+	for (auto &q : live)
+		queue_stop(q);
 }
 
 WorkIbcoll::WorkIbcoll(std::shared_ptr<OpState> op, std::shared_ptr<Completer> completer,

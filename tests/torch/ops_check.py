@@ -115,6 +115,22 @@ def check_allreduce(c, rank, n):
 
 
 def check_async(c, rank, n):
+    # a future's callback that waits for another op's future of the group, as
+    # torch's PowerSGD DDP hook does (before: a hang, the completer thread
+    # blocked in the callback could not complete the second future)
+    g = "get_future().then(callback that waits for another all_reduce's future)"
+    x, y = val(rank, 5, torch.int32), val(rank, 5, torch.int64, salt=1)
+
+    def cb(f):
+        inner = dist.all_reduce(y, async_op=True).get_future().wait()[0]
+        return f.value()[0].to(torch.int64) + inner
+
+    got = dist.all_reduce(x, async_op=True).get_future().then(cb).wait()
+    want = (reduce_expected("SUM", [val(q, 5, torch.int32) for q in range(n)], torch.int32, n)
+            .to(torch.int64) +
+            reduce_expected("SUM", [val(q, 5, torch.int64, salt=1) for q in range(n)],
+                            torch.int64, n))
+    c.equal(g, "sum of both", got, want)
     g = "all_reduce async: wait, get_future, result, is_completed"
     for dt in (torch.float32, torch.int64, torch.complex64):
         want = reduce_expected("SUM", [val(q, 7, dt) for q in range(n)], dt, n)
@@ -442,6 +458,15 @@ def check_errors(c, rank, n):
              "reduce op BXOR is not supported by ibcoll")
     c.raises(g, "non-contiguous", lambda: dist.all_reduce(torch.ones(4, 4)[:, 1]),
              "ibcoll: allreduce: tensor is not contiguous")
+    g = "element-wise ops on a dense tensor that is not contiguous (a transpose): exact"
+    a = val(rank, 12, torch.int32).reshape(3, 4).t()
+    dist.all_reduce(a)
+    c.equal(g, "all_reduce sum", a,
+            reduce_expected("SUM", [val(q, 12, torch.int32).reshape(3, 4).t() for q in range(n)],
+                            torch.int32, n))
+    b = (val(rank, 12, torch.float64) if rank == 0 else garbage(12, torch.float64)).reshape(3, 4).t()
+    dist.broadcast(b, 0)
+    c.equal(g, "broadcast", b, val(0, 12, torch.float64).reshape(3, 4).t())
     c.raises(g, "int16 reduction",
              lambda: dist.all_reduce(torch.ones(3, dtype=torch.int16)),
              "torch.int16 cannot be reduced by ibcoll")

@@ -10,6 +10,8 @@ runs every process group (and DDP) over ibcoll instead of Gloo. Import it in
 every process, spawned children included, before init_process_group.
 See docs/torch.md for what is supported.
 """
+import atexit
+
 import torch
 import torch.distributed as _dist
 
@@ -37,3 +39,5 @@ def _register():
 
 
 _register()
+# finish late future callbacks while Python still lets other threads run them
+atexit.register(_C._stop_completers)
