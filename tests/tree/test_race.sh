@@ -56,22 +56,10 @@ exact() {
 	     END { exit !(rows > 0 && bad == 0) }' "$tmp/log"
 }
 
-for tp in shm tcp; do
-	# the race fits what the machine allows: when another job slows the probe
-	# past the budget (CI: 0 anchors once over tcp), try again, up to 3 times,
-	# with 3x the budget; a race that never runs still fails
-	for budget in 1000 3000 9000; do
-		(IBC_TUNING_RACE_MS=$budget; export IBC_TUNING_RACE_MS; run 2 "$tp" allreduce -b 16K -e 4M -f 2 -n 3 -w 1)
-		rc=$?
-		races=$(grep -c 'TUNING race (' "$tmp/log")
-		[ $rc != 0 ] || [ "$races" -ge 1 ] && break
-		echo "# $tp: no anchor raced with IBC_TUNING_RACE_MS=$budget: $(grep -o 'TUNING model for.*(probe [0-9.]* ms' "$tmp/log" | head -n 1)"
-	done
-	[ $rc = 0 ] && [ "$races" -ge 1 ] && exact
-	ok $? "$tp, 2 ranks: $races raced anchors logged, every size from 16 KiB to 4 MiB exact (rc $rc)"
-	# at each raced anchor, the decision names a timed candidate within 10 % of
-	# the fastest (IBC_TUNE_RACE_KEEP: the model's pick stands within it; 1 %
-	# more for the log's rounding)
+# at each raced anchor inside the run's sizes, the decision names a timed
+# candidate within 10 % of the fastest (IBC_TUNE_RACE_KEEP: the model's pick
+# stands within it; 1 % more for the log's rounding); sets checked and bad
+judge() {
 	bad=0
 	checked=0
 	for line in $(grep 'TUNING race (' "$tmp/log" |
@@ -94,6 +82,24 @@ for tp in shm tcp; do
 			END { exit !(g != "" && g <= 1.1 * f * 1.01 + 0.01) }' "$tmp/times" ||
 			{ bad=$((bad + 1)); echo "# $b bytes: chose $got; timed: $(tr '\n' ' ' < "$tmp/times")"; }
 	done
+}
+
+for tp in shm tcp; do
+	# the race fits what the machine allows: when another job slows the probe
+	# and the first anchors past the budget (CI: no anchor raced over tcp
+	# once, and once over shm only those below the run's 16 KiB), try again,
+	# up to 3 times, with 3x the budget; a race that never reaches the run's
+	# sizes still fails
+	for budget in 1000 3000 9000; do
+		(IBC_TUNING_RACE_MS=$budget; export IBC_TUNING_RACE_MS; run 2 "$tp" allreduce -b 16K -e 4M -f 2 -n 3 -w 1)
+		rc=$?
+		races=$(grep -c 'TUNING race (' "$tmp/log")
+		judge
+		[ $rc != 0 ] || { [ "$races" -ge 1 ] && [ "$checked" -ge 1 ]; } && break
+		echo "# $tp: IBC_TUNING_RACE_MS=$budget: $races anchors raced, $checked of them from 16 KiB to 4 MiB: $(grep -o 'TUNING model for.*(probe [0-9.]* ms' "$tmp/log" | head -n 1)"
+	done
+	[ $rc = 0 ] && [ "$races" -ge 1 ] && exact
+	ok $? "$tp, 2 ranks: $races raced anchors logged, every size from 16 KiB to 4 MiB exact (rc $rc)"
 	[ "$checked" -ge 1 ] && [ "$bad" = 0 ]
 	ok $? "$tp, 2 ranks: at $checked raced anchor(s) the choice is timed within 10 % of the fastest"
 done
