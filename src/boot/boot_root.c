@@ -158,11 +158,16 @@ static int root_on_hello(struct boot_root *r, int i)
 	if (h.nranks != r->nranks) {
 		/*
 		 * The job cannot start: this rank will never join. Say so to
-		 * every rank now (root_fail() after the reply), not later as
-		 * "ranks that never connected" or "no valid table".
+		 * every rank now, not later as "ranks that never connected" or
+		 * "no valid table": the ranks that joined first (root_fail()),
+		 * then this one (the caller), since this one may host the root
+		 * and end it as soon as it reads its reply.
 		 */
-		root_reject(r, c, 0, "rank %d says the job has %d ranks, the first rank to join said %d: every rank must be given the same size (IBC_NRANKS or the launcher's)",
-			    h.src, h.nranks, r->nranks);
+		if (r->failed) {
+			root_reject(r, c, 0, "rank %d says the job has %d ranks, the first rank to join said %d: every rank must be given the same size (IBC_NRANKS or the launcher's)",
+				    h.src, h.nranks, r->nranks);
+			return -1;
+		}
 		r->size_conflict = 1;
 		r->conflict_rank = h.src;
 		r->conflict_n = h.nranks;
@@ -403,13 +408,23 @@ static void *root_thread(void *arg)
 				continue;
 			}
 			if (root_on_hello(r, i) != 0) {
-				root_close(r, i);
 				if (r->size_conflict && !r->failed) {
+					int fd = c->fd;
+					int k;
+
+					/* the joined ranks first, then the one with the other size */
 					root_fail(r, IBC_ERR_INVALID_USAGE,
 						  "rank %d says the job has %d ranks, the first rank to join said %d: every rank must be given the same size (IBC_NRANKS or the launcher's)",
 						  r->conflict_rank, r->conflict_n, r->nranks);
+					for (k = 0; k < r->nconns && r->conns[k].fd != fd; k++)
+						;
+					if (k < r->nconns) {
+						root_reject(r, &r->conns[k], 0, "%s", r->fail_text);
+						root_close(r, k);
+					}
 					break; /* indexes changed: poll again */
 				}
+				root_close(r, i);
 				continue;
 			}
 			ibc_boot_frame_rd_reset(&c->rd);
