@@ -372,18 +372,6 @@ int ibc_shmar_usable(const struct ibc_coll *coll)
 	return coll->shmar && !coll->shmar->failed;
 }
 
-/* the call-level descriptor of @op (sequence, collective, count, dtype, op, root) */
-static void shmar_desc(const struct ibc_op *op, struct ibc_msg_desc *d)
-{
-	memset(d, 0, sizeof(*d));
-	d->seq = op->seq;
-	d->coll = (uint8_t)op->coll;
-	d->dtype = (uint8_t)op->dtype;
-	d->op = (uint8_t)op->redop;
-	d->count = op->count;
-	d->root = op->root;
-}
-
 /**
  * ibc_shmar_announce() - Publish the collective this rank is entering, so
  * that a peer waiting in the shm all-reduce can tell mismatched calls from a
@@ -402,7 +390,7 @@ void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op)
 	me = &s->line[coll->net->rank];
 	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	shmar_desc(op, &me->cur);
+	ibc_op_desc(op, &me->cur);
 	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELEASE);
 }
 
@@ -549,7 +537,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			 * segment is slow, not mismatched; differing counts are
 			 * caught by the per-chunk descriptors once both arrive.
 			 */
-			shmar_desc(op, &mine);
+			ibc_op_desc(op, &mine);
 			if (shmar_peer_cur(s, q, &theirs)) {
 				pst = shmar_peer_mismatch(coll, s, q, &mine, &theirs, f, want);
 				if (pst != IBC_OK)
@@ -658,7 +646,7 @@ static ibc_status_t shmar_put(struct ibc_coll *coll, struct ibc_shmar *s,
 		IBC_CHECK(shmar_wait(coll, s, op, F_DONE, seq - 2));
 	memcpy(s->slab + ((size_t)coll->net->rank * 2 + (size_t)b) * s->chunk, src, nbytes);
 	__atomic_fetch_add(&coll->net->cur_bytes_done, nbytes, __ATOMIC_RELAXED);
-	shmar_desc(op, &me->desc[b]);
+	ibc_op_desc(op, &me->desc[b]);
 	line_set(me, F_ARRIVE, seq);
 	IBC_CHECK(shmar_wait(coll, s, op, F_ARRIVE, seq));
 	return shmar_check_desc(coll, s, b);

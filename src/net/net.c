@@ -395,28 +395,11 @@ ibc_status_t ibc_net_test(struct ibc_net *net, struct ibc_treq *req, int *done_p
 	return IBC_OK;
 }
 
-/* the descriptor of the user's collective @op, as its messages carry it (no step, no flags) */
-static void op_desc(const struct ibc_op *op, struct ibc_msg_desc *d, size_t *nbytes)
-{
-	size_t esz = 0;
-
-	memset(d, 0, sizeof(*d));
-	d->seq = op->seq;
-	d->coll = (uint8_t)op->coll;
-	d->dtype = (uint8_t)op->dtype;
-	d->op = (uint8_t)op->redop;
-	d->count = op->count;
-	d->root = op->root;
-	*nbytes = ibc_dtype_size(op->dtype, &esz) == IBC_OK ? op->count * esz : 0;
-}
-
 void ibc_net_op_done(struct ibc_net *net, const struct ibc_op *op)
 {
-	size_t nb;
-
 	if (ibc_coll_is_p2p(op->coll))
 		return;
-	op_desc(op, &net->done[op->seq % IBC_ARRAY_SIZE(net->done)], &nb);
+	ibc_op_desc(op, &net->done[op->seq % IBC_ARRAY_SIZE(net->done)]);
 	__atomic_store_n(&net->done_seq, op->seq, __ATOMIC_RELAXED);
 	__atomic_store_n(&net->done_valid, 1, __ATOMIC_RELEASE);
 }
@@ -433,7 +416,8 @@ static ibc_status_t net_stray(struct ibc_net *net, int peer, const struct ibc_ms
 {
 	const struct ibc_op *cur = net->cur;
 	struct ibc_msg_desc mine;
-	size_t my_nbytes;
+	size_t my_nbytes = 0;
+	size_t esz;
 	char a[300];
 	char b[300];
 
@@ -445,7 +429,9 @@ static ibc_status_t net_stray(struct ibc_net *net, int peer, const struct ibc_ms
 		    __atomic_load_n(&net->cur_tuning, __ATOMIC_RELAXED) ||
 		    (d->coll == cur->coll && (!ibc_coll_has_root(cur->coll) || d->root == cur->root)))
 			return IBC_OK;  /* unrooted collectives carry a block number in root */
-		op_desc(cur, &mine, &my_nbytes);
+		ibc_op_desc(cur, &mine);
+		if (ibc_dtype_size(cur->dtype, &esz) == IBC_OK)
+			my_nbytes = cur->count * esz;
 		ibc_msg_desc_text(d, nbytes, a, sizeof(a));
 		ibc_msg_desc_text(&mine, my_nbytes, b, sizeof(b));
 		return ibc_net_fail(net, IBC_ERR_INVALID_USAGE, peer,

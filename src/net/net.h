@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/coll_kind.h"
 #include "boot/bootstrap.h"
@@ -59,6 +60,23 @@ struct ibc_op {
 	unsigned cuda_flags;    /* IBC_CUDA_REQ_*, set by ibc_cuda_op_classify() */
 	int cuda_dev;           /* CUDA device of the device buffers */
 };
+
+/*
+ * ibc_op_desc() - the call-level descriptor of @op (sequence, collective,
+ * count, dtype, op, root; no step, no flags): what a rank shows of the call
+ * it runs, to compare with a peer's messages (mismatch texts, the stray
+ * check, the shm all-reduce's announcements).
+ */
+static inline void ibc_op_desc(const struct ibc_op *op, struct ibc_msg_desc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->seq = op->seq;
+	d->coll = (uint8_t)op->coll;
+	d->dtype = (uint8_t)op->dtype;
+	d->op = (uint8_t)op->redop;
+	d->count = op->count;
+	d->root = op->root;
+}
 
 /*
  * 1 when @op moves nothing on any rank: a count of 0 (the same on every
