@@ -138,30 +138,42 @@ static ibc_status_t path_mismatch(struct ibc_tconn *c, struct shm_op *o, const u
 	return conn_fail(c, st);
 }
 
+/* the first slot of message recv_msgno at the slot ring's tail, or NULL */
+static const struct shm_slot_hdr *slot_next_msg(const struct ibc_tconn *c)
+{
+	uint64_t tail = c->in->tail;
+	const struct shm_slot_hdr *h;
+
+	if (tail >= __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE))
+		return NULL;
+	h = &c->in_hdr[tail % c->nslots];
+	return (h->flags & SLOT_FIRST) && h->msgno == c->recv_msgno ? h : NULL;
+}
+
+/* the first line of message recv_msgno at the LL ring's tail, or NULL; @n32_p its bytes */
+static const struct shm_ll_line *ll_next_msg(const struct ibc_tconn *c, uint32_t *n32_p)
+{
+	const struct shm_ll_line *l = c->ll_lines ? ll_ready(c, c->ll_rtail) : NULL;
+	uint32_t msgno;
+
+	if (!l)
+		return NULL;
+	memcpy(n32_p, l->data + 32, 4);
+	memcpy(&msgno, l->data + 36, 4);
+	return msgno == c->recv_msgno ? l : NULL;
+}
+
 /* nothing for @o on its own path: is the message this rank expects on the other one? */
 static ibc_status_t check_other_path(struct ibc_tconn *c, struct shm_op *o)
 {
-	if (o->ll) {
-		uint64_t tail = c->in->tail;
+	const struct shm_slot_hdr *h;
+	const struct shm_ll_line *l;
+	uint32_t n32;
 
-		if (tail < __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE)) {
-			const struct shm_slot_hdr *h = &c->in_hdr[tail % c->nslots];
-
-			if ((h->flags & SLOT_FIRST) && h->msgno == c->recv_msgno)
-				return path_mismatch(c, o, h->desc, (size_t)h->msg_nbytes, 0);
-		}
-	} else if (c->ll_lines) {
-		const struct shm_ll_line *l = ll_ready(c, c->ll_rtail);
-		uint32_t n32;
-		uint32_t msgno;
-
-		if (l) {
-			memcpy(&n32, l->data + 32, 4);
-			memcpy(&msgno, l->data + 36, 4);
-			if (msgno == c->recv_msgno)
-				return path_mismatch(c, o, l->data, n32, 1);
-		}
-	}
+	if (o->ll && (h = slot_next_msg(c)))
+		return path_mismatch(c, o, h->desc, (size_t)h->msg_nbytes, 0);
+	if (!o->ll && (l = ll_next_msg(c, &n32)))
+		return path_mismatch(c, o, l->data, n32, 1);
 	return IBC_OK;
 }
 
@@ -172,33 +184,21 @@ static ibc_status_t check_other_path(struct ibc_tconn *c, struct shm_op *o)
  */
 int ibc_shm_peek(struct ibc_tconn *c, struct ibc_msg_desc *desc, size_t *nbytes)
 {
-	uint64_t tail = c->in->tail;
+	const struct shm_slot_hdr *h;
+	const struct shm_ll_line *l;
+	uint32_t n32;
 
 	if (c->broken || c->recvq.head)
 		return 0;
-	if (tail < __atomic_load_n(&c->in->head, __ATOMIC_ACQUIRE)) {
-		const struct shm_slot_hdr *h = &c->in_hdr[tail % c->nslots];
-
-		if ((h->flags & SLOT_FIRST) && h->msgno == c->recv_msgno) {
-			ibc_msg_desc_unpack(h->desc, desc);
-			*nbytes = (size_t)h->msg_nbytes;
-			return 1;
-		}
+	if ((h = slot_next_msg(c))) {
+		ibc_msg_desc_unpack(h->desc, desc);
+		*nbytes = (size_t)h->msg_nbytes;
+		return 1;
 	}
-	if (c->ll_lines) {
-		const struct shm_ll_line *l = ll_ready(c, c->ll_rtail);
-		uint32_t n32;
-		uint32_t msgno;
-
-		if (l) {
-			memcpy(&n32, l->data + 32, 4);
-			memcpy(&msgno, l->data + 36, 4);
-			if (msgno == c->recv_msgno) {
-				ibc_msg_desc_unpack(l->data, desc);
-				*nbytes = n32;
-				return 1;
-			}
-		}
+	if ((l = ll_next_msg(c, &n32))) {
+		ibc_msg_desc_unpack(l->data, desc);
+		*nbytes = n32;
+		return 1;
 	}
 	return 0;
 }
@@ -212,15 +212,11 @@ static ibc_status_t ll_progress_recv(struct ibc_tconn *c, struct shm_op *o, int 
 	if (!o->started) {
 		struct ibc_msg_desc theirs;
 		uint32_t n32;
-		uint32_t msgno;
 		ibc_status_t st;
 
-		l = ll_ready(c, c->ll_rtail);
+		/* none yet, or a later message: ours may have gone by the slot path */
+		l = ll_next_msg(c, &n32);
 		if (!l)
-			return check_other_path(c, o);
-		memcpy(&n32, l->data + 32, 4);
-		memcpy(&msgno, l->data + 36, 4);
-		if (msgno != c->recv_msgno) /* a later message: ours went by the slot path */
 			return check_other_path(c, o);
 		ibc_msg_desc_unpack(l->data, &theirs);
 		st = ibc_msg_desc_check(c->ctx->env, c->peer, &o->want, o->nbytes, &theirs, n32);
