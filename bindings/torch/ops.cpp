@@ -56,6 +56,39 @@ static void check_root(const char *op, int64_t root, int size)
 				       " ranks");
 }
 
+/*
+ * The root's list of a gather (@kind "output") or a scatter ("input"): n
+ * tensors of @ref's dtype and size, @ref being the op's own tensor (@refname
+ * "the input" / "the output"); elsewhere no list (or torch's one empty one).
+ * Returns the root's list, empty on the others.
+ */
+static std::vector<at::Tensor> root_list(const char *op, std::vector<std::vector<at::Tensor>> &lists,
+					 size_t n, bool is_root, int64_t root, const char *kind,
+					 const at::Tensor &ref, const char *refname)
+{
+	std::vector<at::Tensor> l;
+
+	if (!is_root) {
+		if (!lists.empty() && !(lists.size() == 1 && lists[0].empty()))
+			throw op_error(op, "only the root rank " + std::to_string(root) + " takes an " +
+					       kind + " list");
+		return l;
+	}
+	if (lists.size() != 1 || lists[0].size() != n)
+		throw op_error(op, std::string("the root needs one ") + kind + " list of " +
+				       std::to_string(n) + " tensors");
+	l = lists[0];
+	for (size_t i = 0; i < n; i++) {
+		check_tensor(op, nth(kind, i), l[i], false);
+		same_dtype(op, nth(kind, i), l[i], ref, refname);
+		if (l[i].numel() != ref.numel())
+			throw op_error(op, nth(kind, i) + " has " + std::to_string(l[i].numel()) +
+					       " elements, " + refname + " " +
+					       std::to_string(ref.numel()));
+	}
+	return l;
+}
+
 static void check_peer(const char *op, const char *role, int peer, int rank, int size)
 {
 	if (peer < 0 || peer >= size)
@@ -403,25 +436,8 @@ ProcessGroupIbcoll::gather(std::vector<std::vector<at::Tensor>> &outputs,
 
 	check_root(op, opts.rootRank, getSize());
 	check_tensor(op, "input", in, false);
-	std::vector<at::Tensor> outs;
-	if (is_root) {
-		if (outputs.size() != 1 || outputs[0].size() != n)
-			throw op_error(op, "the root needs one output list of " + std::to_string(n) +
-					       " tensors");
-		outs = outputs[0];
-		for (size_t i = 0; i < n; i++) {
-			check_tensor(op, nth("output", i), outs[i], false);
-			same_dtype(op, nth("output", i), outs[i], in, "the input");
-			if (outs[i].numel() != in.numel())
-				throw op_error(op, nth("output", i) + " has " +
-						       std::to_string(outs[i].numel()) +
-						       " elements, the input " +
-						       std::to_string(in.numel()));
-		}
-	} else if (!outputs.empty() && !(outputs.size() == 1 && outputs[0].empty())) {
-		throw op_error(op, "only the root rank " + std::to_string(opts.rootRank) +
-				       " takes an output list");
-	}
+	std::vector<at::Tensor> outs =
+		root_list(op, outputs, n, is_root, opts.rootRank, "output", in, "the input");
 	Elems e = move_elems(in);
 	const void *sp = in.data_ptr();
 	void *rp = nullptr;
@@ -457,25 +473,8 @@ ProcessGroupIbcoll::scatter(std::vector<at::Tensor> &outputs,
 
 	check_root(op, opts.rootRank, getSize());
 	check_tensor(op, "output", out, false);
-	std::vector<at::Tensor> ins;
-	if (is_root) {
-		if (inputs.size() != 1 || inputs[0].size() != n)
-			throw op_error(op, "the root needs one input list of " + std::to_string(n) +
-					       " tensors");
-		ins = inputs[0];
-		for (size_t i = 0; i < n; i++) {
-			check_tensor(op, nth("input", i), ins[i], false);
-			same_dtype(op, nth("input", i), ins[i], out, "the output");
-			if (ins[i].numel() != out.numel())
-				throw op_error(op, nth("input", i) + " has " +
-						       std::to_string(ins[i].numel()) +
-						       " elements, the output " +
-						       std::to_string(out.numel()));
-		}
-	} else if (!inputs.empty() && !(inputs.size() == 1 && inputs[0].empty())) {
-		throw op_error(op, "only the root rank " + std::to_string(opts.rootRank) +
-				       " takes an input list");
-	}
+	std::vector<at::Tensor> ins =
+		root_list(op, inputs, n, is_root, opts.rootRank, "input", out, "the output");
 	Elems e = move_elems(out);
 	const void *sp = nullptr;
 	void *rp = out.data_ptr();
