@@ -223,8 +223,13 @@ void ibc_log_set_rank(int rank)
 
 void ibc_log_set_rank_ctx(int rank, const char *ctx)
 {
+	if (!ctx)
+		ctx = "";
 	log_rank = rank;
-	snprintf(log_ctx, sizeof(log_ctx), "%s", ctx ? ctx : "");
+	/* called on every operation: copy only when the context changed (an
+	 * snprintf here cost 0.1-0.2 us of a 1 us 64 B all-reduce over shm) */
+	if (strncmp(log_ctx, ctx, sizeof(log_ctx) - 1) != 0)
+		snprintf(log_ctx, sizeof(log_ctx), "%s", ctx);
 }
 
 int ibc_log_get_rank(void)
@@ -234,6 +239,10 @@ int ibc_log_get_rank(void)
 
 void ibc_log_set_last_error(const char *text)
 {
+	if (!text[0]) {
+		last_error[0] = '\0'; /* every operation clears it: no snprintf */
+		return;
+	}
 	snprintf(last_error, sizeof(last_error), "%s", text);
 }
 
