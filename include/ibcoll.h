@@ -346,6 +346,49 @@ IBC_API ibc_status_t ibc_comm_size(ibc_comm_h comm, int *size_p);
 IBC_API ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p);
 
 /**
+ * struct ibc_reg_stats - Memory registrations made by a communicator's
+ * verbs (InfiniBand/RoCE) transport for user buffers and its own, counted
+ * since the communicator was created. All zero when no peer uses verbs.
+ * @registrations:   ibv_reg_mr calls that succeeded (each pins pages).
+ * @deregistrations: ibv_dereg_mr calls.
+ * @hits:            buffers served by a registration already made.
+ * @invalidations:   registrations dropped because their memory went away
+ *                   (freed by the application, or the transport's own
+ *                   buffer released).
+ * @released:        of @invalidations, those the memory hooks reported
+ *                   (the application unmapped or freed the memory).
+ * @evictions:       idle registrations released by the cache's policy
+ *                   (IBC_IB_REG_CACHE_BYTES).
+ * @memory_hooks:    1 when memory-release hooks (UCX's libucm) are in
+ *                   force, so idle registrations are kept safely; 0 when
+ *                   registrations are released after each operation.
+ */
+struct ibc_reg_stats {
+	uint64_t registrations;
+	uint64_t deregistrations;
+	uint64_t hits;
+	uint64_t invalidations;
+	uint64_t released;
+	uint64_t evictions;
+	int memory_hooks;
+	int reserved;
+};
+
+/**
+ * ibc_comm_reg_stats() - Counters of memory registration on @comm, so that
+ * a trainer (or a test) can see that steady-state steps register nothing.
+ * @comm:    [in]  communicator.
+ * @stats_p: [out] the counters (struct ibc_reg_stats).
+ *
+ * Blocking: no. Threading: any thread; the counters are read while the
+ * communicator's progress thread may be updating them (each one is read
+ * atomically, the set is not a snapshot of one instant).
+ * Return:  IBC_OK; IBC_ERR_INVALID_ARG (NULL argument); IBC_ERR_INVALID_USAGE
+ *          (@comm destroyed, aborted, or never created).
+ */
+IBC_API ibc_status_t ibc_comm_reg_stats(ibc_comm_h comm, struct ibc_reg_stats *stats_p);
+
+/**
  * ibc_comm_get_async_error() - Error raised outside any call: a peer that
  * died, a failed nonblocking operation, an async verbs event.
  * @comm: [in]  communicator.

@@ -56,6 +56,7 @@ static void print_build(void)
 	       bi->have_mpi && *bi->mpi_version ? ", " : "", bi->have_mpi ? bi->mpi_version : "");
 	printf("#   crypto         : %s\n", bi->openssl);
 	printf("#   debug / asan   : %s / %s\n", bi->debug ? "yes" : "no", bi->asan ? "yes" : "no");
+	ibc_ib_print_reg_policy(stdout);
 }
 
 static void format_value(int i, char *buf, size_t len, int current)
@@ -381,6 +382,7 @@ int main(int argc, char **argv)
 				return 1;
 		} else if (!strcmp(argv[i], "--devices")) {
 			ibc_ib_print_devices(stdout);
+			ibc_ib_print_reg_policy(stdout);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;

@@ -453,6 +453,27 @@ ibc_status_t ibc_comm_transport(ibc_comm_h h, const char **name_p)
 	return IBC_OK;
 }
 
+ibc_status_t ibc_comm_reg_stats(ibc_comm_h h, struct ibc_reg_stats *stats_p)
+{
+	struct ibc_comm *comm;
+	int i;
+
+	if (!h || !stats_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_reg_stats: NULL argument");
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_reg_stats", &comm));
+	memset(stats_p, 0, sizeof(*stats_p));
+	for (i = 0; i < comm->net.ntinst; i++) {
+		const struct ibc_tinst *ti = &comm->net.tinst[i];
+
+		if (ti->ops && ti->ctx && ti->ops->reg_stats)
+			ti->ops->reg_stats(ti->ctx, stats_p);
+	}
+	ibc_comm_leave(comm);
+	return IBC_OK;
+}
+
 ibc_status_t ibc_comm_set_timeout(ibc_comm_h h, int64_t timeout_ms)
 {
 	struct ibc_comm *comm;

@@ -279,6 +279,9 @@ enum ibc_tclass {
  *              else 0. Never blocks, consumes nothing, changes no state.
  *              NULL when the transport cannot tell (the net layer then
  *              finds such messages only when a receive takes them).
+ * @reg_stats:  add this context's memory-registration counters to *@acc
+ *              (read atomically; any thread); NULL for transports that
+ *              register no memory.
  */
 struct ibc_transport_ops {
 	const char *name;
@@ -297,6 +300,7 @@ struct ibc_transport_ops {
 	ibc_status_t (*progress)(void *ctx);
 	void (*wait)(void *ctx, int timeout_us);
 	int (*peek)(struct ibc_tconn *conn, struct ibc_msg_desc *desc, size_t *nbytes);
+	void (*reg_stats)(void *ctx, struct ibc_reg_stats *acc);
 };
 
 extern const struct ibc_transport_ops ibc_sock_ops;

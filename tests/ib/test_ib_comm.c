@@ -9,6 +9,13 @@
  *            test: a peer is SIGKILLed meanwhile); on failure
  *            prints "FAILED after N ms: <ibc_last_error()>" and exits 3.
  *   once     one all-reduce of IBC_TEST_COUNT floats (the memlock test).
+ *   regcache the registration cache (issue 23): 100 in-place all-reduces of
+ *            one buffer of IBC_TEST_COUNT floats (default 1 MiB), exact;
+ *            with memory hooks (IBC_TEST_EXPECT_HOOKS=1) no registration
+ *            after the first; then the buffer is unmapped and new memory
+ *            mapped at the same address (and a malloc freed and
+ *            malloc'ed again), filled with new values and all-reduced:
+ *            exact, and with hooks the release is counted.
  * Exit status: 0 exact, 1 wrong results, 2 usage, 3 an ibcoll call failed.
  */
 #include "config.h"
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ibcoll.h"
@@ -120,6 +128,93 @@ static int mode_once(ibc_comm_h comm)
 	return 0;
 }
 
+/* fill @a with val(rank, i) * @k, all-reduce in place, 0 when exact */
+static int allreduce_exact(ibc_comm_h comm, float *a, size_t count, int k, const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		a[i] = (float)(val(rank, i) * k);
+	CALL(ibc_allreduce(a, a, count, IBC_FLOAT32, IBC_SUM, comm));
+	for (i = 0; i < count; i++) {
+		if (a[i] != expect_sum(i) * (float)k) {
+			fprintf(stderr, "rank %d: %s: element %zu is %g, expected %g\n", rank, what, i,
+				a[i], expect_sum(i) * (float)k);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int mode_regcache(ibc_comm_h comm)
+{
+	size_t count = getenv("IBC_TEST_COUNT") ? (size_t)atol(getenv("IBC_TEST_COUNT")) : 1 << 18;
+	size_t nbytes = count * sizeof(float);
+	const char *eh = getenv("IBC_TEST_EXPECT_HOOKS");
+	struct ibc_reg_stats s0;
+	struct ibc_reg_stats s1;
+	struct ibc_reg_stats s2;
+	float *a;
+	float *b;
+	int bad = 0;
+	int i;
+
+	a = mmap(NULL, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED)
+		return 3;
+	bad |= allreduce_exact(comm, a, count, 1, "first all-reduce");
+	CALL(ibc_comm_reg_stats(comm, &s0));
+	for (i = 0; i < 99; i++)
+		bad |= allreduce_exact(comm, a, count, 1 + i % 3, "steady all-reduce");
+	CALL(ibc_comm_reg_stats(comm, &s1));
+	printf("rank %d: regcache: memory hooks %s; registrations %llu after the first of 100 all-reduces of %zu bytes, %llu after all, %llu cache hits\n",
+	       rank, s1.memory_hooks ? "on" : "off", (unsigned long long)s0.registrations, nbytes,
+	       (unsigned long long)s1.registrations, (unsigned long long)s1.hits);
+	if (eh && atoi(eh) != s1.memory_hooks) {
+		fprintf(stderr, "rank %d: memory hooks %d, expected %s\n", rank, s1.memory_hooks, eh);
+		bad = 1;
+	}
+	if (s1.memory_hooks && s1.registrations != s0.registrations) {
+		fprintf(stderr, "rank %d: %llu registrations in steady state, expected 0\n", rank,
+			(unsigned long long)(s1.registrations - s0.registrations));
+		bad = 1;
+	}
+	if (!s1.memory_hooks && s1.registrations < s0.registrations + 99) {
+		fprintf(stderr, "rank %d: without hooks every operation should register again (%llu -> %llu)\n",
+			rank, (unsigned long long)s0.registrations, (unsigned long long)s1.registrations);
+		bad = 1;
+	}
+	/* the hazard: new memory at the same address, with new contents */
+	munmap(a, nbytes);
+	b = mmap(a, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		 -1, 0);
+	if (b != a) {
+		fprintf(stderr, "rank %d: could not map new memory at %p\n", rank, (void *)a);
+		return 3;
+	}
+	bad |= allreduce_exact(comm, b, count, 5, "all-reduce on new memory at the old address (mmap)");
+	munmap(b, nbytes);
+	a = malloc(nbytes);
+	bad |= allreduce_exact(comm, a, count, 7, "all-reduce of a malloc buffer");
+	free(a);
+	b = malloc(nbytes);
+	bad |= allreduce_exact(comm, b, count, 11, "all-reduce of the next malloc buffer");
+	printf("rank %d: regcache: malloc after free gave %s address\n", rank,
+	       a == b ? "the same" : "another");
+	free(b);
+	CALL(ibc_comm_reg_stats(comm, &s2));
+	printf("rank %d: regcache: %llu registrations, %llu released by the application and dropped, %llu invalidations, %llu evictions\n",
+	       rank, (unsigned long long)s2.registrations, (unsigned long long)s2.released,
+	       (unsigned long long)s2.invalidations, (unsigned long long)s2.evictions);
+	if (s2.memory_hooks && s2.released < 1) {
+		fprintf(stderr, "rank %d: the unmapped buffer's registrations were not dropped\n", rank);
+		bad = 1;
+	}
+	if (!bad)
+		printf("rank %d: regcache: all exact\n", rank);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "once";
@@ -142,8 +237,10 @@ int main(int argc, char **argv)
 		ret = mode_loop(comm);
 	} else if (!strcmp(mode, "once")) {
 		ret = mode_once(comm);
+	} else if (!strcmp(mode, "regcache")) {
+		ret = mode_regcache(comm);
 	} else {
-		fprintf(stderr, "usage: test_ib_comm loop|once (one rank; see the file header)\n");
+		fprintf(stderr, "usage: test_ib_comm loop|once|regcache (one rank; see the file header)\n");
 		return 2;
 	}
 	if (ret == 3)

@@ -309,6 +309,38 @@ IBC_TEST_TIME_SCALE=$CHAIN_SCALE tap "wait-for chain over ib, 4 ranks, rank 3 id
 	"$logs/chain.log" timeout -k 10 $((120 * CHAIN_SCALE)) tests/reliability/test_kill chain ib
 grep '^# detect' "$logs/chain.log" | sed 's/^# /#   /'
 
+# the registration cache over ibv_reg_mr (issue 23): 100 all-reduces of one
+# 1 MiB buffer, then new memory at the same address (mmap and malloc), exact;
+# with UCX's memory hooks no registration after the first all-reduce, and
+# with IBC_IB_MEMHOOKS=0 (no hooks) one per all-reduce, still exact
+regcache() { # name expect-hooks env...
+	local name=$1 eh=$2
+	shift 2
+	env IBC_TEST_EXPECT_HOOKS="$eh" "$@" "$src"/tests/rxe/run_ranks.sh 2 240 "$logs/regcache-$name" \
+		tests/ib/test_ib_comm regcache
+	local rc=$?
+	if [ $rc -eq 0 ] && [ "$(cat "$logs"/regcache-"$name"/rank.*.out | grep -c 'regcache: all exact')" -eq 2 ]; then
+		ok "registration cache, $name: $(grep -h 'registrations .* after the first' "$logs/regcache-$name/rank.0.out" | sed 's/^rank 0: regcache: //')"
+	else
+		notok "registration cache, $name (exit $rc)"
+		for f in "$logs"/regcache-"$name"/rank.*.out; do diag "$f"; done
+	fi
+}
+regcache "hooks on" 1
+regcache "hooks off" 0 IBC_IB_MEMHOOKS=0
+# the control: without hooks but told to keep registrations, the stale
+# registration must show (the new memory's values are not what arrives), or
+# the test above could not see the hazard it guards against
+IBC_TEST_EXPECT_HOOKS=0 IBC_IB_MEMHOOKS=0 IBC_IB_REG_CACHE_BYTES=1073741824 \
+	"$src"/tests/rxe/run_ranks.sh 2 240 "$logs/regcache-control" tests/ib/test_ib_comm regcache
+rc=$?
+if [ $rc -eq 1 ] && grep -q 'new memory at the old address (mmap): element' "$logs"/regcache-control/rank.*.out; then
+	ok "registration cache control: hooks off and IBC_IB_REG_CACHE_BYTES=1g serve the old pages after munmap+mmap (wrong results, as they must)"
+else
+	notok "registration cache control: the stale registration did not show (exit $rc)"
+	for f in "$logs"/regcache-control/rank.*.out; do diag "$f"; done
+fi
+
 # a rank under a small memlock limit: its error names ulimit -l and the value
 RANK_WRAP_1="setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock" \
 	bash -c 'ulimit -l 64; exec "$0" 2 120 "$1"/memlock tests/ib/test_ib_comm once' \

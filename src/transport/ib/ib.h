@@ -139,6 +139,7 @@ int ibc_ib_gid_agree(const struct ibc_ib_gid_cands *local, const struct ibc_ib_g
 #define IBC_IB_MR_PERSIST  0x1  /* transport-owned memory: kept until invalidated */
 #define IBC_IB_MR_READONLY 0x2  /* registered without write access (send side only) */
 #define IBC_IB_MR_STALE    0x4  /* invalidated while in use: deregistered at last put */
+#define IBC_IB_MR_NOKEEP   0x8  /* hooks on but no slot free: released at last put */
 
 /* struct ibc_ib_mr - one cached registration of the page range [start, end) */
 struct ibc_ib_mr {
@@ -149,6 +150,7 @@ struct ibc_ib_mr {
 	void *handle;           /* struct ibv_mr *, or the fake backend's cookie */
 	int refcnt;             /* posted operations using it */
 	unsigned flags;         /* IBC_IB_MR_* */
+	int slot;               /* memory-hook slot (ib_memhook.c), -1: none */
 	struct ibc_ib_mr *next; /* cache list, most recently used first */
 	struct ibc_ib_mr *prev;
 };
@@ -169,7 +171,8 @@ struct ibc_ib_mr_backend {
 struct ibc_ib_mr_cache_stats {
 	uint64_t hits;          /* lookups served by an existing registration */
 	uint64_t misses;        /* lookups that registered */
-	uint64_t invalidations; /* registrations dropped by ibc_ib_mr_invalidate() */
+	uint64_t invalidations; /* registrations dropped by ibc_ib_mr_invalidate() or a release */
+	uint64_t released;      /* of those, because the memory hooks saw the memory released */
 	uint64_t evictions;     /* idle registrations dropped by trimming */
 	uint64_t regs;          /* backend reg calls that succeeded */
 	uint64_t deregs;        /* backend dereg calls */
@@ -180,6 +183,7 @@ struct ibc_ib_mr_cache {
 	struct ibc_ib_mr *head;         /* every entry, MRU first */
 	size_t idle_user_bytes;         /* bytes of idle non-persistent entries */
 	size_t idle_max_bytes;          /* IBC_IB_REG_CACHE_BYTES */
+	int hooks;                      /* user entries get memory-hook slots (ibc_ib_mr_cache_hooks()) */
 	int nentries;
 	struct ibc_ib_mr_cache_stats stats;
 	char errbuf[512];               /* text of the last registration failure */
@@ -193,6 +197,21 @@ ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size
 void ibc_ib_mr_put(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr);
 void ibc_ib_mr_invalidate(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes);
 void ibc_ib_mr_trim(struct ibc_ib_mr_cache *cache, size_t keep_bytes);
+int ibc_ib_mr_cache_hooks(struct ibc_ib_mr_cache *cache);
+
+/* ---------------------------------------------------------------------- */
+/* Memory-release events from UCX's libucm (ib_memhook.c)                 */
+/* ---------------------------------------------------------------------- */
+
+#define IBC_IB_MEMHOOK_SLOTS 4096 /* hook-protected registrations per process */
+
+int ibc_ib_memhook_start(const char **why_p);
+void ibc_ib_memhook_release(const void *addr, size_t nbytes);
+int ibc_ib_memhook_slot_get(uintptr_t start, uintptr_t end);
+int ibc_ib_memhook_slot_stale(int slot);
+void ibc_ib_memhook_slot_put(int slot);
+void ibc_ib_memhook_counts(uint64_t *events_p, uint64_t *stale_p);
+size_t ibc_ib_reg_cache_budget(size_t param, int hooks);
 int ibc_ib_mr_verbs_reg(void *pd, void *addr, size_t nbytes, int writable, uint32_t *lkey_p,
 			uint32_t *rkey_p, void **handle_p);
 int ibc_ib_mr_verbs_dereg(void *pd, void *handle);

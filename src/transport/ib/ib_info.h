@@ -15,4 +15,12 @@
  */
 void ibc_ib_print_devices(FILE *out);
 
+/*
+ * ibc_ib_print_reg_policy() - one line on @out: whether memory-release
+ * hooks (UCX's libucm) are in force for the verbs registration cache, and
+ * so how many idle user registrations IBC_IB_REG_CACHE_BYTES keeps. Loads
+ * libucm when hooks are enabled. Used by `ibc_info --build` and `--devices`.
+ */
+void ibc_ib_print_reg_policy(FILE *out);
+
 #endif /* IBC_IB_INFO_H */

@@ -11,15 +11,20 @@
  * memory (IBC_IB_MR_PERSIST) stays registered until it is invalidated.
  * User memory stays registered while in use and, once idle, until the
  * owner trims the cache: the transport trims to IBC_IB_REG_CACHE_BYTES
- * whenever a new operation (message descriptor sequence) starts. With the
- * default 0, a user buffer's registration is reused by every message of
- * one collective and released when the next one starts; that stays
- * correct when the application frees a buffer and gets new memory at the
- * same address (a pinned registration would then point at the old pages),
- * a hazard that libraries with memory hooks (UCX, Open MPI) catch and
- * ibcoll, which has none, avoids by policy. Invalidation (deregistration)
- * drops idle entries at once and in-use ones at their last release.
- * Lists are linear: a context holds few registrations.
+ * whenever a new operation (message descriptor sequence) starts.
+ *
+ * A pinned registration keeps pointing at the pages a buffer had, so an
+ * application that frees a buffer and gets new memory at the same address
+ * must not be served the old registration. With memory hooks
+ * (ibc_ib_mr_cache_hooks(), ib_memhook.c: UCX's libucm) every user entry
+ * has a slot that a release of its memory marks stale; a lookup drops a
+ * stale entry instead of using it, so idle registrations can be kept
+ * (IBC_IB_REG_CACHE_BYTES auto: no limit, or half of RLIMIT_MEMLOCK).
+ * Without hooks the default keeps none: a user buffer's registration is
+ * reused by every message of one collective and released when the next
+ * one starts. Invalidation (deregistration) drops idle entries at once
+ * and in-use ones at their last release. Lists are linear: a context
+ * holds few registrations.
  */
 #include "config.h"
 
@@ -94,7 +99,8 @@ static void mr_drop(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
 	if (ret)
 		IBC_LOG_WARN(IB, "deregistration of %zu bytes at 0x%lx on %s failed: %s", mr_bytes(mr),
 			     (unsigned long)mr->start, cache->be.name, strerror(ret));
-	cache->stats.deregs++;
+	ibc_ib_memhook_slot_put(mr->slot);
+	__atomic_add_fetch(&cache->stats.deregs, 1, __ATOMIC_RELAXED);
 	cache->nentries--;
 	ibc_free(mr);
 }
@@ -102,6 +108,81 @@ static void mr_drop(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
 static int mr_is_idle_user(const struct ibc_ib_mr *mr)
 {
 	return mr->refcnt == 0 && !(mr->flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_STALE));
+}
+
+/*
+ * the memory hooks saw @mr's memory released: drop it if idle, else mark it
+ * stale (its operation's user freed the buffer under it; the last put
+ * drops it). Returns 1 when @mr was freed.
+ */
+static int mr_released(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	__atomic_add_fetch(&cache->stats.invalidations, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&cache->stats.released, 1, __ATOMIC_RELAXED);
+	if (mr->refcnt == 0) {
+		if (mr_is_idle_user(mr))
+			cache->idle_user_bytes -= mr_bytes(mr);
+		mr_unlink(cache, mr);
+		mr_drop(cache, mr);
+		return 1;
+	}
+	mr->flags |= IBC_IB_MR_STALE;
+	return 0;
+}
+
+/**
+ * ibc_ib_mr_cache_hooks() - Protect @cache's user entries with the memory
+ * hooks (ib_memhook.c), when the process has them.
+ * @cache: [in,out] the cache, before its first lookup.
+ * Return: 1 when hooks are in force for @cache, 0 when not.
+ */
+int ibc_ib_mr_cache_hooks(struct ibc_ib_mr_cache *cache)
+{
+	cache->hooks = ibc_ib_memhook_start(NULL);
+	return cache->hooks;
+}
+
+/* 1 when the process may pin memory past RLIMIT_MEMLOCK (CAP_IPC_LOCK, bit 14) */
+static int mr_has_ipc_lock(void)
+{
+	char line[128];
+	unsigned long long caps = 0;
+	int found = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			found = 1;
+			break;
+		}
+	}
+	fclose(f);
+	return found && (caps & (1ull << 14));
+}
+
+/**
+ * ibc_ib_reg_cache_budget() - The idle user registrations to keep.
+ * @param: [in] IBC_IB_REG_CACHE_BYTES as read ((size_t)-1: auto).
+ * @hooks: [in] 1 when memory hooks are in force.
+ * Return: @param unless auto; auto is 0 without hooks, and with hooks
+ *         SIZE_MAX / 2 (no limit) when RLIMIT_MEMLOCK is unlimited or the
+ *         process has CAP_IPC_LOCK, else half of RLIMIT_MEMLOCK (the rest
+ *         is left to registrations in use).
+ */
+size_t ibc_ib_reg_cache_budget(size_t param, int hooks)
+{
+	struct rlimit rl;
+
+	if (param != (size_t)-1)
+		return param;
+	if (!hooks)
+		return 0;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    mr_has_ipc_lock())
+		return SIZE_MAX / 2;
+	return (size_t)(rl.rlim_cur / 2);
 }
 
 /* the registration failure, with the memlock limit when it is the likely cause */
@@ -160,26 +241,44 @@ ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size
 	struct ibc_ib_mr *mr;
 	int ret;
 
-	for (mr = cache->head; mr; mr = mr->next) {
+	for (mr = cache->head; mr; ) {
+		struct ibc_ib_mr *next = mr->next;
+
 		if ((mr->flags & IBC_IB_MR_STALE) || mr->start > a ||
-		    mr->end < a + (nbytes ? nbytes : 1))
+		    mr->end < a + (nbytes ? nbytes : 1)) {
+			mr = next;
 			continue;
-		if (need_write && (mr->flags & IBC_IB_MR_READONLY))
+		}
+		if (ibc_ib_memhook_slot_stale(mr->slot)) {
+			mr_released(cache, mr);
+			mr = next;
 			continue;
+		}
+		if (need_write && (mr->flags & IBC_IB_MR_READONLY)) {
+			mr = next;
+			continue;
+		}
 		if (mr_is_idle_user(mr))
 			cache->idle_user_bytes -= mr_bytes(mr);
 		mr->refcnt++;
 		mr->flags |= flags & IBC_IB_MR_PERSIST;
 		mr_unlink(cache, mr);
 		mr_push_front(cache, mr);
-		cache->stats.hits++;
+		__atomic_add_fetch(&cache->stats.hits, 1, __ATOMIC_RELAXED);
 		*mr_p = mr;
 		return IBC_OK;
 	}
-	cache->stats.misses++;
+	__atomic_add_fetch(&cache->stats.misses, 1, __ATOMIC_RELAXED);
 	mr = ibc_calloc(1, sizeof(*mr), "registration cache entry");
 	if (!mr)
 		return IBC_ERR_NO_MEMORY;
+	mr->slot = -1;
+	if (cache->hooks && !(flags & IBC_IB_MR_PERSIST)) {
+		/* before registering: a release from now on marks the slot */
+		mr->slot = ibc_ib_memhook_slot_get(start, end);
+		if (mr->slot < 0)
+			flags |= IBC_IB_MR_NOKEEP;
+	}
 	if (ibc_fault_hit(IBC_FAULT_REG, "ibv_reg_mr"))
 		ret = ENOMEM;
 	else
@@ -194,14 +293,15 @@ ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size
 	if (ret) {
 		mr_reg_error(cache, ret, (size_t)(end - start));
 		IBC_LOG_DEBUG(IB, "%s", cache->errbuf);
+		ibc_ib_memhook_slot_put(mr->slot);
 		ibc_free(mr);
 		return IBC_ERR_VERBS;
 	}
-	cache->stats.regs++;
+	__atomic_add_fetch(&cache->stats.regs, 1, __ATOMIC_RELAXED);
 	mr->start = start;
 	mr->end = end;
 	mr->refcnt = 1;
-	mr->flags = flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_READONLY);
+	mr->flags = flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_READONLY | IBC_IB_MR_NOKEEP);
 	mr_push_front(cache, mr);
 	cache->nentries++;
 	*mr_p = mr;
@@ -227,7 +327,12 @@ void ibc_ib_mr_put(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
 	}
 	if (--mr->refcnt > 0)
 		return;
-	if (mr->flags & IBC_IB_MR_STALE) {
+	if ((mr->flags & (IBC_IB_MR_STALE | IBC_IB_MR_NOKEEP)) ||
+	    ibc_ib_memhook_slot_stale(mr->slot)) {
+		if (!(mr->flags & IBC_IB_MR_STALE) && ibc_ib_memhook_slot_stale(mr->slot)) {
+			__atomic_add_fetch(&cache->stats.invalidations, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&cache->stats.released, 1, __ATOMIC_RELAXED);
+		}
 		mr_unlink(cache, mr);
 		mr_drop(cache, mr);
 		return;
@@ -256,7 +361,7 @@ void ibc_ib_mr_invalidate(struct ibc_ib_mr_cache *cache, const void *addr, size_
 		struct ibc_ib_mr *next = mr->next;
 
 		if (mr->start < b && a < mr->end && !(mr->flags & IBC_IB_MR_STALE)) {
-			cache->stats.invalidations++;
+			__atomic_add_fetch(&cache->stats.invalidations, 1, __ATOMIC_RELAXED);
 			if (mr->refcnt == 0) {
 				if (!(mr->flags & IBC_IB_MR_PERSIST))
 					cache->idle_user_bytes -= mr_bytes(mr);
@@ -290,7 +395,7 @@ void ibc_ib_mr_trim(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
 
 		if (mr_is_idle_user(tail)) {
 			cache->idle_user_bytes -= mr_bytes(tail);
-			cache->stats.evictions++;
+			__atomic_add_fetch(&cache->stats.evictions, 1, __ATOMIC_RELAXED);
 			mr_unlink(cache, tail);
 			mr_drop(cache, tail);
 		}

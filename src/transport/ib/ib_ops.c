@@ -156,12 +156,34 @@ err_free:
 	return st;
 }
 
+static void ib_ops_reg_stats(void *ctx, struct ibc_reg_stats *acc)
+{
+	struct ib_tctx *t = ctx;
+	const struct ibc_ib_mr_cache_stats *st = &t->ib->mrc.stats;
+
+	acc->registrations += __atomic_load_n(&st->regs, __ATOMIC_RELAXED);
+	acc->deregistrations += __atomic_load_n(&st->deregs, __ATOMIC_RELAXED);
+	acc->hits += __atomic_load_n(&st->hits, __ATOMIC_RELAXED);
+	acc->invalidations += __atomic_load_n(&st->invalidations, __ATOMIC_RELAXED);
+	acc->released += __atomic_load_n(&st->released, __ATOMIC_RELAXED);
+	acc->evictions += __atomic_load_n(&st->evictions, __ATOMIC_RELAXED);
+	acc->memory_hooks |= t->ib->mrc.hooks;
+}
+
 static void ib_ops_fini(void *ctx)
 {
 	struct ib_tctx *t = ctx;
+	struct ibc_reg_stats rs;
 
 	if (!t)
 		return;
+	memset(&rs, 0, sizeof(rs));
+	ib_ops_reg_stats(t, &rs);
+	IBC_LOG_INFO(IB, "ib: rank %d on %s: %llu registrations, %llu deregistrations, %llu cache hits, %llu invalidations (%llu memory released), %llu evictions; memory hooks %s",
+		     t->env->rank, t->ib->dev_name, (unsigned long long)rs.registrations,
+		     (unsigned long long)rs.deregistrations, (unsigned long long)rs.hits,
+		     (unsigned long long)rs.invalidations, (unsigned long long)rs.released,
+		     (unsigned long long)rs.evictions, rs.memory_hooks ? "on" : "off");
 	ibc_ib_ctx_destroy(t->ib);
 	ibc_free(t->peers);
 	ibc_free(t);
@@ -326,4 +348,5 @@ const struct ibc_transport_ops ibc_ib_ops = {
 	.progress = ib_ops_progress,
 	.wait = ib_ops_wait,
 	.peek = ib_ops_peek,
+	.reg_stats = ib_ops_reg_stats,
 };

@@ -92,3 +92,8 @@ void ibc_ib_print_devices(FILE *out)
 {
 	fprintf(out, "# verbs devices: not available (ibcoll built without libibverbs)\n");
 }
+
+void ibc_ib_print_reg_policy(FILE *out)
+{
+	fprintf(out, "# verbs registration cache: not built (no libibverbs)\n");
+}
