@@ -228,7 +228,7 @@ IBC_API ibc_status_t ibc_get_unique_id(ibc_unique_id_t *id);
  * @comm_p: [out] the new communicator, written only on success.
  * @nranks: [in]  number of ranks, >= 1; the same on every rank.
  * @id:     [in]  the unique id from ibc_get_unique_id(), the same on every rank.
- * @rank:   [in]  this process's rank, 0 <= @rank < @nranks, distinct per process.
+ * @rank:   [in]  this process's rank, 0 <= @rank < @nranks, distinct per process (shared with the library's own buffers).
  *
  * Collective over the @nranks ranks: returns when all have joined (or on
  * timeout). Exchanges addresses, host names and boot ids through the root,
@@ -387,6 +387,75 @@ struct ibc_reg_stats {
  *          (@comm destroyed, aborted, or never created).
  */
 IBC_API ibc_status_t ibc_comm_reg_stats(ibc_comm_h comm, struct ibc_reg_stats *stats_p);
+
+/**
+ * ibc_comm_register() - Register a host buffer with @comm's network
+ * devices now and keep it registered until ibc_comm_deregister(), so that
+ * collectives and point-to-point calls on any part of it never register
+ * memory (never call ibv_reg_mr, which pins pages: milliseconds per
+ * hundred MB on a real NIC). NCCL's ncclCommRegister() is the model.
+ * @comm:     [in]  communicator.
+ * @buf:      [in]  start of the buffer, host memory (device memory is not
+ *                  supported yet).
+ * @nbytes:   [in]  length in bytes, >= 1.
+ * @handle_p: [out] the registration, for ibc_comm_deregister(); NULL on error.
+ *
+ * Over transports that do not register memory (tcp, shm) the handle holds
+ * nothing and the call costs nothing. The buffer must stay allocated until
+ * it is deregistered: without memory hooks (struct ibc_reg_stats
+ * memory_hooks 0) freeing it first leaves the registration pointing at
+ * the old pages. Handles still held at ibc_comm_destroy() are released.
+ * Blocking: yes (the registration itself). Threading: any thread,
+ * concurrently with operations on @comm.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL argument, @nbytes 0);
+ *         IBC_ERR_INVALID_USAGE (@comm destroyed or never created);
+ *         IBC_ERR_UNSUPPORTED (CUDA device or managed memory);
+ *         IBC_ERR_VERBS (registration failed: the log names the device and
+ *         RLIMIT_MEMLOCK when that is the cause); IBC_ERR_NO_MEMORY.
+ */
+IBC_API ibc_status_t ibc_comm_register(ibc_comm_h comm, void *buf, size_t nbytes,
+				       void **handle_p);
+
+/**
+ * ibc_comm_deregister() - Release a registration made by ibc_comm_register().
+ * @comm:   [in] the communicator it was made with.
+ * @handle: [in] the handle; invalid after the call.
+ *
+ * Operations in flight on the buffer keep their own reference; the pages
+ * are unpinned when the last one completes (or, with memory hooks, when
+ * the cache's policy releases the idle registration).
+ * Blocking: no (deregistration may take microseconds). Threading: any thread.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL argument, or @handle is not a
+ *         live registration of @comm); IBC_ERR_INVALID_USAGE (@comm
+ *         destroyed or never created).
+ */
+IBC_API ibc_status_t ibc_comm_deregister(ibc_comm_h comm, void *handle);
+
+/**
+ * ibc_mem_alloc() - Allocate host memory that every communicator's verbs
+ * transport registers once, whole, on first use and keeps registered
+ * until ibc_mem_free(), with or without memory hooks (NCCL's
+ * ncclMemAlloc() is the model, for host memory).
+ * @ptr_p:  [out] page-aligned memory, zero-filled; NULL on error.
+ * @nbytes: [in]  bytes, 1 .. 2^46 (rounded up to whole pages).
+ *
+ * Blocking: an mmap. Threading: any thread. At most 4096 live allocations
+ * per process (shared with the library's own buffers).
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL @ptr_p, @nbytes out of range);
+ *         IBC_ERR_NO_MEMORY (mmap failed, or 1024 allocations are live).
+ */
+IBC_API ibc_status_t ibc_mem_alloc(void **ptr_p, size_t nbytes);
+
+/**
+ * ibc_mem_free() - Free memory from ibc_mem_alloc(); its registrations are
+ * dropped first, so no later operation uses the old pages.
+ * @ptr: [in] what ibc_mem_alloc() returned; NULL is ignored. No operation
+ *       may be in flight on it.
+ * Blocking: an munmap. Threading: any thread.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG (@ptr was not returned by
+ *         ibc_mem_alloc(), or is freed already).
+ */
+IBC_API ibc_status_t ibc_mem_free(void *ptr);
 
 /**
  * ibc_comm_get_async_error() - Error raised outside any call: a peer that

@@ -80,6 +80,16 @@ static int dp_allreduce_sum_f64(void *ctx, double *buf, size_t count)
 	return ck(ibc_allreduce(buf, buf, count, IBC_FLOAT64, IBC_SUM, ctx), "ibc_allreduce");
 }
 
+static int dp_register_buffer(void *ctx, void *buf, size_t nbytes, void **handle_p)
+{
+	return ck(ibc_comm_register(ctx, buf, nbytes, handle_p), "ibc_comm_register");
+}
+
+static int dp_deregister_buffer(void *ctx, void *handle)
+{
+	return ck(ibc_comm_deregister(ctx, handle), "ibc_comm_deregister");
+}
+
 static const struct dp_ops dp_ibc_ops = {
     .iallreduce_avg = dp_iallreduce_avg,
     .ireduce_scatter_avg = dp_ireduce_scatter_avg,
@@ -88,6 +98,8 @@ static const struct dp_ops dp_ibc_ops = {
     .test = dp_test,
     .wait = dp_wait,
     .allreduce_sum_f64 = dp_allreduce_sum_f64,
+    .register_buffer = dp_register_buffer,
+    .deregister_buffer = dp_deregister_buffer,
 };
 
 static int env_nranks(void)

@@ -166,6 +166,16 @@ int trainer_init(struct trainer *tr, struct gpt2 *model, const struct train_conf
 	tr->v = calloc(tr->state_count ? tr->state_count : 1, sizeof(float));
 	if (!tr->m || !tr->v)
 		goto err_nomem;
+	if (R > 1 && dp->ops->register_buffer) {
+		/* the buffers every step communicates: registered once, for the whole run */
+		size_t nb = model->num_params * sizeof(floatX);
+
+		/* an optimisation only: without it every step registers them again */
+		if (dp->ops->register_buffer(dp->ctx, model->params.mem, nb, &tr->reg[0]) != 0 ||
+		    dp->ops->register_buffer(dp->ctx, model->grads.mem, nb, &tr->reg[1]) != 0)
+			fprintf(stderr, "train: rank %d: parameters and gradients stay unregistered (see above); the steps register them as they go\n",
+				dp->rank);
+	}
 	if (R > 1) {
 		tr->gather_tokens = malloc(R * BT * sizeof(int));
 		tr->gather_dres = malloc(R * BT * model->cfg.channels * sizeof(floatX));
@@ -183,6 +193,11 @@ err:
 
 void trainer_free(struct trainer *tr)
 {
+	for (int i = 0; i < 2; i++) {
+		if (tr->reg[i] && tr->dp.ops && tr->dp.ops->deregister_buffer)
+			tr->dp.ops->deregister_buffer(tr->dp.ctx, tr->reg[i]);
+		tr->reg[i] = NULL;
+	}
 	if (tr->train.paths)
 		dataloader_free(&tr->train);
 	if (tr->val.paths)

@@ -37,6 +37,11 @@ struct dp_ops {
 	int (*wait)(void *ctx, void *req);
 	/* blocking: buf (count) <- sum over ranks, in place */
 	int (*allreduce_sum_f64)(void *ctx, double *buf, size_t count);
+	/* optional (NULL: nothing to do): keep buf (nbytes) registered with the
+	 * network devices until deregister_buffer(*handle_p), so that steps
+	 * never pin memory (ibc_comm_register) */
+	int (*register_buffer)(void *ctx, void *buf, size_t nbytes, void **handle_p);
+	int (*deregister_buffer)(void *ctx, void *handle);
 };
 
 struct dp {
@@ -103,6 +108,7 @@ struct trainer {
 	struct train_config cfg;
 	struct gpt2 *model; /* owned */
 	struct dp dp;
+	void *reg[2];       /* registrations of the parameters and gradients (dp_ops) */
 	struct dataloader train;
 	struct dataloader val;
 	int have_val;

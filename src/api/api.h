@@ -71,7 +71,12 @@ struct ibc_comm {
 	struct ibc_request *g_head;
 	struct ibc_request *g_tail;
 	int g_n;
+
+	/* ibc_comm_register() handles not yet deregistered (mem.c), under lock */
+	struct ibc_reg_handle *regs;
 };
+
+void ibc_comm_release_registrations(struct ibc_comm *comm);
 
 /**
  * ibc_comm_progress_cpus() - The CPUs the progress thread of @comm may run

@@ -213,6 +213,7 @@ static void comm_teardown(struct ibc_comm *comm, int abort)
 		pthread_join(comm->thread, NULL);
 		comm->thread_started = 0;
 	}
+	ibc_comm_release_registrations(comm);
 	ibc_net_teardown(&comm->net, abort);
 }
 

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "base/alloc.h"
+#include "base/memreg.h"
 #include "base/status.h"
 #include "base/util.h"
 #include "coll/algo.h"
@@ -42,9 +43,17 @@ ibc_status_t ibc_coll_scratch(struct ibc_coll *coll, size_t nbytes, void **p)
 		if (!np)
 			return ibc_net_fail(coll->net, IBC_ERR_NO_MEMORY, -1,
 					     "cannot allocate %zu bytes of scratch", nbytes);
+		if (coll->scratch)
+			ibc_memreg_remove(coll->scratch, NULL);
 		ibc_free(coll->scratch);
 		coll->scratch = np;
 		coll->scratch_nbytes = IBC_ALIGN_UP(nbytes, 4096);
+		/*
+		 * the verbs transport registers a recorded allocation whole, once,
+		 * and keeps it until it is removed (base/memreg.h): operations on
+		 * registered user buffers then register nothing, scratch included
+		 */
+		ibc_memreg_add(np, coll->scratch_nbytes);
 	}
 	*p = coll->scratch;
 	return IBC_OK;

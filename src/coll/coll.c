@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "base/alloc.h"
+#include "base/memreg.h"
 #include "base/check.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -105,6 +106,8 @@ ibc_status_t ibc_coll_init(struct ibc_coll *coll, struct ibc_net *net)
 void ibc_coll_fini(struct ibc_coll *coll)
 {
 	ibc_coll_tag_fini(coll);
+	if (coll->scratch)
+		ibc_memreg_remove(coll->scratch, NULL);
 	ibc_free(coll->scratch);
 	coll->scratch = NULL;
 	coll->scratch_nbytes = 0;

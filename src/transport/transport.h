@@ -282,6 +282,10 @@ enum ibc_tclass {
  * @reg_stats:  add this context's memory-registration counters to *@acc
  *              (read atomically; any thread); NULL for transports that
  *              register no memory.
+ * @mem_register:   register [@buf, @buf + @nbytes) with the device now and
+ *              keep it registered (*@reg_p) until @mem_deregister; any
+ *              thread. NULL for transports that register no memory.
+ * @mem_deregister: release what @mem_register returned.
  */
 struct ibc_transport_ops {
 	const char *name;
@@ -301,6 +305,8 @@ struct ibc_transport_ops {
 	void (*wait)(void *ctx, int timeout_us);
 	int (*peek)(struct ibc_tconn *conn, struct ibc_msg_desc *desc, size_t *nbytes);
 	void (*reg_stats)(void *ctx, struct ibc_reg_stats *acc);
+	ibc_status_t (*mem_register)(void *ctx, void *buf, size_t nbytes, void **reg_p);
+	void (*mem_deregister)(void *ctx, void *reg);
 };
 
 extern const struct ibc_transport_ops ibc_sock_ops;

@@ -16,6 +16,11 @@
  *            mapped at the same address (and a malloc freed and
  *            malloc'ed again), filled with new values and all-reduced:
  *            exact, and with hooks the release is counted.
+ *   regapi   explicit registration, with or without memory hooks: a malloc
+ *            buffer registered by ibc_comm_register() and a buffer from
+ *            ibc_mem_alloc(), 100 all-reduces each: no registration after
+ *            ibc_comm_register() resp. after the first all-reduce, exact;
+ *            then ibc_mem_free() and a new ibc_mem_alloc(): exact again.
  * Exit status: 0 exact, 1 wrong results, 2 usage, 3 an ibcoll call failed.
  */
 #include "config.h"
@@ -215,6 +220,87 @@ static int mode_regcache(ibc_comm_h comm)
 	return bad;
 }
 
+static int mode_regapi(ibc_comm_h comm)
+{
+	size_t count = getenv("IBC_TEST_COUNT") ? (size_t)atol(getenv("IBC_TEST_COUNT")) : 1 << 18;
+	size_t nbytes = count * sizeof(float);
+	struct ibc_reg_stats s0;
+	struct ibc_reg_stats s1;
+	void *handle;
+	float *a = malloc(nbytes);
+	void *m = NULL;
+	float *b;
+	int bad = 0;
+	int i;
+
+	CALL(ibc_comm_register(comm, a, nbytes, &handle));
+	/* the first operation connects (the transport's own buffers) */
+	bad |= allreduce_exact(comm, a, count, 1, "first all-reduce of a registered buffer");
+	CALL(ibc_comm_reg_stats(comm, &s0));
+	for (i = 0; i < 99; i++)
+		bad |= allreduce_exact(comm, a, count, 1 + i % 3, "all-reduce of a registered buffer");
+	CALL(ibc_comm_reg_stats(comm, &s1));
+	printf("rank %d: regapi: memory hooks %s; ibc_comm_register: %llu registrations during the 99 all-reduces of %zu bytes after the first\n",
+	       rank, s1.memory_hooks ? "on" : "off",
+	       (unsigned long long)(s1.registrations - s0.registrations), nbytes);
+	if (s1.registrations != s0.registrations)
+		bad = 1;
+	CALL(ibc_comm_deregister(comm, handle));
+	free(a);
+
+	CALL(ibc_mem_alloc(&m, nbytes));
+	b = m;
+	bad |= allreduce_exact(comm, b, count, 2, "first all-reduce of ibc_mem_alloc memory");
+	CALL(ibc_comm_reg_stats(comm, &s0));
+	for (i = 0; i < 99; i++)
+		bad |= allreduce_exact(comm, b, count, 1 + i % 3, "all-reduce of ibc_mem_alloc memory");
+	CALL(ibc_comm_reg_stats(comm, &s1));
+	printf("rank %d: regapi: ibc_mem_alloc: %llu registrations during the 99 all-reduces after the first\n",
+	       rank, (unsigned long long)(s1.registrations - s0.registrations));
+	if (s1.registrations != s0.registrations)
+		bad = 1;
+	CALL(ibc_mem_free(m));
+	CALL(ibc_mem_alloc(&m, nbytes));
+	printf("rank %d: regapi: the next ibc_mem_alloc gave %s address\n", rank,
+	       m == (void *)b ? "the same" : "another");
+	bad |= allreduce_exact(comm, m, count, 13, "all-reduce of new ibc_mem_alloc memory");
+	CALL(ibc_mem_free(m));
+	{
+		/* what a registration costs: three fresh 32 MiB buffers, pages
+		 * touched first, ibc_comm_register timed (ibv_reg_mr pins them) */
+		const size_t rb = (size_t)32 << 20;
+		double ms[3];
+		int k;
+
+		for (k = 0; k < 3; k++) {
+			char *p = mmap(NULL, rb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			uint64_t t0;
+			struct timespec ts0, ts1;
+
+			if (p == MAP_FAILED)
+				return 3;
+			memset(p, 1, rb);
+			clock_gettime(CLOCK_MONOTONIC, &ts0);
+			CALL(ibc_comm_register(comm, p, rb, &handle));
+			clock_gettime(CLOCK_MONOTONIC, &ts1);
+			/* usually at the address of the buffer before: its registration must not serve */
+			bad |= allreduce_exact(comm, (float *)p, count, 17 + k,
+					       "all-reduce of a buffer registered where another was");
+			CALL(ibc_comm_deregister(comm, handle));
+			munmap(p, rb);
+			t0 = (uint64_t)(ts1.tv_sec - ts0.tv_sec) * 1000000000ull + (uint64_t)ts1.tv_nsec -
+			     (uint64_t)ts0.tv_nsec;
+			ms[k] = (double)t0 / 1e6;
+		}
+		printf("rank %d: regapi: registering 32 MiB took %.2f / %.2f / %.2f ms (%.3f ms per MiB, best)\n",
+		       rank, ms[0], ms[1], ms[2],
+		       (ms[0] < ms[1] ? (ms[0] < ms[2] ? ms[0] : ms[2]) : (ms[1] < ms[2] ? ms[1] : ms[2])) / 32);
+	}
+	if (!bad)
+		printf("rank %d: regapi: all exact\n", rank);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "once";
@@ -239,8 +325,10 @@ int main(int argc, char **argv)
 		ret = mode_once(comm);
 	} else if (!strcmp(mode, "regcache")) {
 		ret = mode_regcache(comm);
+	} else if (!strcmp(mode, "regapi")) {
+		ret = mode_regapi(comm);
 	} else {
-		fprintf(stderr, "usage: test_ib_comm loop|once|regcache (one rank; see the file header)\n");
+		fprintf(stderr, "usage: test_ib_comm loop|once|regcache|regapi (one rank; see the file header)\n");
 		return 2;
 	}
 	if (ret == 3)

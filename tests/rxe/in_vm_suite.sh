@@ -328,6 +328,18 @@ regcache() { # name expect-hooks env...
 }
 regcache "hooks on" 1
 regcache "hooks off" 0 IBC_IB_MEMHOOKS=0
+# explicit registration (ibc_comm_register, ibc_mem_alloc): nothing is
+# registered in steady state even without hooks
+for hooks in 1 0; do
+	IBC_IB_MEMHOOKS=$hooks "$src"/tests/rxe/run_ranks.sh 2 240 "$logs/regapi-$hooks" tests/ib/test_ib_comm regapi
+	rc=$?
+	if [ $rc -eq 0 ] && [ "$(cat "$logs"/regapi-$hooks/rank.*.out | grep -c 'regapi: all exact')" -eq 2 ]; then
+		ok "explicit registration, IBC_IB_MEMHOOKS=$hooks: $(grep -h 'ibc_comm_register:' "$logs/regapi-$hooks/rank.0.out" | sed 's/^rank 0: regapi: //'); $(grep -h 'ibc_mem_alloc:' "$logs/regapi-$hooks/rank.0.out" | sed 's/^rank 0: regapi: //')"
+	else
+		notok "explicit registration, IBC_IB_MEMHOOKS=$hooks (exit $rc)"
+		for f in "$logs"/regapi-$hooks/rank.*.out; do diag "$f"; done
+	fi
+done
 # the control: without hooks but told to keep registrations, the stale
 # registration must show (the new memory's values are not what arrives), or
 # the test above could not see the hazard it guards against

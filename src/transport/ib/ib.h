@@ -41,6 +41,7 @@
 #define IBC_IB_H
 
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -140,6 +141,7 @@ int ibc_ib_gid_agree(const struct ibc_ib_gid_cands *local, const struct ibc_ib_g
 #define IBC_IB_MR_READONLY 0x2  /* registered without write access (send side only) */
 #define IBC_IB_MR_STALE    0x4  /* invalidated while in use: deregistered at last put */
 #define IBC_IB_MR_NOKEEP   0x8  /* hooks on but no slot free: released at last put */
+#define IBC_IB_MR_KEEP     0x10 /* a whole ibc_mem_alloc() allocation: kept until it is freed */
 
 /* struct ibc_ib_mr - one cached registration of the page range [start, end) */
 struct ibc_ib_mr {
@@ -184,6 +186,7 @@ struct ibc_ib_mr_cache {
 	size_t idle_user_bytes;         /* bytes of idle non-persistent entries */
 	size_t idle_max_bytes;          /* IBC_IB_REG_CACHE_BYTES */
 	int hooks;                      /* user entries get memory-hook slots (ibc_ib_mr_cache_hooks()) */
+	pthread_mutex_t lock;           /* the public calls; see ib_mr.c */
 	int nentries;
 	struct ibc_ib_mr_cache_stats stats;
 	char errbuf[512];               /* text of the last registration failure */

@@ -28,6 +28,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include "base/alloc.h"
 #include "base/fault.h"
 #include "base/log.h"
+#include "base/memreg.h"
 #include "base/util.h"
 #include "transport/ib/ib.h"
 
@@ -68,6 +70,9 @@ void ibc_ib_mr_cache_init(struct ibc_ib_mr_cache *cache, const struct ibc_ib_mr_
 	memset(cache, 0, sizeof(*cache));
 	cache->be = *be;
 	cache->idle_max_bytes = idle_max_bytes;
+	pthread_mutex_init(&cache->lock, NULL);
+	/* ibc_mem_free() of an allocation marks its registrations' slots stale */
+	ibc_memreg_on_release(ibc_ib_memhook_release);
 }
 
 static void mr_unlink(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
@@ -105,9 +110,16 @@ static void mr_drop(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
 	ibc_free(mr);
 }
 
+/* idle and subject to the IBC_IB_REG_CACHE_BYTES budget (counted in idle_user_bytes) */
 static int mr_is_idle_user(const struct ibc_ib_mr *mr)
 {
-	return mr->refcnt == 0 && !(mr->flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_STALE));
+	return mr->refcnt == 0 &&
+	       !(mr->flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_STALE | IBC_IB_MR_KEEP));
+}
+
+static int mr_budgeted(unsigned flags)
+{
+	return !(flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_KEEP));
 }
 
 /*
@@ -223,15 +235,15 @@ static void mr_reg_error(struct ibc_ib_mr_cache *cache, int err, size_t nbytes)
  * @mr_p:   [out] the entry, with one more reference, written on success.
  *
  * Blocking: a miss calls the backend (ibv_reg_mr pins pages: tens of us
- *           and more for large buffers). Threading: not thread-safe; one
- *           thread per cache (the transport context's).
+ *           and more for large buffers). Threading: any thread (the
+ *           cache's mutex, held across the backend call).
  * Return: IBC_OK; IBC_ERR_NO_MEMORY; IBC_ERR_VERBS when registration fails
  *         (cache->errbuf then holds the text, naming RLIMIT_MEMLOCK and
  *         its value when the error is ENOMEM). IBC_FAULT_INJECT=reg:N
  *         makes the N-th registration fail with ENOMEM.
  */
-ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes,
-			   unsigned flags, struct ibc_ib_mr **mr_p)
+static ibc_status_t mr_get_locked(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes,
+				  unsigned flags, struct ibc_ib_mr **mr_p)
 {
 	uintptr_t pg = mr_page_size();
 	uintptr_t a = (uintptr_t)addr;
@@ -239,6 +251,8 @@ ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size
 	uintptr_t end = IBC_ALIGN_UP(a + (nbytes ? nbytes : 1), pg);
 	int need_write = !(flags & IBC_IB_MR_READONLY);
 	struct ibc_ib_mr *mr;
+	uintptr_t mstart;
+	uintptr_t mend;
 	int ret;
 
 	for (mr = cache->head; mr; ) {
@@ -273,7 +287,13 @@ ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size
 	if (!mr)
 		return IBC_ERR_NO_MEMORY;
 	mr->slot = -1;
-	if (cache->hooks && !(flags & IBC_IB_MR_PERSIST)) {
+	if (!(flags & IBC_IB_MR_PERSIST) && ibc_memreg_find(a, nbytes, &mstart, &mend)) {
+		/* memory from ibc_mem_alloc(): the whole allocation, kept until ibc_mem_free() */
+		start = mstart & ~(pg - 1);
+		end = IBC_ALIGN_UP(mend, pg);
+		flags |= IBC_IB_MR_KEEP;
+	}
+	if ((cache->hooks || (flags & IBC_IB_MR_KEEP)) && !(flags & IBC_IB_MR_PERSIST)) {
 		/* before registering: a release from now on marks the slot */
 		mr->slot = ibc_ib_memhook_slot_get(start, end);
 		if (mr->slot < 0)
@@ -301,7 +321,9 @@ ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size
 	mr->start = start;
 	mr->end = end;
 	mr->refcnt = 1;
-	mr->flags = flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_READONLY | IBC_IB_MR_NOKEEP);
+	mr->flags = flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_READONLY | IBC_IB_MR_NOKEEP | IBC_IB_MR_KEEP);
+	if (mr->flags & IBC_IB_MR_NOKEEP)
+		mr->flags &= ~(unsigned)IBC_IB_MR_KEEP;
 	mr_push_front(cache, mr);
 	cache->nentries++;
 	*mr_p = mr;
@@ -316,10 +338,8 @@ ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size
  * The last release of a stale entry deregisters it; an idle user entry
  * stays cached until ibc_ib_mr_trim() or ibc_ib_mr_invalidate().
  */
-void ibc_ib_mr_put(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+static void mr_put_locked(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
 {
-	if (!mr)
-		return;
 	if (mr->refcnt <= 0) {
 		IBC_LOG_WARN(IB, "registration of 0x%lx put more often than got (internal error)",
 			     (unsigned long)mr->start);
@@ -337,7 +357,7 @@ void ibc_ib_mr_put(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
 		mr_drop(cache, mr);
 		return;
 	}
-	if (!(mr->flags & IBC_IB_MR_PERSIST))
+	if (mr_budgeted(mr->flags))
 		cache->idle_user_bytes += mr_bytes(mr);
 }
 
@@ -351,7 +371,7 @@ void ibc_ib_mr_put(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
  * Idle entries are deregistered now; entries in use are marked stale: no
  * later lookup finds them, and the last ibc_ib_mr_put() deregisters them.
  */
-void ibc_ib_mr_invalidate(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes)
+static void mr_invalidate_locked(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes)
 {
 	uintptr_t a = (uintptr_t)addr;
 	uintptr_t b = a + (nbytes ? nbytes : 1);
@@ -363,7 +383,7 @@ void ibc_ib_mr_invalidate(struct ibc_ib_mr_cache *cache, const void *addr, size_
 		if (mr->start < b && a < mr->end && !(mr->flags & IBC_IB_MR_STALE)) {
 			__atomic_add_fetch(&cache->stats.invalidations, 1, __ATOMIC_RELAXED);
 			if (mr->refcnt == 0) {
-				if (!(mr->flags & IBC_IB_MR_PERSIST))
+				if (mr_budgeted(mr->flags))
 					cache->idle_user_bytes -= mr_bytes(mr);
 				mr_unlink(cache, mr);
 				mr_drop(cache, mr);
@@ -381,11 +401,20 @@ void ibc_ib_mr_invalidate(struct ibc_ib_mr_cache *cache, const void *addr, size_
  * @cache:      [in,out] the cache.
  * @keep_bytes: [in] idle user bytes to keep (0: all idle user entries go).
  */
-void ibc_ib_mr_trim(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
+static void mr_trim_locked(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
 {
 	struct ibc_ib_mr *mr;
 	struct ibc_ib_mr *tail = NULL;
 
+	/* idle registrations of released memory: unpin them now, whatever the budget */
+	for (mr = cache->head; mr; ) {
+		struct ibc_ib_mr *next = mr->next;
+
+		if (mr->refcnt == 0 && !(mr->flags & IBC_IB_MR_STALE) &&
+		    ibc_ib_memhook_slot_stale(mr->slot))
+			mr_released(cache, mr);
+		mr = next;
+	}
 	if (cache->idle_user_bytes <= keep_bytes)
 		return;
 	for (mr = cache->head; mr; mr = mr->next)
@@ -408,7 +437,7 @@ void ibc_ib_mr_trim(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
  * @cache: [in,out] the cache; entries still referenced are released too
  *         (logged at DEBUG: their operations were abandoned).
  */
-void ibc_ib_mr_cache_fini(struct ibc_ib_mr_cache *cache)
+static void mr_fini_locked(struct ibc_ib_mr_cache *cache)
 {
 	while (cache->head) {
 		struct ibc_ib_mr *mr = cache->head;
@@ -452,4 +481,49 @@ int ibc_ib_mr_verbs_dereg(void *pd, void *handle)
 {
 	(void)pd;
 	return ibv_dereg_mr(handle);
+}
+
+/* the public entry points: one mutex per cache, since ibc_comm_register()
+ * adds registrations from the application's thread while the progress
+ * thread looks buffers up (never held by the memory-hook callback) */
+ibc_status_t ibc_ib_mr_get(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes,
+			   unsigned flags, struct ibc_ib_mr **mr_p)
+{
+	ibc_status_t st;
+
+	pthread_mutex_lock(&cache->lock);
+	st = mr_get_locked(cache, addr, nbytes, flags, mr_p);
+	pthread_mutex_unlock(&cache->lock);
+	return st;
+}
+
+void ibc_ib_mr_put(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	if (!mr)
+		return;
+	pthread_mutex_lock(&cache->lock);
+	mr_put_locked(cache, mr);
+	pthread_mutex_unlock(&cache->lock);
+}
+
+void ibc_ib_mr_invalidate(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes)
+{
+	pthread_mutex_lock(&cache->lock);
+	mr_invalidate_locked(cache, addr, nbytes);
+	pthread_mutex_unlock(&cache->lock);
+}
+
+void ibc_ib_mr_trim(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
+{
+	pthread_mutex_lock(&cache->lock);
+	mr_trim_locked(cache, keep_bytes);
+	pthread_mutex_unlock(&cache->lock);
+}
+
+void ibc_ib_mr_cache_fini(struct ibc_ib_mr_cache *cache)
+{
+	pthread_mutex_lock(&cache->lock);
+	mr_fini_locked(cache);
+	pthread_mutex_unlock(&cache->lock);
+	pthread_mutex_destroy(&cache->lock);
 }

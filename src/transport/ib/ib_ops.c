@@ -170,6 +170,40 @@ static void ib_ops_reg_stats(void *ctx, struct ibc_reg_stats *acc)
 	acc->memory_hooks |= t->ib->mrc.hooks;
 }
 
+static ibc_status_t ib_ops_mem_register(void *ctx, void *buf, size_t nbytes, void **reg_p)
+{
+	struct ib_tctx *t = ctx;
+	struct ibc_ib_mr *mr;
+	ibc_status_t st;
+
+	/*
+	 * without hooks an idle registration may be of memory freed since:
+	 * drop idle ones first (the budget, 0 by default) so the handle never
+	 * holds one of old pages
+	 */
+	if (!t->ib->mrc.hooks)
+		ibc_ib_mr_trim(&t->ib->mrc, t->ib->prm.reg_cache_bytes);
+	st = ibc_ib_mr_get(&t->ib->mrc, buf, nbytes, 0, &mr);
+	if (st != IBC_OK) {
+		IBC_LOG_ERROR(IB, "ibc_comm_register: rank %d: %zu bytes at %p on %s: %s", t->env->rank,
+			      nbytes, buf, t->ib->dev_name,
+			      st == IBC_ERR_VERBS ? t->ib->mrc.errbuf : ibc_status_str(st));
+		return st;
+	}
+	*reg_p = mr;
+	return IBC_OK;
+}
+
+static void ib_ops_mem_deregister(void *ctx, void *reg)
+{
+	struct ib_tctx *t = ctx;
+
+	ibc_ib_mr_put(&t->ib->mrc, reg);
+	/* the application may free the buffer now: without hooks, forget it at once */
+	if (!t->ib->mrc.hooks)
+		ibc_ib_mr_trim(&t->ib->mrc, t->ib->prm.reg_cache_bytes);
+}
+
 static void ib_ops_fini(void *ctx)
 {
 	struct ib_tctx *t = ctx;
@@ -349,4 +383,6 @@ const struct ibc_transport_ops ibc_ib_ops = {
 	.wait = ib_ops_wait,
 	.peek = ib_ops_peek,
 	.reg_stats = ib_ops_reg_stats,
+	.mem_register = ib_ops_mem_register,
+	.mem_deregister = ib_ops_mem_deregister,
 };
