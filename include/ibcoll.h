@@ -228,7 +228,7 @@ IBC_API ibc_status_t ibc_get_unique_id(ibc_unique_id_t *id);
  * @comm_p: [out] the new communicator, written only on success.
  * @nranks: [in]  number of ranks, >= 1; the same on every rank.
  * @id:     [in]  the unique id from ibc_get_unique_id(), the same on every rank.
- * @rank:   [in]  this process's rank, 0 <= @rank < @nranks, distinct per process (shared with the library's own buffers).
+ * @rank:   [in]  this process's rank, 0 <= @rank < @nranks, distinct per process.
  *
  * Collective over the @nranks ranks: returns when all have joined (or on
  * timeout). Exchanges addresses, host names and boot ids through the root,
@@ -442,13 +442,15 @@ IBC_API ibc_status_t ibc_comm_deregister(ibc_comm_h comm, void *handle);
  * Blocking: an mmap. Threading: any thread. At most 4096 live allocations
  * per process (shared with the library's own buffers).
  * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL @ptr_p, @nbytes out of range);
- *         IBC_ERR_NO_MEMORY (mmap failed, or 1024 allocations are live).
+ *         IBC_ERR_NO_MEMORY (mmap failed, or 4096 recorded allocations are live).
  */
 IBC_API ibc_status_t ibc_mem_alloc(void **ptr_p, size_t nbytes);
 
 /**
  * ibc_mem_free() - Free memory from ibc_mem_alloc(); its registrations are
- * dropped first, so no later operation uses the old pages.
+ * marked stale before the memory is unmapped, so no later operation uses
+ * the old pages (each communicator unpins them at its next operation, or
+ * at destroy).
  * @ptr: [in] what ibc_mem_alloc() returned; NULL is ignored. No operation
  *       may be in flight on it.
  * Blocking: an munmap. Threading: any thread.

@@ -173,8 +173,9 @@ int trainer_init(struct trainer *tr, struct gpt2 *model, const struct train_conf
 		/* an optimisation only: without it every step registers them again */
 		if (dp->ops->register_buffer(dp->ctx, model->params.mem, nb, &tr->reg[0]) != 0 ||
 		    dp->ops->register_buffer(dp->ctx, model->grads.mem, nb, &tr->reg[1]) != 0)
-			fprintf(stderr, "train: rank %d: parameters and gradients stay unregistered (see above); the steps register them as they go\n",
-				dp->rank);
+			fprintf(stderr, "train: rank %d: %s unregistered (see above); the steps register %s as they go\n",
+				dp->rank, tr->reg[0] ? "the gradients stay" : "parameters and gradients stay",
+				tr->reg[0] ? "them" : "both");
 	}
 	if (R > 1) {
 		tr->gather_tokens = malloc(R * BT * sizeof(int));

@@ -56,17 +56,19 @@ ibc_status_t ibc_comm_register(ibc_comm_h h, void *buf, size_t nbytes, void **ha
 	ibc_status_t st = IBC_OK;
 	int i;
 
+	if (handle_p)
+		*handle_p = NULL;
 	if (!h || !buf || !handle_p) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_register: NULL argument (comm %p, buf %p, handle_p %p)",
 			      (void *)h, buf, (void *)handle_p);
 		return IBC_ERR_INVALID_ARG;
 	}
-	*handle_p = NULL;
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_register", &comm));
 	if (nbytes == 0) {
-		IBC_LOG_ERROR(INIT, "ibc_comm_register: nbytes is 0");
+		IBC_LOG_ERROR(INIT, "ibc_comm_register: rank %d: nbytes is 0", comm->net.rank);
+		ibc_comm_leave(comm);
 		return IBC_ERR_INVALID_ARG;
 	}
-	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_register", &comm));
 	if (ibc_cuda_ptr_kind(buf, NULL) != IBC_MEMKIND_HOST) {
 		IBC_LOG_ERROR(INIT, "ibc_comm_register: rank %d: %p is CUDA device or managed memory; registering device memory (GPUDirect RDMA) is not supported yet",
 			      comm->net.rank, buf);

@@ -25,6 +25,7 @@
  */
 #include "config.h"
 
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +165,10 @@ static int mode_regcache(ibc_comm_h comm)
 	int bad = 0;
 	int i;
 
+	/* a fixed mmap threshold: the 1 MiB mallocs below are mapped, and the
+	 * second one usually reuses the first one's address (glibc's dynamic
+	 * threshold would move it onto the heap) */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	a = mmap(NULL, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (a == MAP_FAILED)
 		return 3;
@@ -234,6 +239,14 @@ static int mode_regapi(ibc_comm_h comm)
 	int i;
 
 	CALL(ibc_comm_register(comm, a, nbytes, &handle));
+	if (getenv("IBC_TEST_EXPECT_HOOKS")) {
+		CALL(ibc_comm_reg_stats(comm, &s0));
+		if (s0.memory_hooks != atoi(getenv("IBC_TEST_EXPECT_HOOKS"))) {
+			fprintf(stderr, "rank %d: memory hooks %d, expected %s\n", rank, s0.memory_hooks,
+				getenv("IBC_TEST_EXPECT_HOOKS"));
+			bad = 1;
+		}
+	}
 	/* the first operation connects (the transport's own buffers) */
 	bad |= allreduce_exact(comm, a, count, 1, "first all-reduce of a registered buffer");
 	CALL(ibc_comm_reg_stats(comm, &s0));

@@ -23,6 +23,7 @@ struct fake {
 	int ndereg;
 	int live;
 	int fail_errno;         /* next reg fails with this */
+	int fail_sticky;        /* ... and every one after it, until cleared */
 	uintptr_t ro_start;     /* writable registration of this range fails with EFAULT */
 	uintptr_t ro_end;
 	size_t last_nbytes;
@@ -38,7 +39,8 @@ static int fake_reg(void *arg, void *addr, size_t nbytes, int writable, uint32_t
 	if (f->fail_errno) {
 		int e = f->fail_errno;
 
-		f->fail_errno = 0;
+		if (!f->fail_sticky)
+			f->fail_errno = 0;
 		return e;
 	}
 	if (writable && a < f->ro_end && f->ro_start < a + nbytes)
@@ -179,9 +181,24 @@ int main(void)
 	tap_ok(strstr(c.errbuf, "Bad address") != NULL, "error text has strerror: '%s'", c.errbuf);
 	ibc_ib_mr_put(&c, m1);
 
-	/* ENOMEM: the memlock limit and its value */
+	/* ENOMEM once, with idle registrations cached: they go, and the retry succeeds */
+	{
+		int idle_before = c.nentries;
+
+		f.fail_errno = ENOMEM;
+		st = ibc_ib_mr_get(&c, buf + 60 * pg, pg, 0, &m1);
+		tap_ok(st == IBC_OK && c.nentries <= idle_before,
+		       "ENOMEM with idle registrations cached: they are dropped and the registration retried (%d -> %d entries)",
+		       idle_before, c.nentries);
+		if (st == IBC_OK)
+			ibc_ib_mr_put(&c, m1);
+	}
+	/* ENOMEM that stays: the memlock limit and its value */
 	f.fail_errno = ENOMEM;
-	st = ibc_ib_mr_get(&c, buf + 60 * pg, pg, 0, &m1);
+	f.fail_sticky = 1;
+	st = ibc_ib_mr_get(&c, buf + 62 * pg, pg, 0, &m1);
+	f.fail_sticky = 0;
+	f.fail_errno = 0;
 	tap_is_int(st, IBC_ERR_VERBS, "ENOMEM registration fails");
 	tap_ok(strstr(c.errbuf, "ulimit -l") && strstr(c.errbuf, "RLIMIT_MEMLOCK"),
 	       "ENOMEM text names ulimit -l and RLIMIT_MEMLOCK");

@@ -345,7 +345,7 @@ regcache "hooks off" 0 IBC_IB_MEMHOOKS=0
 # explicit registration (ibc_comm_register, ibc_mem_alloc): nothing is
 # registered in steady state even without hooks
 for hooks in 1 0; do
-	IBC_IB_MEMHOOKS=$hooks "$src"/tests/rxe/run_ranks.sh 2 240 "$logs/regapi-$hooks" tests/ib/test_ib_comm regapi
+	IBC_IB_MEMHOOKS=$hooks IBC_TEST_EXPECT_HOOKS=$hooks "$src"/tests/rxe/run_ranks.sh 2 240 "$logs/regapi-$hooks" tests/ib/test_ib_comm regapi
 	rc=$?
 	if [ $rc -eq 0 ] && [ "$(cat "$logs"/regapi-$hooks/rank.*.out | grep -c 'regapi: all exact')" -eq 2 ]; then
 		ok "explicit registration, IBC_IB_MEMHOOKS=$hooks: $(grep -h 'ibc_comm_register:' "$logs/regapi-$hooks/rank.0.out" | sed 's/^rank 0: regapi: //'); $(grep -h 'ibc_mem_alloc:' "$logs/regapi-$hooks/rank.0.out" | sed 's/^rank 0: regapi: //')"

@@ -142,6 +142,7 @@ int ibc_ib_gid_agree(const struct ibc_ib_gid_cands *local, const struct ibc_ib_g
 #define IBC_IB_MR_STALE    0x4  /* invalidated while in use: deregistered at last put */
 #define IBC_IB_MR_NOKEEP   0x8  /* hooks on but no slot free: released at last put */
 #define IBC_IB_MR_KEEP     0x10 /* a whole ibc_mem_alloc() allocation: kept until it is freed */
+#define IBC_IB_MR_NEED_SLOT 0x20 /* ibc_ib_mr_get(): fail rather than register unprotected */
 
 /* struct ibc_ib_mr - one cached registration of the page range [start, end) */
 struct ibc_ib_mr {

@@ -24,7 +24,9 @@
  * mremap, madvise, shmat, shmdt, brk and sbrk in the loaded libc, so calls
  * from inside glibc (free of an mmapped chunk, heap trimming, malloc_trim)
  * are seen as well as the application's own; MADV_DONTFORK/DOFORK (which
- * ibv_reg_mr issues) are not releases. Not seen: a process that makes the
+ * rdma-core issues around registrations in its fork-safe mode) are not
+ * releases. The transport checks at start-up that a free() inside glibc
+ * is reported, and leaves hooks off when not. Not seen: a process that makes the
  * raw system call itself, and memory released by the kernel on its own.
  *
  * Bookkeeping. The callback runs in whatever thread releases memory, may
@@ -42,6 +44,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -167,8 +170,20 @@ static void memhook_cb(ucm_event_type_t type, ucm_event_t *ev, void *arg)
 		ibc_ib_memhook_release(ev->vm_unmapped.address, ev->vm_unmapped.size);
 }
 
-/* dlopen @name, putting back every signal disposition the load changed */
-static void *memhook_dlopen(const char *name, char *restored, size_t len)
+/* the signals blocked during a handler (sigset_t has room beyond the kernel's) */
+static int same_mask(const sigset_t *a, const sigset_t *b)
+{
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++) {
+		if (sigismember(a, sig) != sigismember(b, sig))
+			return 0;
+	}
+	return 1;
+}
+
+/* dlopen @name (@flags), putting back every signal disposition the load changed */
+static void *memhook_dlopen(const char *name, int flags, char *restored, size_t len)
 {
 	static struct sigaction before[NSIG];
 	struct sigaction now;
@@ -178,11 +193,12 @@ static void *memhook_dlopen(const char *name, char *restored, size_t len)
 
 	for (sig = 1; sig < NSIG; sig++)
 		sigaction(sig, NULL, &before[sig]);
-	h = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+	h = dlopen(name, flags);
 	for (sig = 1; sig < NSIG; sig++) {
 		if (sigaction(sig, NULL, &now) != 0)
 			continue;
-		if (now.sa_handler == before[sig].sa_handler && now.sa_flags == before[sig].sa_flags)
+		if (now.sa_handler == before[sig].sa_handler && now.sa_flags == before[sig].sa_flags &&
+		    same_mask(&now.sa_mask, &before[sig].sa_mask))
 			continue;
 		sigaction(sig, &before[sig], NULL);
 		if (used + 8 < len)
@@ -205,8 +221,11 @@ static void memhook_start_once(void)
 		snprintf(hooks_why, sizeof(hooks_why), "off (IBC_IB_MEMHOOKS=0)");
 		return;
 	}
-	ucs = memhook_dlopen("libucs.so.0", restored, sizeof(restored));
-	ucm = ucs ? memhook_dlopen("libucm.so.0", restored, sizeof(restored)) : NULL;
+	/* libucm resolves two libucs symbols from the global scope; libucm itself
+	 * is used through dlsym only */
+	ucs = memhook_dlopen("libucs.so.0", RTLD_NOW | RTLD_GLOBAL, restored, sizeof(restored));
+	ucm = ucs ? memhook_dlopen("libucm.so.0", RTLD_NOW | RTLD_LOCAL, restored, sizeof(restored))
+		  : NULL;
 	if (!ucm) {
 		snprintf(hooks_why, sizeof(hooks_why), "off (cannot load UCX's libucm: %s)", dlerror());
 		return;
@@ -224,6 +243,30 @@ static void memhook_start_once(void)
 		snprintf(hooks_why, sizeof(hooks_why), "off (libucm could not install its hooks: status %d)",
 			 (int)st);
 		return;
+	}
+	/*
+	 * the cache relies on seeing the releases glibc makes inside free():
+	 * only libucm's "bistro" mode patches those (not UCX_MEM_MMAP_HOOK_MODE
+	 * =reloc, nor an allocator that never unmaps on free, as under ASan or
+	 * valgrind); check with a 64 MiB malloc, which glibc always maps
+	 */
+	{
+		uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+		const size_t n = (size_t)64 << 20;
+		char *p = malloc(n);
+		int slot = -1;
+		int seen;
+
+		if (p)
+			slot = ibc_ib_memhook_slot_get((uintptr_t)p & ~(pg - 1), (uintptr_t)p + n);
+		free(p);
+		seen = ibc_ib_memhook_slot_stale(slot);
+		ibc_ib_memhook_slot_put(slot);
+		if (!seen) {
+			snprintf(hooks_why, sizeof(hooks_why),
+				 "off (libucm does not report the munmap inside free() of a 64 MiB malloc: UCX_MEM_MMAP_HOOK_MODE=reloc, or an allocator that keeps freed memory, e.g. ASan or valgrind)");
+			return;
+		}
 	}
 	hooks_on = 1;
 	snprintf(hooks_why, sizeof(hooks_why), "on (UCX libucm%s%s, header of UCX %s)",

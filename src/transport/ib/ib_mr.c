@@ -242,6 +242,31 @@ static void mr_reg_error(struct ibc_ib_mr_cache *cache, int err, size_t nbytes)
  *         its value when the error is ENOMEM). IBC_FAULT_INJECT=reg:N
  *         makes the N-th registration fail with ENOMEM.
  */
+/*
+ * drop every idle user registration (budgeted and whole-allocation ones),
+ * to free memory-hook slots or locked memory; returns how many went
+ */
+static int mr_drop_idle(struct ibc_ib_mr_cache *cache)
+{
+	struct ibc_ib_mr *mr = cache->head;
+	int n = 0;
+
+	while (mr) {
+		struct ibc_ib_mr *next = mr->next;
+
+		if (mr->refcnt == 0 && !(mr->flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_STALE))) {
+			if (mr_is_idle_user(mr))
+				cache->idle_user_bytes -= mr_bytes(mr);
+			__atomic_add_fetch(&cache->stats.evictions, 1, __ATOMIC_RELAXED);
+			mr_unlink(cache, mr);
+			mr_drop(cache, mr);
+			n++;
+		}
+		mr = next;
+	}
+	return n;
+}
+
 static ibc_status_t mr_get_locked(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes,
 				  unsigned flags, struct ibc_ib_mr **mr_p)
 {
@@ -268,7 +293,8 @@ static ibc_status_t mr_get_locked(struct ibc_ib_mr_cache *cache, const void *add
 			mr = next;
 			continue;
 		}
-		if (need_write && (mr->flags & IBC_IB_MR_READONLY)) {
+		if ((need_write && (mr->flags & IBC_IB_MR_READONLY)) ||
+		    ((flags & IBC_IB_MR_NEED_SLOT) && (mr->flags & IBC_IB_MR_NOKEEP))) {
 			mr = next;
 			continue;
 		}
@@ -296,14 +322,28 @@ static ibc_status_t mr_get_locked(struct ibc_ib_mr_cache *cache, const void *add
 	if ((cache->hooks || (flags & IBC_IB_MR_KEEP)) && !(flags & IBC_IB_MR_PERSIST)) {
 		/* before registering: a release from now on marks the slot */
 		mr->slot = ibc_ib_memhook_slot_get(start, end);
+		if (mr->slot < 0 && mr_drop_idle(cache) > 0)
+			mr->slot = ibc_ib_memhook_slot_get(start, end);
+		if (mr->slot < 0 && (flags & IBC_IB_MR_NEED_SLOT)) {
+			snprintf(cache->errbuf, sizeof(cache->errbuf),
+				 "all %d registration slots of the process are in use (registrations held by ibc_comm_register() or in flight)",
+				 IBC_IB_MEMHOOK_SLOTS);
+			ibc_free(mr);
+			return IBC_ERR_NO_MEMORY;
+		}
 		if (mr->slot < 0)
-			flags |= IBC_IB_MR_NOKEEP;
+			flags |= IBC_IB_MR_NOKEEP; /* correct, unprotected: released at its last put */
 	}
-	if (ibc_fault_hit(IBC_FAULT_REG, "ibv_reg_mr"))
+	if (ibc_fault_hit(IBC_FAULT_REG, "ibv_reg_mr")) {
 		ret = ENOMEM;
-	else
+	} else {
 		ret = cache->be.reg(cache->be.arg, (void *)start, end - start, 1, &mr->lkey,
 				    &mr->rkey, &mr->handle);
+		/* over RLIMIT_MEMLOCK: unpin idle registrations (freed memory's too), try again */
+		if (ret == ENOMEM && mr_drop_idle(cache) > 0)
+			ret = cache->be.reg(cache->be.arg, (void *)start, end - start, 1, &mr->lkey,
+					    &mr->rkey, &mr->handle);
+	}
 	if ((ret == EFAULT || ret == EACCES || ret == EPERM) && !need_write) {
 		ret = cache->be.reg(cache->be.arg, (void *)start, end - start, 0, &mr->lkey,
 				    &mr->rkey, &mr->handle);
@@ -322,6 +362,7 @@ static ibc_status_t mr_get_locked(struct ibc_ib_mr_cache *cache, const void *add
 	mr->end = end;
 	mr->refcnt = 1;
 	mr->flags = flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_READONLY | IBC_IB_MR_NOKEEP | IBC_IB_MR_KEEP);
+	/* IBC_IB_MR_NEED_SLOT is a request of this call, not a state */
 	if (mr->flags & IBC_IB_MR_NOKEEP)
 		mr->flags &= ~(unsigned)IBC_IB_MR_KEEP;
 	mr_push_front(cache, mr);

@@ -183,11 +183,11 @@ static ibc_status_t ib_ops_mem_register(void *ctx, void *buf, size_t nbytes, voi
 	 */
 	if (!t->ib->mrc.hooks)
 		ibc_ib_mr_trim(&t->ib->mrc, t->ib->prm.reg_cache_bytes);
-	st = ibc_ib_mr_get(&t->ib->mrc, buf, nbytes, 0, &mr);
+	st = ibc_ib_mr_get(&t->ib->mrc, buf, nbytes, IBC_IB_MR_NEED_SLOT, &mr);
 	if (st != IBC_OK) {
 		IBC_LOG_ERROR(IB, "ibc_comm_register: rank %d: %zu bytes at %p on %s: %s", t->env->rank,
-			      nbytes, buf, t->ib->dev_name,
-			      st == IBC_ERR_VERBS ? t->ib->mrc.errbuf : ibc_status_str(st));
+			      nbytes, buf, t->ib->dev_name, t->ib->mrc.errbuf[0] ? t->ib->mrc.errbuf :
+			      ibc_status_str(st));
 		return st;
 	}
 	*reg_p = mr;
