@@ -349,19 +349,28 @@ IBC_API ibc_status_t ibc_comm_transport(ibc_comm_h comm, const char **name_p);
  * struct ibc_reg_stats - Memory registrations made by a communicator's
  * verbs (InfiniBand/RoCE) transport for user buffers and its own, counted
  * since the communicator was created. All zero when no peer uses verbs.
- * @registrations:   ibv_reg_mr calls that succeeded (each pins pages).
+ * @registrations:   ibv_reg_mr calls that succeeded (each pins pages),
+ *                   those of ibc_comm_register() and ibc_mem_alloc()
+ *                   memory included.
  * @deregistrations: ibv_dereg_mr calls.
  * @hits:            buffers served by a registration already made.
  * @invalidations:   registrations dropped because their memory went away
  *                   (freed by the application, or the transport's own
  *                   buffer released).
- * @released:        of @invalidations, those the memory hooks reported
- *                   (the application unmapped or freed the memory).
+ * @released:        of @invalidations, those whose memory the application
+ *                   released (reported by the memory hooks, or by
+ *                   ibc_mem_free()).
  * @evictions:       idle registrations released by the cache's policy
  *                   (IBC_IB_REG_CACHE_BYTES).
  * @memory_hooks:    1 when memory-release hooks (UCX's libucm) are in
- *                   force, so idle registrations are kept safely; 0 when
- *                   registrations are released after each operation.
+ *                   force for this communicator's verbs transport, so idle
+ *                   registrations are kept safely; 0 when registrations
+ *                   are released after each operation, and always 0 when
+ *                   no peer uses verbs (whatever `ibc_info --build` says of
+ *                   the process).
+ *
+ * The counters end with the communicator; its verbs transport logs them
+ * at INFO (subsystem IB) when it is destroyed.
  */
 struct ibc_reg_stats {
 	uint64_t registrations;
@@ -401,14 +410,21 @@ IBC_API ibc_status_t ibc_comm_reg_stats(ibc_comm_h comm, struct ibc_reg_stats *s
  * @handle_p: [out] the registration, for ibc_comm_deregister(); NULL on error.
  *
  * Over transports that do not register memory (tcp, shm) the handle holds
- * nothing and the call costs nothing. The buffer must stay allocated until
- * it is deregistered: without memory hooks (struct ibc_reg_stats
- * memory_hooks 0) freeing it first leaves the registration pointing at
- * the old pages. Handles still held at ibc_comm_destroy() are released.
+ * nothing and the call costs nothing (so the checks below that only the
+ * device can make, such as unmapped memory, happen over verbs only). The
+ * buffer must stay allocated until it is deregistered; freeing it first is
+ * a usage error that verbs tolerates only with memory hooks (struct
+ * ibc_reg_stats memory_hooks 1) or for ibc_mem_alloc() memory, whose
+ * registrations are then dropped; without hooks the registration keeps
+ * pointing at the old pages. Over verbs at most 4096 registrations kept
+ * for reuse exist per process (IBC_ERR_NO_MEMORY beyond). Handles still
+ * held at ibc_comm_destroy() are released.
  * Blocking: yes (the registration itself). Threading: any thread,
  * concurrently with operations on @comm.
- * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL argument, @nbytes 0);
- *         IBC_ERR_INVALID_USAGE (@comm destroyed or never created);
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL argument, @nbytes 0, a range
+ *         that wraps past the end of the address space);
+ *         IBC_ERR_INVALID_USAGE (@comm destroyed, aborted, inherited
+ *         through fork(), or never created);
  *         IBC_ERR_UNSUPPORTED (CUDA device or managed memory);
  *         IBC_ERR_VERBS (registration failed: the log names the device and
  *         RLIMIT_MEMLOCK when that is the cause); IBC_ERR_NO_MEMORY.
@@ -427,7 +443,7 @@ IBC_API ibc_status_t ibc_comm_register(ibc_comm_h comm, void *buf, size_t nbytes
  * Blocking: no (deregistration may take microseconds). Threading: any thread.
  * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL argument, or @handle is not a
  *         live registration of @comm); IBC_ERR_INVALID_USAGE (@comm
- *         destroyed or never created).
+ *         destroyed, aborted, inherited through fork(), or never created).
  */
 IBC_API ibc_status_t ibc_comm_deregister(ibc_comm_h comm, void *handle);
 
@@ -452,7 +468,8 @@ IBC_API ibc_status_t ibc_mem_alloc(void **ptr_p, size_t nbytes);
  * the old pages (each communicator unpins them at its next operation, or
  * at destroy).
  * @ptr: [in] what ibc_mem_alloc() returned; NULL is ignored. No operation
- *       may be in flight on it.
+ *       may be in flight on it: the call does not check, and an operation
+ *       still reading or writing it fails or faults (wait first).
  * Blocking: an munmap. Threading: any thread.
  * Return: IBC_OK; IBC_ERR_INVALID_ARG (@ptr was not returned by
  *         ibc_mem_alloc(), or is freed already).

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -64,8 +65,9 @@ ibc_status_t ibc_comm_register(ibc_comm_h h, void *buf, size_t nbytes, void **ha
 		return IBC_ERR_INVALID_ARG;
 	}
 	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_register", &comm));
-	if (nbytes == 0) {
-		IBC_LOG_ERROR(INIT, "ibc_comm_register: rank %d: nbytes is 0", comm->net.rank);
+	if (nbytes == 0 || (uintptr_t)buf + nbytes < (uintptr_t)buf) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_register: rank %d: %zu bytes at %p %s", comm->net.rank,
+			      nbytes, buf, nbytes ? "wrap past the end of the address space" : "(nbytes is 0)");
 		ibc_comm_leave(comm);
 		return IBC_ERR_INVALID_ARG;
 	}
@@ -192,7 +194,7 @@ ibc_status_t ibc_mem_alloc(void **ptr_p, size_t nbytes)
 	}
 	if (ibc_memreg_add(p, len) != 0) {
 		munmap(p, len);
-		IBC_LOG_ERROR(MEM, "ibc_mem_alloc: more than %d registered allocations are live; free some or use malloc and ibc_comm_register()",
+		IBC_LOG_ERROR(MEM, "ibc_mem_alloc: all %d recorded allocations are in use; free some or use malloc and ibc_comm_register()",
 			      IBC_MEMREG_MAX);
 		return IBC_ERR_NO_MEMORY;
 	}

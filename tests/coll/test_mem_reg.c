@@ -38,7 +38,7 @@ enum {
 
 static const char *const check_name[C_NCHECKS] = {
 	"communicator created",
-	"NULL comm/buf/handle and 0 bytes: IBC_ERR_INVALID_ARG; a bogus handle: IBC_ERR_INVALID_ARG",
+	"NULL comm/buf/handle, 0 bytes and a wrapping range: IBC_ERR_INVALID_ARG; a bogus handle: IBC_ERR_INVALID_ARG",
 	"ibc_comm_register of a 1 MiB + 12 B malloc buffer",
 	"all-reduce (sum, float32) of the registered buffer, in place, exact",
 	"deregistered once: OK, then IBC_ERR_INVALID_ARG",
@@ -98,6 +98,7 @@ static int rank_main(int rank, int nranks, void *arg)
 	     ibc_comm_register(comm, NULL, 16, &handle) == IBC_ERR_INVALID_ARG &&
 	     ibc_comm_register(comm, a, 16, NULL) == IBC_ERR_INVALID_ARG &&
 	     ibc_comm_register(comm, a, 0, &handle) == IBC_ERR_INVALID_ARG && handle == NULL &&
+	     ibc_comm_register(comm, a + 100, SIZE_MAX, &handle) == IBC_ERR_INVALID_ARG &&
 	     ibc_comm_deregister(comm, &ok) == IBC_ERR_INVALID_ARG &&
 	     ibc_comm_deregister(comm, NULL) == IBC_ERR_INVALID_ARG;
 	res[C_BAD_ARGS] = ok;
