@@ -216,6 +216,7 @@ int ibc_ib_memhook_slot_stale(int slot);
 void ibc_ib_memhook_slot_put(int slot);
 void ibc_ib_memhook_counts(uint64_t *events_p, uint64_t *stale_p);
 size_t ibc_ib_reg_cache_budget(size_t param, int hooks);
+const char *ibc_ib_reg_cache_keep_text(size_t keep, char *buf, size_t len);
 int ibc_ib_mr_verbs_reg(void *pd, void *addr, size_t nbytes, int writable, uint32_t *lkey_p,
 			uint32_t *rkey_p, void **handle_p);
 int ibc_ib_mr_verbs_dereg(void *pd, void *handle);

@@ -207,14 +207,9 @@ ibc_status_t ibc_ib_ctx_create(const char *dev_name, int port, const struct ibc_
 		ibc_ib_memhook_start(&why);
 		ctx->prm.reg_cache_bytes = ibc_ib_reg_cache_budget(prm->reg_cache_bytes, hooks);
 		ctx->mrc.idle_max_bytes = ctx->prm.reg_cache_bytes;
-		if (ctx->prm.reg_cache_bytes >= SIZE_MAX / 2)
-			snprintf(keep, sizeof(keep), "with no limit");
-		else if (ctx->prm.reg_cache_bytes)
-			snprintf(keep, sizeof(keep), "up to %zu bytes", ctx->prm.reg_cache_bytes);
-		else
-			snprintf(keep, sizeof(keep), "none (released when the next operation starts)");
 		IBC_LOG_INFO(IB, "ib: %s: idle user registrations kept: %s; memory hooks %s", dev_name,
-			     keep, why);
+			     ibc_ib_reg_cache_keep_text(ctx->prm.reg_cache_bytes, keep, sizeof(keep)),
+			     why);
 	}
 	ctx->next_async_check_ns = ibc_time_ns() + IB_ASYNC_CHECK_NS;
 	IBC_LOG_INFO(IB, "ib: port %s:%d open: %s, active mtu %s, lid %u, %d QPs per connection, %d credits, inline %d bytes, bounce %zu bytes",

@@ -304,12 +304,8 @@ void ibc_ib_print_reg_policy(FILE *out)
 	const char *why;
 	int on = ibc_ib_memhook_start(&why);
 	size_t keep = ibc_ib_reg_cache_budget((size_t)ibc_param_ib_reg_cache_bytes(), on);
+	char text[64];
 
-	fprintf(out, "# verbs registration cache: memory hooks %s; idle user registrations kept: ", why);
-	if (keep >= SIZE_MAX / 2)
-		fprintf(out, "no limit\n");
-	else if (keep)
-		fprintf(out, "up to %zu bytes\n", keep);
-	else
-		fprintf(out, "none (each released when the next operation starts)\n");
+	fprintf(out, "# verbs registration cache: memory hooks %s; idle user registrations kept: %s\n",
+		why, ibc_ib_reg_cache_keep_text(keep, text, sizeof(text)));
 }

@@ -123,23 +123,42 @@ static int mr_budgeted(unsigned flags)
 }
 
 /*
- * the memory hooks saw @mr's memory released: drop it if idle, else mark it
- * stale (its operation's user freed the buffer under it; the last put
- * drops it). Returns 1 when @mr was freed.
+ * forget @mr (not yet stale): deregister it now if idle, else mark it stale
+ * so that no lookup finds it and its last put deregisters it
  */
-static int mr_released(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+static void mr_invalidate_one(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
 {
 	__atomic_add_fetch(&cache->stats.invalidations, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&cache->stats.released, 1, __ATOMIC_RELAXED);
 	if (mr->refcnt == 0) {
-		if (mr_is_idle_user(mr))
+		if (mr_budgeted(mr->flags))
 			cache->idle_user_bytes -= mr_bytes(mr);
 		mr_unlink(cache, mr);
 		mr_drop(cache, mr);
-		return 1;
+	} else {
+		mr->flags |= IBC_IB_MR_STALE;
 	}
-	mr->flags |= IBC_IB_MR_STALE;
-	return 0;
+}
+
+/* the memory hooks (or ibc_mem_free) saw @mr's memory released */
+static void mr_released(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	__atomic_add_fetch(&cache->stats.released, 1, __ATOMIC_RELAXED);
+	mr_invalidate_one(cache, mr);
+}
+
+/**
+ * ibc_ib_reg_cache_keep_text() - "no limit", "up to N bytes" or "none (...)"
+ * for a budget from ibc_ib_reg_cache_budget(), into @buf (@len); returns @buf.
+ */
+const char *ibc_ib_reg_cache_keep_text(size_t keep, char *buf, size_t len)
+{
+	if (keep >= SIZE_MAX / 2)
+		snprintf(buf, len, "no limit");
+	else if (keep)
+		snprintf(buf, len, "up to %zu bytes", keep);
+	else
+		snprintf(buf, len, "none (each released when the next operation starts)");
+	return buf;
 }
 
 /**
@@ -388,12 +407,13 @@ static void mr_put_locked(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
 	}
 	if (--mr->refcnt > 0)
 		return;
-	if ((mr->flags & (IBC_IB_MR_STALE | IBC_IB_MR_NOKEEP)) ||
-	    ibc_ib_memhook_slot_stale(mr->slot)) {
-		if (!(mr->flags & IBC_IB_MR_STALE) && ibc_ib_memhook_slot_stale(mr->slot)) {
-			__atomic_add_fetch(&cache->stats.invalidations, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&cache->stats.released, 1, __ATOMIC_RELAXED);
-		}
+	if (!(mr->flags & IBC_IB_MR_STALE) && ibc_ib_memhook_slot_stale(mr->slot)) {
+		/* released while in use (never counted idle): dropped just below */
+		__atomic_add_fetch(&cache->stats.invalidations, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&cache->stats.released, 1, __ATOMIC_RELAXED);
+		mr->flags |= IBC_IB_MR_STALE;
+	}
+	if (mr->flags & (IBC_IB_MR_STALE | IBC_IB_MR_NOKEEP)) {
 		mr_unlink(cache, mr);
 		mr_drop(cache, mr);
 		return;
@@ -421,17 +441,8 @@ static void mr_invalidate_locked(struct ibc_ib_mr_cache *cache, const void *addr
 	while (mr) {
 		struct ibc_ib_mr *next = mr->next;
 
-		if (mr->start < b && a < mr->end && !(mr->flags & IBC_IB_MR_STALE)) {
-			__atomic_add_fetch(&cache->stats.invalidations, 1, __ATOMIC_RELAXED);
-			if (mr->refcnt == 0) {
-				if (mr_budgeted(mr->flags))
-					cache->idle_user_bytes -= mr_bytes(mr);
-				mr_unlink(cache, mr);
-				mr_drop(cache, mr);
-			} else {
-				mr->flags |= IBC_IB_MR_STALE;
-			}
-		}
+		if (mr->start < b && a < mr->end && !(mr->flags & IBC_IB_MR_STALE))
+			mr_invalidate_one(cache, mr);
 		mr = next;
 	}
 }
