@@ -74,6 +74,10 @@ extern "C" {
  *                         outstanding requests); nothing was issued and the
  *                         communicator stays usable: wait on earlier requests
  *                         and call again.
+ * @IBC_ERR_REVOKED:       the communicator was revoked (ibc_comm_revoke() on
+ *                         any rank): every operation on it fails at once; the
+ *                         ranks may still ibc_comm_agree(), ibc_comm_shrink()
+ *                         and ibc_comm_destroy() it.
  * @IBC_STATUS_COUNT:      not a status; number of distinct codes.
  */
 typedef enum ibc_status {
@@ -90,7 +94,8 @@ typedef enum ibc_status {
 	IBC_ERR_UNSUPPORTED = -9,
 	IBC_ERR_INTERNAL = -10,
 	IBC_ERR_LIMIT = -11,
-	IBC_STATUS_COUNT = 13
+	IBC_ERR_REVOKED = -12,
+	IBC_STATUS_COUNT = 14
 } ibc_status_t;
 
 /**
@@ -316,6 +321,80 @@ IBC_API ibc_status_t ibc_comm_destroy(ibc_comm_h comm);
  *            another thread is already aborting it.
  */
 IBC_API ibc_status_t ibc_comm_abort(ibc_comm_h comm);
+
+/* ---------------------------------------------------------------------- */
+/* Surviving a dead rank: revoke, agree, shrink (docs/reliability.md).     */
+/* The model is ULFM's MPI_Comm_revoke/agree/shrink. A rank is dead when   */
+/* its process is gone (its sockets refuse or drop connections), or when   */
+/* the liveness hub declared it failed and it answers no probe.            */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * ibc_comm_revoke() - Make every rank's pending and later operations on
+ *                     @comm fail at once with IBC_ERR_REVOKED.
+ * @comm: [in] communicator, healthy or failed.
+ *
+ * Not collective: one rank calls it (typically after an operation failed
+ * with IBC_ERR_REMOTE or IBC_ERR_TIMEOUT) and every peer that is alive
+ * learns it directly from this rank, without the bootstrap root or rank 0,
+ * so that no rank keeps waiting in a collective that cannot finish. A
+ * status the communicator already had becomes IBC_ERR_REVOKED; its log
+ * text keeps the first cause. ibc_comm_agree(), ibc_comm_shrink() and
+ * ibc_comm_destroy() still work on a revoked communicator. Idempotent.
+ * Blocking:  bounded, 2 s at most (500 ms per unreachable peer).
+ * Threading: may be called while another thread is blocked in an
+ *            operation on @comm; that operation returns IBC_ERR_REVOKED.
+ * Return:    IBC_OK; IBC_ERR_INVALID_USAGE (@comm destroyed or unknown).
+ */
+IBC_API ibc_status_t ibc_comm_revoke(ibc_comm_h comm);
+
+/**
+ * ibc_comm_agree() - Fault-tolerant agreement on a flag and on the set of
+ *                    dead ranks, among the ranks of @comm that are alive.
+ * @comm:         [in]     communicator, healthy, failed or revoked.
+ * @flag_p:       [in,out] this rank's 32-bit flag; on return the bitwise AND
+ *                         of the flags of every rank agreed alive.
+ * @failed_ranks: [out]    NULL, or room for size(@comm) ints: the ranks
+ *                         agreed dead, ascending.
+ * @nfailed_p:    [out]    NULL, or the number of ranks agreed dead.
+ *
+ * Collective over the live ranks of @comm, which call it in the same order
+ * relative to their other ibc_comm_agree() and ibc_comm_shrink() calls on
+ * @comm. Every rank that returns IBC_OK gets the same flag and set, also
+ * when ranks die during the call (a rotating coordinator, the lowest live
+ * rank; boot_ft.c). Uses only the bootstrap network, never the transports.
+ * Blocking:  yes, bounded by IBC_TIMEOUT_MS.
+ * Threading: not concurrently with another ibc_comm_agree() or
+ *            ibc_comm_shrink() on @comm.
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @flag_p); IBC_ERR_INVALID_USAGE
+ *            (@comm destroyed); IBC_ERR_TIMEOUT (a rank neither answered nor
+ *            was found dead in time; the log names it); IBC_ERR_REMOTE (the
+ *            others agreed that this rank is dead); IBC_ERR_NO_MEMORY.
+ */
+IBC_API ibc_status_t ibc_comm_agree(ibc_comm_h comm, uint32_t *flag_p, int *failed_ranks,
+				    int *nfailed_p);
+
+/**
+ * ibc_comm_shrink() - A new communicator of the ranks of @comm that are
+ *                     alive, in their old order, without a new unique id.
+ * @comm:      [in]  communicator, healthy, failed or revoked; it stays
+ *                   valid (destroy it when done).
+ * @newcomm_p: [out] the new communicator, written only on success: rank =
+ *                   the number of live ranks below this one in @comm.
+ *
+ * Collective over the live ranks of @comm (ordered with ibc_comm_agree()):
+ * an agreement on who is alive that also carries each survivor's new
+ * bootstrap address, then the new communicator's set-up (transports, tuner)
+ * as for any communicator; rank 0 of the new communicator logs the ranks
+ * left out and the times at INFO. Rank 0 of @comm may be among the dead.
+ * Blocking:  yes, bounded by IBC_TIMEOUT_MS (agreement) plus
+ *            IBC_BOOTSTRAP_TIMEOUT_MS (set-up).
+ * Threading: as ibc_comm_agree().
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @newcomm_p); the errors of
+ *            ibc_comm_agree(); those of ibc_comm_init_rank() for the set-up
+ *            (a survivor that dies during it: IBC_ERR_REMOTE; shrink again).
+ */
+IBC_API ibc_status_t ibc_comm_shrink(ibc_comm_h comm, ibc_comm_h *newcomm_p);
 
 /**
  * ibc_comm_rank() - This process's rank in @comm.

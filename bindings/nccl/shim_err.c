@@ -47,6 +47,7 @@ ncclResult_t shim_result(ibc_status_t st)
 		return ncclUnhandledCudaError;
 	case IBC_ERR_REMOTE:
 	case IBC_ERR_TIMEOUT:
+	case IBC_ERR_REVOKED:   /* NCCL: a peer aborted the communicator */
 		return ncclRemoteError;
 	case IBC_ERR_INTERNAL:
 	default:

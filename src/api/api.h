@@ -61,6 +61,7 @@ struct ibc_comm {
 	int thread_started;
 	int ncallers;                         /* API calls inside the library (abort waits) */
 	uint64_t split_seq;                   /* number of ibc_comm_split() calls */
+	uint64_t agree_seq;                   /* number of ibc_comm_agree() and ibc_comm_shrink() calls */
 	ibc_comm_h handle;                    /* what the user holds (registry.c) */
 	unsigned fork_gen;                    /* the process's fork generation at creation */
 	int creator_pid;

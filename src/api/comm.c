@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -313,6 +314,124 @@ err_free:
 	comm_free(nc);
 	ibc_net_log_rank(&comm->net);
 out:
+	ibc_comm_leave(comm);
+	return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* revoke, agree, shrink (docs/reliability.md)                              */
+/* ------------------------------------------------------------------------ */
+
+ibc_status_t ibc_comm_revoke(ibc_comm_h h)
+{
+	struct ibc_comm *comm;
+
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_revoke", &comm));
+	ibc_net_revoke(&comm->net);
+	ibc_comm_leave(comm);
+	return IBC_OK;
+}
+
+/* the agreement's bound: the operations' timeout, or the bootstrap's when that is off */
+static int64_t comm_ft_timeout_ms(const struct ibc_comm *comm)
+{
+	return comm->net.timeout_ms > 0 ? comm->net.timeout_ms
+					: (int64_t)ibc_param_bootstrap_timeout_ms();
+}
+
+ibc_status_t ibc_comm_agree(ibc_comm_h h, uint32_t *flag_p, int *failed_ranks, int *nfailed_p)
+{
+	struct ibc_comm *comm;
+	uint8_t *dead = NULL;
+	ibc_status_t st;
+	int n;
+	int i;
+	int k = 0;
+
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_agree", &comm));
+	if (!flag_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_agree: flag_p is NULL");
+		st = IBC_ERR_INVALID_ARG;
+		goto out;
+	}
+	n = comm->net.nranks;
+	dead = ibc_calloc((size_t)n, 1, "agreement result");
+	if (!dead) {
+		st = IBC_ERR_NO_MEMORY;
+		goto out;
+	}
+	st = ibc_bootstrap_agree(comm->net.bs, comm->agree_seq++, flag_p, NULL, 0, NULL, dead,
+				 comm_ft_timeout_ms(comm));
+	if (st != IBC_OK)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (!dead[i])
+			continue;
+		if (failed_ranks)
+			failed_ranks[k] = i;
+		k++;
+	}
+	if (nfailed_p)
+		*nfailed_p = k;
+out:
+	ibc_free(dead);
+	ibc_comm_leave(comm);
+	return st;
+}
+
+ibc_status_t ibc_comm_shrink(ibc_comm_h h, ibc_comm_h *newcomm_p)
+{
+	struct ibc_comm *comm;
+	struct ibc_comm *nc = NULL;
+	uint8_t *dead = NULL;
+	uint64_t t0 = ibc_time_ms();
+	uint64_t t1;
+	ibc_status_t st;
+	int n;
+
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_shrink", &comm));
+	if (!newcomm_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_shrink: newcomm_p is NULL");
+		st = IBC_ERR_INVALID_ARG;
+		goto out;
+	}
+	n = comm->net.nranks;
+	dead = ibc_calloc((size_t)n, 1, "shrink result");
+	if (!dead) {
+		st = IBC_ERR_NO_MEMORY;
+		goto out;
+	}
+	IBC_CHECK_GOTO(comm_alloc(&nc), st, out);
+	IBC_CHECK_GOTO(ibc_bootstrap_shrink(comm->net.bs, comm->agree_seq++, comm_ft_timeout_ms(comm),
+					    ibc_net_on_boot_error, &nc->net, &nc->net.bs, dead),
+		       st, err_free);
+	t1 = ibc_time_ms();
+	nc->net.world_rank = comm->net.world_rank >= 0 ? comm->net.world_rank : comm->net.rank;
+	IBC_CHECK_GOTO(comm_setup(nc), st, err_teardown);
+	{
+		char left[256] = "";
+		int i;
+
+		for (i = 0; i < n; i++)
+			if (dead[i])
+				snprintf(left + strlen(left), sizeof(left) - strlen(left), "%s%d",
+					 left[0] ? "," : "", i);
+		if (nc->net.rank == 0)
+			IBC_LOG_INFO(INIT, "shrink: %d -> %d ranks, left out: %s; agreement %llu ms, set-up %llu ms",
+				     n, nc->net.nranks, left[0] ? left : "none",
+				     (unsigned long long)(t1 - t0),
+				     (unsigned long long)(ibc_time_ms() - t1));
+	}
+	*newcomm_p = nc->handle;
+	ibc_net_log_rank(&comm->net);
+	goto out;
+err_teardown:
+	comm_teardown(nc, 1);
+err_free:
+	comm_free(nc);
+	ibc_net_log_rank(&comm->net);
+out:
+	ibc_free(dead);
 	ibc_comm_leave(comm);
 	return st;
 }

@@ -2,12 +2,14 @@
 /*
  * fault.c - fault injection for tests: IBC_FAULT_INJECT=<site>:<n> makes the
  * n-th call (counting from 1, per process) at <site> fail as if the system
- * had refused it. Sites: alloc, sock, shm, verbs, reg, cuda. Unarmed, the
+ * had refused it. Sites: alloc, sock, shm, verbs, reg, cuda; agree_crash
+ * kills the process in an agreement (ibc_fault_crash()). Unarmed, the
  * cost is one predictable branch per call site (util.h).
  */
 #include "config.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -24,7 +26,7 @@ static long fault_fired;
 static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
 
 static const char *const site_names[IBC_FAULT_SITE_COUNT] = {
-	"alloc", "sock", "shm", "verbs", "reg", "cuda",
+	"alloc", "sock", "shm", "verbs", "reg", "cuda", "agree_crash",
 };
 
 const char *ibc_fault_site_name(int site)
@@ -62,7 +64,7 @@ static void fault_configure_once(void)
 	if (!spec || !*spec)
 		return;
 	if (ibc_fault_parse(spec, &fault_site, &fault_nth) != 0) {
-		IBC_LOG_WARN(FAULT, "IBC_FAULT_INJECT=%s is not <site>:<n> with site alloc, sock, shm, verbs, reg or cuda and n >= 1; ignored",
+		IBC_LOG_WARN(FAULT, "IBC_FAULT_INJECT=%s is not <site>:<n> with site alloc, sock, shm, verbs, reg, cuda or agree_crash and n >= 1; ignored",
 			     spec);
 		return;
 	}
@@ -94,4 +96,10 @@ int ibc_fault_hit_slow(enum ibc_fault_site site, const char *what)
 long ibc_fault_fired_count(void)
 {
 	return __atomic_load_n(&fault_fired, __ATOMIC_RELAXED);
+}
+
+void ibc_fault_crash(void)
+{
+	IBC_LOG_WARN(FAULT, "injected crash: SIGKILL to this process");
+	raise(SIGKILL);
 }

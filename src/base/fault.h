@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fault.h - fault injection (fault.c): IBC_FAULT_INJECT=<site>:<n> makes the
- * n-th call at <site> fail, for tests of every error path.
+ * n-th call at <site> fail, for tests of every error path (agree_crash: the
+ * process dies there instead).
  */
 #ifndef IBC_FAULT_H
 #define IBC_FAULT_H
@@ -15,6 +16,7 @@ enum ibc_fault_site {
 	IBC_FAULT_VERBS,
 	IBC_FAULT_REG,
 	IBC_FAULT_CUDA,
+	IBC_FAULT_AGREE_CRASH,  /* not a refusal: the process dies (ibc_fault_crash()) */
 	IBC_FAULT_SITE_COUNT
 };
 extern int ibc_fault_armed;
@@ -31,5 +33,12 @@ void ibc_fault_configure(void);
 /* number of faults fired so far in this process (tests check one fired) */
 long ibc_fault_fired_count(void);
 const char *ibc_fault_site_name(int site);
+/*
+ * ibc_fault_crash() - the injected crash of site agree_crash: SIGKILL to
+ * this process, as a rank that dies in the middle of an agreement. The one
+ * place the library ends its process, and only when a test armed it with
+ * IBC_FAULT_INJECT (a crash at an exact point cannot be caused from outside).
+ */
+void ibc_fault_crash(void);
 
 #endif /* IBC_FAULT_H */

@@ -30,6 +30,7 @@ const char *ibc_status_str(ibc_status_t st)
 	case IBC_ERR_UNSUPPORTED:   return "unsupported";
 	case IBC_ERR_INTERNAL:      return "internal error";
 	case IBC_ERR_LIMIT:         return "limit reached";
+	case IBC_ERR_REVOKED:       return "communicator revoked";
 	default:                    return "unknown status";
 	}
 }

@@ -121,6 +121,7 @@ struct ibc_bootstrap {
 	int failed;                             /* atomic: an error was reported */
 	struct boot_ratelog rl;                 /* strangers at our listener (svc thread) */
 	int stop_io;                            /* atomic: failed or cancelled: blocking calls give up */
+	int revoked;                            /* atomic: revoked (by a peer or this rank) */
 
 	/* notices for the service thread to send: every hub write stays in one thread */
 	pthread_mutex_t olock;

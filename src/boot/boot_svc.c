@@ -369,6 +369,18 @@ static void svc_on_msg(struct ibc_bootstrap *bs, struct boot_conn *c)
 	if (c->rd.len < 4)
 		return;
 	memcpy(&tag, c->rd.buf, 4);
+	if (tag == IBC_BOOT_TAG_REVOKE) {
+		/*
+		 * A peer revoked the communicator (ibc_comm_revoke()): it is alive,
+		 * so it is not marked failed; every blocking call here gives up and
+		 * the net layer turns its status into IBC_ERR_REVOKED. Sent to each
+		 * rank directly, so a revoke does not need rank 0 (the hub).
+		 */
+		if (!__atomic_exchange_n(&bs->revoked, 1, __ATOMIC_ACQ_REL))
+			boot_report(bs, IBC_ERR_REVOKED, -1, "rank %d (host %s) revoked the communicator",
+				    c->peer, peer_host(bs, c->peer));
+		return;
+	}
 	m = malloc(sizeof(*m) + c->rd.len - 4);
 	if (!m) {
 		IBC_LOG_ERROR(BOOT, "out of memory for a %zu-byte message from rank %d", c->rd.len, c->peer);

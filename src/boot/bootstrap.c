@@ -431,6 +431,84 @@ out:
 	return st;
 }
 
+ibc_status_t ibc_bootstrap_shrink(struct ibc_bootstrap *parent, uint64_t seq, int64_t timeout_ms,
+				  ibc_bootstrap_error_fn on_error, void *arg,
+				  struct ibc_bootstrap **bs_p, uint8_t *dead_out)
+{
+	struct ibc_peer_info self;
+	union ibc_sockaddr addr;
+	union ibc_sockaddr pa;
+	struct ibc_bootstrap *bs = NULL;
+	uint8_t mine[IBC_BOOT_INFO_BYTES];
+	uint8_t *all = NULL;
+	uint8_t *dead = NULL;
+	uint8_t idsrc[IBC_BOOT_COMMID_BYTES + 16];
+	uint32_t flag = 1;
+	int listen_fd = -1;
+	int n = parent->nranks;
+	int nlive = 0;
+	int newrank = -1;
+	int i;
+	ibc_status_t st;
+
+	*bs_p = NULL;
+	ibc_boot_info_to_sockaddr(&parent->peers[parent->rank], &pa);
+	IBC_CHECK(boot_listen(pa.sa.sa_family, ibc_sock_addr_is_loopback(&pa), &listen_fd, &addr,
+			      &self));
+	ibc_boot_pack_info(&self, mine);
+	all = ibc_calloc((size_t)n, IBC_BOOT_INFO_BYTES, "shrink table");
+	dead = ibc_calloc((size_t)n, 1, "shrink dead set");
+	if (!all || !dead) {
+		st = IBC_ERR_NO_MEMORY;
+		goto out;
+	}
+	/* the survivors and their new listeners, the same on every survivor */
+	IBC_CHECK_GOTO(ibc_bootstrap_agree(parent, seq, &flag, mine, sizeof(mine), all, dead,
+					   timeout_ms),
+		       st, out);
+	for (i = 0; i < n; i++) {
+		if (dead[i])
+			continue;
+		if (i == parent->rank)
+			newrank = nlive;
+		nlive++;
+	}
+	IBC_CHECK_GOTO(boot_alloc(newrank, nlive, on_error, arg, &bs), st, out);
+	memcpy(bs->secret, parent->secret, sizeof(bs->secret));
+	/* a new communicator id from the parent's and the agreement's number */
+	memcpy(idsrc, parent->comm_id, IBC_BOOT_COMMID_BYTES);
+	memcpy(idsrc + IBC_BOOT_COMMID_BYTES, &seq, 8);
+	memcpy(idsrc + IBC_BOOT_COMMID_BYTES + 8, "shrk", 4);
+	memset(idsrc + IBC_BOOT_COMMID_BYTES + 12, 0, 4);
+	ibc_boot_derive_id(idsrc, sizeof(idsrc), bs->comm_id);
+	for (i = 0, nlive = 0; i < n; i++) {
+		if (dead[i])
+			continue;
+		if (ibc_boot_unpack_info(all + (size_t)i * IBC_BOOT_INFO_BYTES, &bs->peers[nlive]) != 0) {
+			IBC_LOG_ERROR(BOOT, "shrink: malformed address of parent rank %d", i);
+			st = IBC_ERR_INTERNAL;
+			goto err_destroy;
+		}
+		nlive++;
+	}
+	bs->listen_fd = listen_fd;
+	bs->listen_addr = addr;
+	listen_fd = -1;
+	IBC_CHECK_GOTO(boot_start(bs), st, err_destroy);
+	*bs_p = bs;
+	if (dead_out)
+		memcpy(dead_out, dead, (size_t)n);
+	st = IBC_OK;
+	goto out;
+err_destroy:
+	ibc_bootstrap_destroy(bs, 0);
+out:
+	ibc_sock_close(listen_fd);
+	ibc_free(all);
+	ibc_free(dead);
+	return st;
+}
+
 void ibc_bootstrap_destroy(struct ibc_bootstrap *bs, int abort)
 {
 	struct boot_msg *m;
@@ -586,11 +664,18 @@ ibc_status_t ibc_bootstrap_query_wait(struct ibc_bootstrap *bs, int peer, int64_
 	return IBC_OK;
 }
 
-ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag,
-				const void *buf, size_t nbytes)
+/*
+ * One tagged message to @peer over the cached connection. @ft: a message
+ * of the fault-tolerant calls (agreement, shrink), which run after a
+ * failure: not cancelled by the communicator's failure (stop_io), quiet
+ * when @peer is gone (the caller decides what a lost peer means), and
+ * bounded by @deadline_ms.
+ */
+static ibc_status_t boot_send(struct ibc_bootstrap *bs, int peer, uint32_t tag, const void *buf,
+			      size_t nbytes, uint64_t deadline, int ft)
 {
 	uint8_t hdr[IBC_BOOT_HDR_BYTES + 4];
-	uint64_t deadline = ibc_time_ms() + (uint64_t)bs->timeout_ms;
+	const int *cancel = ft ? NULL : &bs->stop_io;
 	ibc_status_t st = IBC_OK;
 	int err = 0;
 
@@ -599,20 +684,36 @@ ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag
 		return IBC_ERR_INVALID_ARG;
 	}
 	pthread_mutex_lock(&bs->out_lock[peer]);
-	if (bs->out_fd[peer] < 0)
-		st = boot_open(bs, peer, IBC_BOOT_KIND_MSG, 0, &bs->out_fd[peer]);
+	if (bs->out_fd[peer] < 0) {
+		if (ft) {
+			struct ibc_boot_hello h;
+			union ibc_sockaddr a;
+			char why[IBC_BOOT_TEXT_MAX + 256];
+			char what[128];
+			int final;
+
+			boot_hello_to(bs, peer, IBC_BOOT_KIND_MSG, 0, &h, &a, what);
+			st = ibc_boot_connect_auth(bs->secret, &a, &h, deadline, what, 0, NULL,
+						   &bs->out_fd[peer], why, sizeof(why), &final);
+			if (st != IBC_OK)
+				IBC_LOG_DEBUG(BOOT, "fault-tolerant message to %s: %s", what, why);
+		} else {
+			st = boot_open(bs, peer, IBC_BOOT_KIND_MSG, 0, &bs->out_fd[peer]);
+		}
+	}
 	if (st == IBC_OK) {
 		ibc_boot_put_hdr(hdr, IBC_BOOT_MSG, (uint32_t)(nbytes + 4));
 		memcpy(hdr + IBC_BOOT_HDR_BYTES, &tag, 4);
-		st = ibc_sock_write_all_cancel(bs->out_fd[peer], hdr, sizeof(hdr), deadline,
-					       &bs->stop_io, &err);
+		st = ibc_sock_write_all_cancel(bs->out_fd[peer], hdr, sizeof(hdr), deadline, cancel,
+					       &err);
 		if (st == IBC_OK && nbytes)
-			st = ibc_sock_write_all_cancel(bs->out_fd[peer], buf, nbytes, deadline,
-						       &bs->stop_io, &err);
+			st = ibc_sock_write_all_cancel(bs->out_fd[peer], buf, nbytes, deadline, cancel,
+						       &err);
 		if (st != IBC_OK) {
-			if (err == ECANCELED)
-				IBC_LOG_DEBUG(BOOT, "bootstrap message to rank %d abandoned: the communicator failed",
-					      peer);
+			if (err == ECANCELED || ft)
+				IBC_LOG_DEBUG(BOOT, "bootstrap message to rank %d %s: %s", peer,
+					      ft ? "lost" : "abandoned: the communicator failed",
+					      err ? strerror(err) : ibc_status_str(st));
 			else
 				IBC_LOG_ERROR(BOOT, "bootstrap message to rank %d (host %s) failed: %s",
 					      peer, bs->peers[peer].host,
@@ -622,7 +723,21 @@ ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag
 		}
 	}
 	pthread_mutex_unlock(&bs->out_lock[peer]);
+	if (ft && st != IBC_OK && st != IBC_ERR_TIMEOUT)
+		st = IBC_ERR_REMOTE;
 	return st;
+}
+
+ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag,
+				const void *buf, size_t nbytes)
+{
+	return boot_send(bs, peer, tag, buf, nbytes, ibc_time_ms() + (uint64_t)bs->timeout_ms, 0);
+}
+
+ibc_status_t ibc_bootstrap_send_ft(struct ibc_bootstrap *bs, int peer, uint32_t tag,
+				   const void *buf, size_t nbytes, uint64_t deadline_ms)
+{
+	return boot_send(bs, peer, tag, buf, nbytes, deadline_ms, 1);
 }
 
 ibc_status_t ibc_bootstrap_try_recv(struct ibc_bootstrap *bs, int peer, uint32_t tag,

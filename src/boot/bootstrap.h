@@ -33,6 +33,9 @@
 #define IBC_BOOT_TAG_INTERNAL 0x0000u /* allgather, barrier, split */
 #define IBC_BOOT_TAG_UPPER    0x4000u /* above the net layer: the shm all-reduce's set-up */
 #define IBC_BOOT_TAG_USER_MAX 0xffffu
+/* in the internal range: the fault-tolerant calls (boot_ft.c) */
+#define IBC_BOOT_TAG_AGREE    0x0e00u /* + 2 x (sequence mod 128) + 0 contribution / 1 decision */
+#define IBC_BOOT_TAG_REVOKE   0x0f00u /* taken by the service thread, never queued */
 
 /* struct ibc_peer_info - what every rank learns about every other at init */
 struct ibc_peer_info {
@@ -254,6 +257,60 @@ ibc_status_t ibc_bootstrap_connect_stream(struct ibc_bootstrap *bs, int peer, ui
 /* take a stream opened by @peer with @tag: *fd_p >= 0, or -1 when none yet. Never blocks. */
 ibc_status_t ibc_bootstrap_try_accept_stream(struct ibc_bootstrap *bs, int peer, uint32_t tag,
 					     int *fd_p);
+
+/*
+ * ibc_bootstrap_send_ft() - ibc_bootstrap_send() for the fault-tolerant
+ * calls, which run after a failure: not cancelled by it, quiet when @peer
+ * is gone (IBC_ERR_REMOTE: refused or lost; IBC_ERR_TIMEOUT), bounded by
+ * @deadline_ms (ibc_time_ms() clock).
+ */
+ibc_status_t ibc_bootstrap_send_ft(struct ibc_bootstrap *bs, int peer, uint32_t tag,
+				   const void *buf, size_t nbytes, uint64_t deadline_ms);
+
+/*
+ * ibc_bootstrap_revoke() - revoke: tell every peer directly (no hub), so
+ * that their service threads fail the communicator with IBC_ERR_REVOKED,
+ * and make this rank's blocking calls give up. Bounded: 500 ms per peer,
+ * 2 s in all; peers that cannot be reached are skipped (they are gone).
+ * Idempotent. Threading: any thread.
+ */
+void ibc_bootstrap_revoke(struct ibc_bootstrap *bs);
+
+/* 1 once the bootstrap was revoked, by this rank or a peer */
+int ibc_bootstrap_revoked(const struct ibc_bootstrap *bs);
+
+/*
+ * ibc_bootstrap_agree() - fault-tolerant agreement among the live ranks of
+ * @bs (boot_ft.c; docs/reliability.md): the AND of every live rank's
+ * *@flag_p, the set of ranks found dead, and every live rank's @payload.
+ * Every rank of @bs calls it with the same @seq (a count of the agreements
+ * on @bs) and @payload_bytes; it works on a failed or revoked bootstrap.
+ * A rank is dead when its listener refuses or drops a connection, or when
+ * the liveness hub declared it failed and it does not answer a probe.
+ * @flag_p:       [in,out] this rank's flag; the agreed AND.
+ * @payload:      [in] @payload_bytes of this rank's data (may be NULL if 0).
+ * @payloads_out: [out] nranks x @payload_bytes, rank order; dead ranks' zero.
+ * @dead_out:     [out] nranks bytes, 1 for each rank agreed dead.
+ * @timeout_ms:   bound on the whole call.
+ * Return: IBC_OK (every live rank got the same answer); IBC_ERR_TIMEOUT (a
+ * rank neither answered nor was found dead within @timeout_ms; logged);
+ * IBC_ERR_INVALID_USAGE (ranks disagree on @payload_bytes); IBC_ERR_NO_MEMORY.
+ */
+ibc_status_t ibc_bootstrap_agree(struct ibc_bootstrap *bs, uint64_t seq, uint32_t *flag_p,
+				 const void *payload, size_t payload_bytes, void *payloads_out,
+				 uint8_t *dead_out, int64_t timeout_ms);
+
+/*
+ * ibc_bootstrap_shrink() - the bootstrap of the survivors of @parent: an
+ * agreement (sequence @seq, see ibc_bootstrap_agree()) that also carries
+ * every live rank's new listener address; the ranks agreed dead are left
+ * out and the others keep their order. No root and no new unique id.
+ * @dead_out: [out] parent->nranks bytes, 1 per rank left out (may be NULL).
+ * Return: as ibc_bootstrap_agree(); IBC_ERR_SYSTEM (no listener).
+ */
+ibc_status_t ibc_bootstrap_shrink(struct ibc_bootstrap *parent, uint64_t seq, int64_t timeout_ms,
+				  ibc_bootstrap_error_fn on_error, void *arg,
+				  struct ibc_bootstrap **bs_p, uint8_t *dead_out);
 
 /* the listener's local address, for transports that listen themselves */
 const struct ibc_peer_info *ibc_bootstrap_self(const struct ibc_bootstrap *bs);

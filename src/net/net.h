@@ -246,11 +246,20 @@ ibc_status_t ibc_net_fail_quiet(struct ibc_net *net, ibc_status_t st, const char
  */
 void ibc_net_on_boot_error(void *arg, ibc_status_t st, int peer, const char *why);
 
+/*
+ * ibc_net_revoke() - revoke the communicator of @net (ibc_comm_revoke()):
+ * poison it with IBC_ERR_REVOKED (a status it had from an earlier error is
+ * replaced, its text kept) and tell every peer directly through the
+ * bootstrap (ibc_bootstrap_revoke(), bounded by 2 s), whose service
+ * threads poison theirs. Idempotent. Threading: any thread.
+ */
+ibc_status_t ibc_net_revoke(struct ibc_net *net);
+
 /* the communicator's first error, IBC_OK while healthy (cheap, atomic) */
 static inline ibc_status_t ibc_net_status(const struct ibc_net *net)
 {
 	if (__builtin_expect(__atomic_load_n(&net->poisoned, __ATOMIC_ACQUIRE), 0))
-		return net->poison_st;
+		return __atomic_load_n(&net->poison_st, __ATOMIC_ACQUIRE);
 	return IBC_OK;
 }
 

@@ -42,6 +42,13 @@ static int net_poison(struct ibc_net *net, ibc_status_t st, const char *msg)
 		snprintf(net->poison_msg, sizeof(net->poison_msg), "%.*s", (int)sizeof(net->poison_msg) - 1, msg);
 		__atomic_store_n(&net->poisoned, 1, __ATOMIC_RELEASE);
 		first = 1;
+	} else if (st == IBC_ERR_REVOKED && net->poison_st != IBC_ERR_REVOKED) {
+		/*
+		 * A revoke after the first error: the message keeps the cause (a
+		 * rank died), the status becomes IBC_ERR_REVOKED, which every
+		 * later call returns, the same on every rank.
+		 */
+		__atomic_store_n(&net->poison_st, IBC_ERR_REVOKED, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&net->lock);
 	if (first && net->on_poison)
@@ -192,6 +199,22 @@ void ibc_net_on_boot_error(void *arg, ibc_status_t st, int peer, const char *why
 	ibc_net_log_rank(net);
 	ibc_net_fail_quiet(net, st, "%s", why);
 	(void)peer;
+}
+
+ibc_status_t ibc_net_revoke(struct ibc_net *net)
+{
+	if (!net->bs || ibc_bootstrap_revoked(net->bs)) {
+		if (net->bs)
+			net_poison(net, IBC_ERR_REVOKED, "communicator revoked");
+		return IBC_OK;
+	}
+	ibc_net_log_rank(net);
+	ibc_net_fail_quiet(net, IBC_ERR_REVOKED, "communicator revoked by ibc_comm_revoke() on rank %d",
+			   net->rank);
+	/* in case it was poisoned before: the status is now IBC_ERR_REVOKED */
+	net_poison(net, IBC_ERR_REVOKED, "communicator revoked");
+	ibc_bootstrap_revoke(net->bs);
+	return IBC_OK;
 }
 
 /* ------------------------------------------------------------------------ */

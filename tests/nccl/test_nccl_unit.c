@@ -161,6 +161,7 @@ static void test_results(void)
 		{ IBC_ERR_CUDA, ncclUnhandledCudaError },
 		{ IBC_ERR_REMOTE, ncclRemoteError },
 		{ IBC_ERR_TIMEOUT, ncclRemoteError },
+		{ IBC_ERR_REVOKED, ncclRemoteError },
 		{ IBC_ERR_UNSUPPORTED, ncclInvalidUsage },
 		{ IBC_ERR_INTERNAL, ncclInternalError },
 		{ (ibc_status_t)-99, ncclInternalError },

@@ -27,6 +27,7 @@ int main(void)
 		{ IBC_ERR_UNSUPPORTED, "unsupported" },
 		{ IBC_ERR_INTERNAL, "internal error" },
 		{ IBC_ERR_LIMIT, "limit reached" },
+		{ IBC_ERR_REVOKED, "communicator revoked" },
 	};
 	static const size_t sizes[IBC_DTYPE_COUNT] = { 1, 1, 4, 4, 8, 8, 2, 2, 4, 8 };
 	size_t i;
@@ -38,11 +39,12 @@ int main(void)
 		tap_is_str(ibc_status_str(cases[i].st), cases[i].str, "status %d -> '%s'",
 			   (int)cases[i].st, cases[i].str);
 	tap_is_str(ibc_status_str((ibc_status_t)42), "unknown status", "unknown code");
-	tap_is_str(ibc_status_str((ibc_status_t)-12), "unknown status", "code just past the range");
+	tap_is_str(ibc_status_str((ibc_status_t)-13), "unknown status", "code just past the range");
 
 	/* wire and ABI values are fixed */
 	tap_is_int(IBC_OK, 0, "IBC_OK is 0");
 	tap_is_int(IBC_ERR_INTERNAL, -10, "IBC_ERR_INTERNAL is -10");
+	tap_is_int(IBC_ERR_REVOKED, -12, "IBC_ERR_REVOKED is -12");
 	tap_is_int(IBC_FLOAT32, 8, "IBC_FLOAT32 is 8");
 	tap_is_int(IBC_AVG, 4, "IBC_AVG is 4");
 
