@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -159,4 +160,37 @@ void dp_ibc_abort(struct dp *dp)
 	ck(ibc_comm_abort(dp->ctx), "ibc_comm_abort");
 	dp->ctx = NULL;
 	dp->ops = NULL;
+}
+
+int dp_ibc_agree_step(struct dp *dp, int ok, int *all_ok_p, int *failed, int *nfailed_p)
+{
+	uint32_t flag = ok ? 1u : 0u;
+
+	*nfailed_p = 0;
+	*all_ok_p = 1;
+	if (!dp->ctx)
+		return ok ? 0 : -1;
+	if (ck(ibc_comm_agree(dp->ctx, &flag, failed, nfailed_p), "ibc_comm_agree") != 0)
+		return -1;
+	*all_ok_p = flag == 1 && *nfailed_p == 0;
+	return 0;
+}
+
+int dp_ibc_shrink(struct dp *dp)
+{
+	ibc_comm_h nc = NULL;
+
+	if (!dp->ctx)
+		return -1;
+	/* every survivor's pending operation ends now, whatever it waits on */
+	ibc_comm_revoke(dp->ctx);
+	if (ck(ibc_comm_shrink(dp->ctx, &nc), "ibc_comm_shrink") != 0)
+		return -1;
+	/* the old communicator is failed and revoked: its destroy reports that, not news */
+	ibc_comm_destroy(dp->ctx);
+	dp->ctx = nc;
+	if (ck(ibc_comm_rank(nc, &dp->rank), "ibc_comm_rank") != 0 ||
+	    ck(ibc_comm_size(nc, &dp->nranks), "ibc_comm_size") != 0)
+		return -1;
+	return 0;
 }

@@ -32,4 +32,24 @@ void dp_ibc_abort(struct dp *dp);
 /* a barrier; 0 or -1 */
 int dp_ibc_barrier(struct dp *dp);
 
+/**
+ * dp_ibc_agree_step() - ibc_comm_agree() on whether the step succeeded on
+ * every rank (--elastic, once per step, between its collectives and the
+ * optimizer update).
+ * @ok:        [in]  1 when this rank's trainer_step_grads() succeeded.
+ * @all_ok_p:  [out] 1 when it succeeded on every rank and no rank is dead.
+ * @failed:    [out] room for dp->nranks ranks: those agreed dead.
+ * @nfailed_p: [out] how many.
+ * Return: 0, or -1 (the agreement itself failed: message on stderr).
+ */
+int dp_ibc_agree_step(struct dp *dp, int ok, int *all_ok_p, int *failed, int *nfailed_p);
+
+/**
+ * dp_ibc_shrink() - Revoke the communicator, ibc_comm_shrink() it to the
+ * live ranks and destroy the old one; dp->ctx, rank and nranks describe
+ * the new one on return.
+ * Return: 0, or -1 (message on stderr; dp unchanged).
+ */
+int dp_ibc_shrink(struct dp *dp);
+
 #endif /* IBC_TRAINER_DP_IBC_H */

@@ -152,7 +152,16 @@ int trainer_init(struct trainer *tr, struct gpt2 *model, const struct train_conf
 	}
 	if (tr->cfg.bucket_elems == 0)
 		tr->cfg.bucket_elems = 1;
-	if (dataloader_init(&tr->train, train_pattern, cfg->B, cfg->T, dp->rank, R, 1,
+	if (tr->cfg.vranks == 0)
+		tr->cfg.vranks = R;
+	if (tr->cfg.vranks < 1 || (long long)tr->cfg.vranks * cfg->G < R ||
+	    (tr->cfg.vranks != R && cfg->zero)) {
+		fprintf(stderr, "train: a global batch of %d ranks' micro-batches (--vranks) cannot be split among %d ranks%s\n",
+			tr->cfg.vranks * cfg->G, R, cfg->zero ? " with ZeRO-1" : "");
+		goto err;
+	}
+	/* as rank 0 of V: trainer_step_grads() reads the rows of each virtual rank */
+	if (dataloader_init(&tr->train, train_pattern, cfg->B, cfg->T, 0, tr->cfg.vranks, 1,
 			    cfg->data_seed) != 0)
 		goto err;
 	if (val_pattern && cfg->val_batches > 0) {
@@ -321,35 +330,61 @@ static int check_tokens(const struct trainer *tr, const struct dataloader *d)
 	return 0;
 }
 
-int trainer_step(struct trainer *tr)
+void trainer_abandon(struct trainer *tr)
+{
+	const struct dp_ops *ops = tr->dp.ops;
+
+	for (int i = 0; ops && i < tr->nbuckets; i++) {
+		struct bucket *b = &tr->buckets[i];
+
+		if (b->req)
+			ops->wait(tr->dp.ctx, b->req);
+		if (b->req_tail)
+			ops->wait(tr->dp.ctx, b->req_tail);
+		b->req = NULL;
+		b->req_tail = NULL;
+	}
+	if (ops && tr->req_tok)
+		ops->wait(tr->dp.ctx, tr->req_tok);
+	if (ops && tr->req_dres)
+		ops->wait(tr->dp.ctx, tr->req_dres);
+	tr->req_tok = NULL;
+	tr->req_dres = NULL;
+}
+
+int trainer_step_grads(struct trainer *tr)
 {
 	struct gpt2 *m = tr->model;
 	struct train_config *c = &tr->cfg;
 	const struct dp_ops *ops = tr->dp.ops;
 	int R = tr->dp.nranks;
 	int r = tr->dp.rank;
+	int V = c->vranks;
 	size_t BT = (size_t)c->B * c->T;
 	size_t BTC = BT * m->cfg.channels;
 	struct step_stats *st = &tr->stats;
-	double t_start = trainer_now_s();
 	double t;
 	double loss_sum = 0;
 	double red[2];
-	float scale = 1;
-	struct gpt2_adamw opt;
+	/* this rank's units of the step (train.h) and their gradient scale */
+	int64_t units = (int64_t)V * c->G;
+	int64_t u_lo = units * r / R;
+	int64_t u_hi = units * (r + 1) / R;
+	floatX wscale = (floatX)((double)R / (double)units);
 
 	memset(st, 0, sizeof(*st));
+	st->step_ms = trainer_now_s();  /* the start, until trainer_step_apply() */
 	gpt2_zero_grad(m);
-	for (int micro = 0; micro < c->G; micro++) {
-		int64_t j = (int64_t)tr->step * c->G + micro;
-		int last = micro == c->G - 1 && R > 1;
+	for (int64_t u = u_lo; u < u_hi; u++) {
+		int v = (int)(u / c->G);
+		int64_t j = (int64_t)tr->step * c->G + u % c->G;
+		int last = u == u_hi - 1 && R > 1;
 		struct bwd_ctx bc = {tr, c->overlap, 0};
 		double loss;
 		double t_bwd_end;
-		void *req_tok = NULL;
-		void *req_dres = NULL;
 
 		t = trainer_now_s();
+		tr->train.rank = v;
 		if (dataloader_load(&tr->train, j) != 0 || check_tokens(tr, &tr->train) != 0)
 			return -1;
 		loss = gpt2_forward(m, tr->train.inputs, tr->train.targets, c->B, c->T);
@@ -357,29 +392,37 @@ int trainer_step(struct trainer *tr)
 			return -1;
 		loss_sum += loss;
 		if (!last) {
-			gpt2_backward(m, (floatX)(1.0 / c->G), NULL, NULL);
+			gpt2_backward(m, wscale, NULL, NULL);
 			st->compute_ms += (trainer_now_s() - t) * 1e3;
 			continue;
 		}
-		/* last micro-step with R > 1: reduce while backward runs */
-		gpt2_backward(m, (floatX)(1.0 / c->G), on_grads_ready, &bc);
+		/* last unit with R > 1: reduce while backward runs */
+		gpt2_backward(m, wscale, on_grads_ready, &bc);
 		if (bc.failed)
-			return -1;
+			goto fail;
 		if (!c->overlap)
 			for (int i = 0; i < tr->nbuckets; i++)
 				if (bucket_issue(tr, &tr->buckets[i]) != 0)
-					return -1;
+					goto fail;
 		/* the deferred encoder gradients of every rank */
 		if (ops->iallgather_bytes(tr->dp.ctx, tr->train.inputs, tr->gather_tokens,
-					  BT * sizeof(int), &req_tok) != 0 ||
+					  BT * sizeof(int), &tr->req_tok) != 0 ||
 		    ops->iallgather_bytes(tr->dp.ctx, m->acts.dres, tr->gather_dres,
-					  BTC * sizeof(floatX), &req_dres) != 0)
-			return -1;
+					  BTC * sizeof(floatX), &tr->req_dres) != 0)
+			goto fail;
 		t_bwd_end = trainer_now_s();
 		st->compute_ms += (t_bwd_end - t) * 1e3;
-		if (buckets_wait(tr, &st->comm_ms) != 0 || ops->wait(tr->dp.ctx, req_tok) != 0 ||
-		    ops->wait(tr->dp.ctx, req_dres) != 0)
-			return -1;
+		{
+			/* every request is waited for, also after a failure */
+			int bad = buckets_wait(tr, &st->comm_ms) != 0;
+
+			bad |= ops->wait(tr->dp.ctx, tr->req_tok) != 0;
+			tr->req_tok = NULL;
+			bad |= ops->wait(tr->dp.ctx, tr->req_dres) != 0;
+			tr->req_dres = NULL;
+			if (bad)
+				return -1;
+		}
 		t = trainer_now_s();
 		st->exposed_ms = (t - t_bwd_end) * 1e3;
 		for (int i = 0; i < tr->nowned; i++)
@@ -393,7 +436,6 @@ int trainer_step(struct trainer *tr)
 		st->hidden_frac = 0;
 
 	/* loss over all ranks; global gradient norm, each element counted once */
-	t = trainer_now_s();
 	red[0] = loss_sum / c->G;
 	red[1] = 0;
 	if (!c->zero || R == 1) {
@@ -413,13 +455,29 @@ int trainer_step(struct trainer *tr)
 						     b->count - R * b->shard);
 		}
 	}
-	if (R > 1) {
-		if (ops->allreduce_sum_f64(tr->dp.ctx, red, 2) != 0)
-			return -1;
-		red[0] /= R;
-	}
-	st->loss = red[0];
+	if (R > 1 && ops->allreduce_sum_f64(tr->dp.ctx, red, 2) != 0)
+		return -1;
+	/* the mean over the V * G units: each rank's sum of its losses / G, over V */
+	st->loss = red[0] / V;
 	st->grad_norm = sqrt(red[1]);
+	return 0;
+fail:
+	trainer_abandon(tr);
+	return -1;
+}
+
+int trainer_step_apply(struct trainer *tr)
+{
+	struct gpt2 *m = tr->model;
+	struct train_config *c = &tr->cfg;
+	const struct dp_ops *ops = tr->dp.ops;
+	int R = tr->dp.nranks;
+	struct step_stats *st = &tr->stats;
+	double t_start = st->step_ms;
+	double t = trainer_now_s();
+	float scale = 1;
+	struct gpt2_adamw opt;
+
 	if (c->grad_clip > 0 && st->grad_norm > c->grad_clip)
 		scale = (float)(c->grad_clip / st->grad_norm);
 	st->lr = trainer_lr(c, tr->step);
@@ -445,17 +503,86 @@ int trainer_step(struct trainer *tr)
 
 			b->req = NULL;
 			if (b->shard > 0 && ops->iallgather(tr->dp.ctx, m->params.mem + b->off,
-							    b->shard, &b->req) != 0)
+							    b->shard, &b->req) != 0) {
+				trainer_abandon(tr);
 				return -1;
+			}
 		}
-		for (int i = 0; i < tr->nbuckets; i++)
-			if (tr->buckets[i].req && ops->wait(tr->dp.ctx, tr->buckets[i].req) != 0)
+		for (int i = 0; i < tr->nbuckets; i++) {
+			if (tr->buckets[i].req && ops->wait(tr->dp.ctx, tr->buckets[i].req) != 0) {
+				tr->buckets[i].req = NULL;
+				trainer_abandon(tr);
 				return -1;
+			}
+			tr->buckets[i].req = NULL;
+		}
 		st->gather_ms = (trainer_now_s() - t) * 1e3;
 	}
 	tr->step++;
 	st->step_ms = (trainer_now_s() - t_start) * 1e3;
 	return 0;
+}
+
+int trainer_step(struct trainer *tr)
+{
+	if (trainer_step_grads(tr) != 0)
+		return -1;
+	return trainer_step_apply(tr);
+}
+
+int trainer_resize(struct trainer *tr, const struct dp *dp)
+{
+	struct gpt2 *m = tr->model;
+	size_t BT = (size_t)tr->cfg.B * tr->cfg.T;
+	int R = dp->nranks;
+
+	if (tr->cfg.zero) {
+		fprintf(stderr, "train: an elastic resize needs --zero 0: ZeRO-1's optimizer shards of the lost ranks are not replicated\n");
+		return -1;
+	}
+	if ((long long)tr->cfg.vranks * tr->cfg.G < R) {
+		fprintf(stderr, "train: %d ranks cannot share a global batch of %d micro-batches\n", R,
+			tr->cfg.vranks * tr->cfg.G);
+		return -1;
+	}
+	/* the old communicator was destroyed and released its registrations */
+	tr->reg[0] = NULL;
+	tr->reg[1] = NULL;
+	tr->dp = *dp;
+	free(tr->buckets);
+	free(tr->owned);
+	tr->buckets = NULL;
+	tr->owned = NULL;
+	if (plan_buckets(tr) != 0 || plan_ownership(tr) != 0)
+		goto nomem;
+	free(tr->gather_tokens);
+	free(tr->gather_dres);
+	tr->gather_tokens = NULL;
+	tr->gather_dres = NULL;
+	if (R > 1) {
+		tr->gather_tokens = malloc(R * BT * sizeof(int));
+		tr->gather_dres = malloc(R * BT * m->cfg.channels * sizeof(floatX));
+		if (!tr->gather_tokens || !tr->gather_dres)
+			goto nomem;
+		if (dp->ops->register_buffer) {
+			size_t nb = m->num_params * sizeof(floatX);
+
+			if (dp->ops->register_buffer(dp->ctx, m->params.mem, nb, &tr->reg[0]) != 0 ||
+			    dp->ops->register_buffer(dp->ctx, m->grads.mem, nb, &tr->reg[1]) != 0)
+				fprintf(stderr, "train: rank %d: buffers unregistered after the resize (see above)\n",
+					dp->rank);
+		}
+	}
+	if (tr->have_val) {
+		/* validation rows follow the ranks of the moment (identity order: no state) */
+		tr->val.rank = dp->rank;
+		tr->val.nranks = R;
+		tr->val.batches_per_epoch = tr->val.nsamples / ((size_t)R * tr->val.B);
+	}
+	return 0;
+nomem:
+	fprintf(stderr, "train: out of memory\n");
+	return -1;
 }
 
 double trainer_val_loss(struct trainer *tr)
@@ -586,7 +713,7 @@ int trainer_save_state(struct trainer *tr, const char *path)
 	h[0] = GPT2_STATE_MAGIC;
 	h[1] = GPT2_STATE_VERSION;
 	h[2] = tr->step;
-	h[3] = tr->dp.nranks;
+	h[3] = tr->cfg.vranks; /* the global batch is V * B * G (V = R unless elastic) */
 	h[4] = tr->cfg.zero;
 	h[5] = tr->cfg.B;
 	h[6] = tr->cfg.T;
@@ -642,7 +769,7 @@ int trainer_load_state(struct trainer *tr, const char *path)
 	float *full = NULL;
 	FILE *f = fopen(path, "rb");
 	long long saved_batch;
-	long long batch = (long long)tr->dp.nranks * tr->cfg.B * tr->cfg.G;
+	long long batch = (long long)tr->cfg.vranks * tr->cfg.B * tr->cfg.G;
 
 	if (!f) {
 		fprintf(stderr, "train: cannot open %s: %s\n", path, strerror(errno));
@@ -663,7 +790,7 @@ int trainer_load_state(struct trainer *tr, const char *path)
 	saved_batch = (long long)h[3] * h[5] * h[7];
 	if (h[6] != tr->cfg.T || saved_batch != batch) {
 		fprintf(stderr,
-			"train: %s was saved with T %d and R*B*G %lld; this run has T %d and %lld, "
+			"train: %s was saved with T %d and V*B*G %lld; this run has T %d and %lld, "
 			"so the data order would not continue\n",
 			path, h[6], saved_batch, tr->cfg.T, batch);
 		goto err;

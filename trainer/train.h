@@ -69,6 +69,9 @@ struct train_config {
 	int overlap;	     /* 1: reduce buckets during backward; 0: after it */
 	uint64_t data_seed;  /* training data order */
 	int val_batches;     /* validation micro-batches per rank */
+	int vranks;	     /* V: the global batch is V * B * G sequences, split among
+			      * the R ranks of the moment (0: R at trainer_init). V > R
+			      * after an elastic shrink, or on a resume with fewer ranks */
 };
 
 /* A contiguous group of parameters reduced as one unit. */
@@ -119,6 +122,8 @@ struct trainer {
 	size_t state_count;	 /* elements of m and v */
 	float *m;		 /* (state_count) AdamW first moment */
 	float *v;		 /* (state_count) second moment */
+	void *req_tok;		 /* outstanding all-gathers of the deferred encoder */
+	void *req_dres;
 	int *gather_tokens;	 /* (R*B*T) deferred encoder: all ranks' inputs */
 	floatX *gather_dres;	 /* (R*B*T, C) and their gradients */
 	int step;		 /* optimizer steps done */
@@ -143,6 +148,38 @@ void trainer_free(struct trainer *tr);
  */
 int trainer_step(struct trainer *tr);
 
+/*
+ * The two halves of trainer_step(), for an elastic run that agrees on the
+ * step's success in between: trainer_step_grads() does the forward and
+ * backward passes and every collective of the step (gradients, loss, norm)
+ * and changes nothing but the gradients and tr->stats, so that after a
+ * failure the step can be redone from the same parameters and moments;
+ * trainer_step_apply() clips, runs AdamW (and the ZeRO-1 all-gather) and
+ * increments tr->step. Both return 0 or -1. After a failed
+ * trainer_step_grads(), trainer_abandon() completes the requests it left.
+ *
+ * Work split: step s is V * G units (v, g), unit u = v * G + g reading rank
+ * v's rows of global micro-batch s * G + g (dataloader.h, as rank v of V);
+ * rank r of R does units [r * V * G / R, (r + 1) * V * G / R), each scaled
+ * by R / (V * G) so that the all-reduce's average over R ranks is the mean
+ * over all units. With R = V that is rank r's G micro-batches scaled 1 / G,
+ * bit for bit the non-elastic step.
+ */
+int trainer_step_grads(struct trainer *tr);
+int trainer_step_apply(struct trainer *tr);
+void trainer_abandon(struct trainer *tr);
+
+/**
+ * trainer_resize() - Continue on the ranks of @dp (an elastic shrink or
+ * grow): new rank and size, the same global batch (cfg.vranks), buckets and
+ * gather buffers re-planned, parameters and gradients registered with the
+ * new communicator (call it once the old one is destroyed: that released
+ * the old registrations). Plain data parallelism only (cfg.zero == 0): every rank
+ * holds the full parameters and AdamW moments, so nothing moves.
+ * Return: 0, or -1 (ZeRO-1, V * G < R, or no memory; message on stderr).
+ */
+int trainer_resize(struct trainer *tr, const struct dp *dp);
+
 /**
  * trainer_val_loss() - Mean loss over cfg.val_batches validation
  * micro-batches per rank (the same R*B*T*val_batches tokens for any R with
@@ -156,7 +193,7 @@ float trainer_lr(const struct train_config *cfg, int step);
 /**
  * trainer_save_state() - Write the optimizer state (rank 0 writes; with
  * ZeRO-1 the shards are gathered first, so every rank must call this).
- * File: 256 x int32 header {GPT2_STATE_MAGIC, GPT2_STATE_VERSION, step, R,
+ * File: 256 x int32 header {GPT2_STATE_MAGIC, GPT2_STATE_VERSION, step, V (R unless elastic),
  * zero, B, T, G, P mod 2^31, P >> 31, L, C, Vp, maxT, seed lo, seed hi},
  * then m (P floats) and v (P floats) in llm.c's tensor order.
  * Return: 0, or -1 (message on stderr).
@@ -166,7 +203,7 @@ int trainer_save_state(struct trainer *tr, const char *path);
 /**
  * trainer_load_state() - Read an optimizer state written by
  * trainer_save_state() (every rank reads the file). The step and the data
- * seed come from the file; R * B * G must equal the saved run's, so that
+ * seed come from the file; V * B * G (cfg.vranks) must equal the saved run's, so that
  * the data order continues. Return: 0, or -1 (message on stderr).
  */
 int trainer_load_state(struct trainer *tr, const char *path);

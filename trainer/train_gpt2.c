@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -56,6 +57,7 @@ struct options {
 	double peak_gflops;	   /* --peak-gflops, per rank */
 	int print_hash;		   /* --print-hash */
 	int quiet;		   /* --quiet: no per-step lines */
+	int elastic;		   /* --elastic: survive dead ranks (shrink, redo the step) */
 	struct train_config tc;
 };
 
@@ -90,6 +92,10 @@ static void usage(FILE *f)
 	    "  --zero 0|1   1: ZeRO-1 (reduce-scatter, sharded AdamW, all-gather) [0]\n"
 	    "  --bucket-mb X    gradient bucket cap, MiB [4]\n"
 	    "  --overlap 0|1    reduce buckets while backward runs [1]\n"
+	    "  --elastic    when ranks die, the others agree, shrink the communicator and redo\n"
+	    "               the step with the same global batch (plain data parallelism)\n"
+	    "  --vranks N   the global batch is N*b*g sequences whatever the number of ranks\n"
+	    "               (to resume an elastic run's checkpoint with fewer ranks) [R]\n"
 	    "evaluation and output\n"
 	    "  -v N         validation every N steps (and first/last) [20]\n"
 	    "  -m N         validation micro-batches per rank [8]\n"
@@ -125,6 +131,8 @@ enum {
 	OPT_DUMP_P,
 	OPT_DUMP_G,
 	OPT_QUIET,
+	OPT_ELASTIC,
+	OPT_VRANKS,
 	OPT_HELP
 };
 
@@ -182,6 +190,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 	    {"dump-params", required_argument, NULL, OPT_DUMP_P},
 	    {"dump-grads", required_argument, NULL, OPT_DUMP_G},
 	    {"quiet", no_argument, NULL, OPT_QUIET},
+	    {"elastic", no_argument, NULL, OPT_ELASTIC},
+	    {"vranks", required_argument, NULL, OPT_VRANKS},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -342,6 +352,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_QUIET:
 			o->quiet = 1;
 			break;
+		case OPT_ELASTIC:
+			o->elastic = 1;
+			break;
+		case OPT_VRANKS:
+			bad |= parse_int(optarg, 1, 1 << 20, "--vranks", &o->tc.vranks);
+			break;
 		case 'h':
 		case OPT_HELP:
 			usage(stdout);
@@ -375,6 +391,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		o->stop_step = o->tc.max_steps;
 	if (o->tc.warmup_steps < 1)
 		o->tc.warmup_steps = 1;
+	if (o->elastic && o->tc.zero) {
+		fprintf(stderr, "ibc_gpt2: --elastic needs --zero 0 (ZeRO-1's shards of a lost rank are not replicated)\n");
+		bad = 1;
+	}
 	return bad ? -1 : 0;
 }
 
@@ -613,6 +633,8 @@ int main(int argc, char **argv)
 	double val0 = -1;
 	double val_last = -1;
 	int ret = 1;
+	int redo = 0;		   /* --elastic: the step is redone on fewer ranks */
+	int V;			   /* the global batch is V * B * G sequences */
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (parse_args(argc, argv, &o) != 0)
@@ -662,7 +684,8 @@ int main(int argc, char **argv)
 		goto out_tok;
 	if (R == 1 || o.peak_gflops > 0)
 		peak = o.peak_gflops > 0 ? o.peak_gflops * R : peak;
-	flops_per_step = gpt2_flops_per_token(&model->cfg, o.tc.T) * R * o.tc.B * o.tc.G * o.tc.T;
+	V = tr.cfg.vranks;
+	flops_per_step = gpt2_flops_per_token(&model->cfg, o.tc.T) * V * o.tc.B * o.tc.G * o.tc.T;
 
 	if (rank0) {
 		const struct gpt2_config *c = &model->cfg;
@@ -674,13 +697,17 @@ int main(int argc, char **argv)
 		    o.resume	   ? " (resumed)"
 		    : o.init_model ? " (loaded)"
 				   : " (random init)");
+		if (V != R)
+			printf("ibc_gpt2: the global batch is that of %d ranks (--vranks), shared by %d\n",
+			       V, R);
 		printf("ibc_gpt2: R %d ranks x B %d x T %d x G %d = %d tokens per step, %d threads "
-		       "per rank, %s, %d buckets (cap %.1f MiB)%s\n",
-		       R, o.tc.B, o.tc.T, o.tc.G, R * o.tc.B * o.tc.T * o.tc.G, omp_threads(),
+		       "per rank, %s, %d buckets (cap %.1f MiB)%s%s\n",
+		       V, o.tc.B, o.tc.T, o.tc.G, V * o.tc.B * o.tc.T * o.tc.G, omp_threads(),
 		       o.tc.zero ? "ZeRO-1" : "all-reduce", tr.nbuckets,
 		       o.tc.bucket_elems * sizeof(floatX) / 1048576.0,
 		       R > 1 ? (o.tc.overlap ? ", overlapped with backward" : ", after backward")
-			     : "");
+			     : "",
+		       o.elastic ? ", elastic" : "");
 		printf("ibc_gpt2: train %s: %zu samples in %d shards; val %s; peak %.1f GFLOP/s "
 		       "(%s)\n",
 		       o.train_pattern, tr.train.nsamples, tr.train.nshards,
@@ -711,6 +738,8 @@ int main(int argc, char **argv)
 		int last = step >= o.stop_step;
 		double val = -1;
 
+		if (redo)
+			goto run_step;
 		if (tr.have_val &&
 		    (step == 0 || last || (o.val_every > 0 && step % o.val_every == 0))) {
 			val = trainer_val_loss(&tr);
@@ -734,11 +763,67 @@ int main(int argc, char **argv)
 		if (last)
 			break;
 
-		if (trainer_step(&tr) != 0)
+run_step:
+		if (o.elastic && dp.ctx) {
+			/*
+			 * Every rank agrees on the step's success before it changes a
+			 * parameter; when ranks are dead the others shrink and redo the
+			 * same step from the same parameters and moments, with the same
+			 * global batch (train.h), so nothing is lost or counted twice.
+			 */
+			double t0 = trainer_now_s();
+			int rc = trainer_step_grads(&tr);
+			double t1 = trainer_now_s();
+			double t2;
+			int all_ok = 0;
+			int nfailed = 0;
+			int *failed = calloc((size_t)R, sizeof(int));
+			char who[256] = "";
+			int old_R = R;
+
+			if (!failed || dp_ibc_agree_step(&dp, rc == 0, &all_ok, failed, &nfailed) != 0) {
+				free(failed);
+				goto out_csv;
+			}
+			t2 = trainer_now_s();
+			for (int i = 0; i < nfailed; i++)
+				snprintf(who + strlen(who), sizeof(who) - strlen(who), "%s%d",
+					 i ? "," : "", failed[i]);
+			free(failed);
+			if (!all_ok && nfailed == 0) {
+				fprintf(stderr, "ibc_gpt2: rank %d: step %d failed on a rank that is alive (see above); stopping\n",
+					dp.rank, step + 1);
+				goto out_csv;
+			}
+			if (!all_ok) {
+				trainer_abandon(&tr);
+				if (dp_ibc_shrink(&dp) != 0 || trainer_resize(&tr, &dp) != 0)
+					goto out_csv;
+				R = dp.nranks;
+				rank0 = dp.rank == 0;
+				if (rank0)
+					printf("elastic: step %d: rank(s) %s of %d died; the step failed after %.0f ms, agreement %.0f ms, shrink %.0f ms; redoing step %d on %d ranks\n",
+					       step + 1, who, old_R, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+					       (trainer_now_s() - t2) * 1e3, step + 1, R);
+				redo = 1;
+				continue;
+			}
+			if (trainer_step_apply(&tr) != 0)
+				goto out_csv;
+			if (redo && rank0) {
+				struct timespec now;
+
+				clock_gettime(CLOCK_REALTIME, &now);
+				printf("elastic: step %d redone on %d ranks, done at unix time %.3f\n",
+				       tr.step, R, now.tv_sec + 1e-9 * now.tv_nsec);
+			}
+			redo = 0;
+		} else if (trainer_step(&tr) != 0) {
 			goto out_csv;
+		}
 		{
 			const struct step_stats *s = &tr.stats;
-			double tok_s = R * o.tc.B * o.tc.T * o.tc.G / (s->step_ms / 1e3);
+			double tok_s = V * o.tc.B * o.tc.T * o.tc.G / (s->step_ms / 1e3);
 			double gflops = flops_per_step / (s->step_ms / 1e3) / 1e9;
 
 			if (tr.step > step0 + 1) { /* the first step pays one-time costs */
