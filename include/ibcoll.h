@@ -397,6 +397,49 @@ IBC_API ibc_status_t ibc_comm_agree(ibc_comm_h comm, uint32_t *flag_p, int *fail
 IBC_API ibc_status_t ibc_comm_shrink(ibc_comm_h comm, ibc_comm_h *newcomm_p);
 
 /**
+ * ibc_comm_grow_id() - The unique id of a larger communicator that the
+ *                      ranks of @comm and processes started later join.
+ * @comm: [in]  communicator, healthy (a shrunk one, typically).
+ * @id:   [out] the id, the same on every rank of @comm: give it to the
+ *              processes that join (a file, a key-value store); like any
+ *              unique id it carries @comm's secret, so treat it as one.
+ *
+ * Collective over @comm. Rank 0 of @comm starts the bootstrap root of the
+ * new communicator; then every rank of @comm and every joining process
+ * calls ibc_comm_grow() with @id within IBC_BOOTSTRAP_TIMEOUT_MS.
+ * Blocking:  bounded by IBC_BOOTSTRAP_TIMEOUT_MS. Threading: as ibc_comm_split().
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @id); IBC_ERR_INVALID_USAGE
+ *            (@comm destroyed or failed); IBC_ERR_REMOTE; IBC_ERR_TIMEOUT;
+ *            IBC_ERR_SYSTEM (no socket for the root).
+ */
+IBC_API ibc_status_t ibc_comm_grow_id(ibc_comm_h comm, ibc_unique_id_t *id);
+
+/**
+ * ibc_comm_grow() - Join or create the larger communicator of @id.
+ * @comm:      [in]  on the ranks of the communicator that grows: it (it
+ *                   stays valid: destroy it when done); in a joining
+ *                   process: NULL.
+ * @nranks:    [in]  size of the new communicator, >= size(@comm).
+ * @id:        [in]  from ibc_comm_grow_id() on @comm.
+ * @rank:      [in]  -1 on the ranks of @comm, which keep their rank; in a
+ *                   joining process its rank, size(@comm) <= @rank < @nranks
+ *                   (each joiner a different one).
+ * @newcomm_p: [out] the new communicator, written only on success.
+ *
+ * Collective over the ranks of @comm and the joining processes (NCCL
+ * 2.27's ncclCommGrow is the model). The new communicator is set up as any
+ * other (transports, tuner); the joiners' state (a model's parameters) is
+ * the caller's to send, e.g. by ibc_broadcast() from rank 0.
+ * Blocking:  bounded by IBC_BOOTSTRAP_TIMEOUT_MS (for every rank to join).
+ * Threading: as ibc_comm_init_rank().
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @id or @newcomm_p, @nranks
+ *            or @rank out of range); IBC_ERR_INVALID_USAGE (@comm destroyed
+ *            or failed); the errors of ibc_comm_init_rank().
+ */
+IBC_API ibc_status_t ibc_comm_grow(ibc_comm_h comm, int nranks, const ibc_unique_id_t *id,
+				   int rank, ibc_comm_h *newcomm_p);
+
+/**
  * ibc_comm_rank() - This process's rank in @comm.
  * @comm:   [in]  communicator.
  * @rank_p: [out] rank, 0 <= rank < size.

@@ -436,6 +436,78 @@ out:
 	return st;
 }
 
+ibc_status_t ibc_comm_grow_id(ibc_comm_h h, ibc_unique_id_t *id)
+{
+	struct ibc_comm *comm;
+	ibc_status_t st;
+
+	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_grow_id", &comm));
+	if (!id) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_grow_id: id is NULL");
+		st = IBC_ERR_INVALID_ARG;
+		goto out;
+	}
+	st = ibc_net_status(&comm->net);
+	if (st != IBC_OK) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_grow_id on a failed communicator (shrink it first): %s",
+			      comm->net.poison_msg);
+		st = IBC_ERR_INVALID_USAGE;
+		goto out;
+	}
+	st = ibc_bootstrap_grow_id(comm->net.bs, id);
+out:
+	ibc_comm_leave(comm);
+	return st;
+}
+
+ibc_status_t ibc_comm_grow(ibc_comm_h h, int nranks, const ibc_unique_id_t *id, int rank,
+			   ibc_comm_h *newcomm_p)
+{
+	struct ibc_comm *comm = NULL;
+	struct ibc_boot_uid uid;
+	int size = 0;
+	ibc_status_t st;
+
+	ibc_fault_configure();
+	if (!id || !newcomm_p) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_grow: %s is NULL", id ? "newcomm_p" : "id");
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (h) {
+		IBC_CHECK(ibc_comm_enter(h, "ibc_comm_grow", &comm));
+		size = comm->net.nranks;
+		st = ibc_net_status(&comm->net);
+		if (st != IBC_OK) {
+			IBC_LOG_ERROR(INIT, "ibc_comm_grow on a failed communicator (shrink it first): %s",
+				      comm->net.poison_msg);
+			ibc_comm_leave(comm);
+			return IBC_ERR_INVALID_USAGE;
+		}
+		if (rank != -1 || nranks < size) {
+			IBC_LOG_ERROR(INIT, "ibc_comm_grow: a member of the communicator passes rank -1 (got %d) and nranks >= %d (got %d)",
+				      rank, size, nranks);
+			ibc_comm_leave(comm);
+			return IBC_ERR_INVALID_ARG;
+		}
+		rank = comm->net.rank;
+		ibc_comm_leave(comm);
+	} else if (rank < 0 || rank >= nranks) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_grow: a joining process needs a rank in [0, %d), got %d",
+			      nranks, rank);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (nranks < 1 || nranks > IBC_BOOT_MAX_RANKS) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_grow: %d ranks is out of range", nranks);
+		return IBC_ERR_INVALID_ARG;
+	}
+	IBC_CHECK(ibc_boot_uid_unpack(id, &uid));
+	/* members keep their rank, so the new communicator's rank is the one to log */
+	st = ibc_comm_init_uid(newcomm_p, nranks, &uid, rank);
+	if (st == IBC_OK && rank == 0)
+		IBC_LOG_INFO(INIT, "grow: %d -> %d ranks", size, nranks);
+	return st;
+}
+
 ibc_status_t ibc_comm_destroy(ibc_comm_h h)
 {
 	struct ibc_comm *comm;

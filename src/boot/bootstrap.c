@@ -509,6 +509,18 @@ out:
 	return st;
 }
 
+ibc_status_t ibc_bootstrap_grow_id(struct ibc_bootstrap *bs, ibc_unique_id_t *id)
+{
+	int i;
+
+	if (bs->rank != 0)
+		return ibc_bootstrap_recv(bs, 0, IBC_BOOT_TAG_GROW, id, sizeof(*id));
+	IBC_CHECK(ibc_bootstrap_root_start(NULL, 0, bs->secret, id));
+	for (i = 1; i < bs->nranks; i++)
+		IBC_CHECK(ibc_bootstrap_send(bs, i, IBC_BOOT_TAG_GROW, id, sizeof(*id)));
+	return IBC_OK;
+}
+
 void ibc_bootstrap_destroy(struct ibc_bootstrap *bs, int abort)
 {
 	struct boot_msg *m;

@@ -36,6 +36,7 @@
 /* in the internal range: the fault-tolerant calls (boot_ft.c) */
 #define IBC_BOOT_TAG_AGREE    0x0e00u /* + 2 x (sequence mod 128) + 0 contribution / 1 decision */
 #define IBC_BOOT_TAG_REVOKE   0x0f00u /* taken by the service thread, never queued */
+#define IBC_BOOT_TAG_GROW     0x0d00u /* ibc_bootstrap_grow_id(): the new job's id */
 
 /* struct ibc_peer_info - what every rank learns about every other at init */
 struct ibc_peer_info {
@@ -311,6 +312,16 @@ ibc_status_t ibc_bootstrap_agree(struct ibc_bootstrap *bs, uint64_t seq, uint32_
 ibc_status_t ibc_bootstrap_shrink(struct ibc_bootstrap *parent, uint64_t seq, int64_t timeout_ms,
 				  ibc_bootstrap_error_fn on_error, void *arg,
 				  struct ibc_bootstrap **bs_p, uint8_t *dead_out);
+
+/*
+ * ibc_bootstrap_grow_id() - the unique id of a larger job that the ranks of
+ * @bs and processes started later join (ibc_comm_grow()): rank 0 starts a
+ * root with @bs's secret (the rank count is learnt from the first join)
+ * and sends the id to every rank of @bs. Collective over @bs, which must
+ * be healthy. Blocking, bounded by IBC_BOOTSTRAP_TIMEOUT_MS; the root
+ * waits as long for the ranks to join.
+ */
+ibc_status_t ibc_bootstrap_grow_id(struct ibc_bootstrap *bs, ibc_unique_id_t *id);
 
 /* the listener's local address, for transports that listen themselves */
 const struct ibc_peer_info *ibc_bootstrap_self(const struct ibc_bootstrap *bs);

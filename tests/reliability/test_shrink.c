@@ -12,6 +12,9 @@
  * dead ends the other ranks' pending all-reduce at once. And 100 cycles of
  * agree + shrink + all-reduce + destroy on a healthy communicator leave the
  * number of open fds, the heap in use and the mappings where they were.
+ * Grow: after rank 1 of 3 dies and the others shrink, a replacement process
+ * joins with ibc_comm_grow_id() + ibc_comm_grow() as rank 2; then 100
+ * cycles of grow (2 + the same joiner) + exact all-reduce + destroy.
  */
 #include "config.h"
 
@@ -380,6 +383,179 @@ static int cycle_main(int rank, int nranks, void *arg)
 	return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* grow: a replacement joins the survivors                                  */
+/* ------------------------------------------------------------------------ */
+
+struct growbox {
+	ibc_unique_id_t id;
+	int seq;                /* id of cycle seq is in @id */
+	int ok[MAXR];
+	int bad_args_ok;
+	int cycles_ok[MAXR];
+	int fds_before[MAXR], fds_after[MAXR];
+	long heap_before[MAXR], heap_after[MAXR];
+};
+static struct growbox *gb;
+
+static int wait_seq(int want)
+{
+	int i;
+
+	for (i = 0; i < 20000 && __atomic_load_n(&gb->seq, __ATOMIC_ACQUIRE) < want; i++)
+		usleep(1000);
+	return __atomic_load_n(&gb->seq, __ATOMIC_ACQUIRE) >= want;
+}
+
+/* all-reduce on @c of size @n with rank @r: exact sum of val(0..n-1) */
+static int grown_exact(ibc_comm_h c, int r, int n)
+{
+	int32_t *a = malloc(COUNT * sizeof(int32_t));
+	size_t i;
+	int ok;
+
+	if (!a)
+		return 0;
+	for (i = 0; i < COUNT; i++)
+		a[i] = val(r, i);
+	ok = ibc_allreduce(a, a, COUNT, IBC_INT32, IBC_SUM, c) == IBC_OK && exact(a, (1 << n) - 1, n);
+	free(a);
+	return ok;
+}
+
+/*
+ * Children 0-2 are a 3-rank job; rank 1 dies; ranks 0 and 2 shrink to 2,
+ * grow to 3 with child 3 as the replacement (rank 2), all-reduce exactly.
+ * Then GROW_CYCLES cycles of grow (2 members + the same joiner) + exact
+ * all-reduce + destroy, with fds and heap compared.
+ */
+enum { GROW_CYCLES = 100 };
+
+static int grow_main(int rank, int nranks, void *arg)
+{
+	ibc_comm_h comm = NULL;
+	ibc_comm_h sc = NULL;
+	ibc_comm_h gc = NULL;
+	int r = -1;
+	int n = 0;
+	int k;
+
+	(void)arg;
+	(void)nranks;
+	if (rank < 3) {
+		int32_t one = 1;
+
+		setenv("IBC_NRANKS", "3", 1);
+		if (ibc_comm_init_env(&comm) != IBC_OK ||
+		    ibc_allreduce(&one, &one, 1, IBC_INT32, IBC_SUM, comm) != IBC_OK || one != 3)
+			return 1;
+		__atomic_add_fetch(first_done, 1, __ATOMIC_ACQ_REL);
+		if (rank == 1) {
+			for (k = 0; k < 10000 && __atomic_load_n(first_done, __ATOMIC_ACQUIRE) < 3; k++)
+				usleep(1000);
+			raise(SIGKILL);
+		}
+		ibc_allreduce(&one, &one, 1, IBC_INT32, IBC_SUM, comm); /* fails: rank 1 is dead */
+		ibc_comm_revoke(comm);
+		if (ibc_comm_shrink(comm, &sc) != IBC_OK)
+			return 2;
+		ibc_comm_destroy(comm);
+		if (ibc_comm_grow_id(sc, &gb->id) != IBC_OK)
+			return 3;
+		ibc_comm_rank(sc, &r);
+		if (r == 0) {
+			/* bad calls, refused before anything is sent */
+			gb->bad_args_ok = ibc_comm_grow_id(sc, NULL) == IBC_ERR_INVALID_ARG &&
+					  ibc_comm_grow(sc, 3, NULL, -1, &gc) == IBC_ERR_INVALID_ARG &&
+					  ibc_comm_grow(sc, 3, &gb->id, 0, &gc) == IBC_ERR_INVALID_ARG &&
+					  ibc_comm_grow(sc, 1, &gb->id, -1, &gc) == IBC_ERR_INVALID_ARG &&
+					  ibc_comm_grow(NULL, 3, &gb->id, -1, &gc) == IBC_ERR_INVALID_ARG &&
+					  ibc_comm_grow(NULL, 3, &gb->id, 3, &gc) == IBC_ERR_INVALID_ARG &&
+					  ibc_comm_grow(sc, 3, &gb->id, -1, NULL) == IBC_ERR_INVALID_ARG &&
+					  gc == NULL;
+			__atomic_store_n(&gb->seq, 1, __ATOMIC_RELEASE);
+		}
+		if (ibc_comm_grow(sc, 3, &gb->id, -1, &gc) != IBC_OK)
+			return 4;
+	} else {
+		if (!wait_seq(1) || ibc_comm_grow(NULL, 3, &gb->id, 2, &gc) != IBC_OK)
+			return 5;
+	}
+	ibc_comm_rank(gc, &r);
+	ibc_comm_size(gc, &n);
+	gb->ok[rank] = n == 3 && r == (rank == 3 ? 2 : rank == 2 ? 1 : 0) && grown_exact(gc, r, 3);
+	ibc_comm_destroy(gc);
+
+	/* cycles: the 2-rank communicator grows to 3 and back, the same joiner each time */
+	for (k = 0; k < GROW_CYCLES + WARM; k++) {
+		int ok;
+
+		if (k == WARM) {
+			gb->fds_before[rank] = count_fds();
+			gb->heap_before[rank] = heap_in_use();
+		}
+		gc = NULL;
+		if (rank < 3) {
+			ok = ibc_comm_grow_id(sc, &gb->id) == IBC_OK;
+			if (ok && r == 0)
+				__atomic_store_n(&gb->seq, k + 2, __ATOMIC_RELEASE);
+			ok = ok && ibc_comm_grow(sc, 3, &gb->id, -1, &gc) == IBC_OK;
+		} else {
+			ok = wait_seq(k + 2) && ibc_comm_grow(NULL, 3, &gb->id, 2, &gc) == IBC_OK;
+		}
+		ibc_comm_rank(gc, &r);
+		ok = ok && grown_exact(gc, r, 3);
+		ok &= ibc_comm_destroy(gc) == IBC_OK;
+		if (!ok)
+			break;
+		if (k >= WARM)
+			gb->cycles_ok[rank]++;
+		/* the next id may be published only once everyone has joined this one */
+		if (rank < 3)
+			ibc_barrier(sc);
+	}
+	gb->fds_after[rank] = count_fds();
+	gb->heap_after[rank] = heap_in_use();
+	ibc_comm_destroy(sc);
+#ifdef IBC_ASAN
+	__lsan_do_leak_check();
+#endif
+	return 0;
+}
+
+static void run_grow(const char *transport)
+{
+	int codes[MAXR];
+	int r;
+
+	memset(gb, 0, sizeof(*gb));
+	*first_done = 0;
+	fork_ranks(4, 300, grow_main, NULL, codes);
+	tap_ok(codes[1] == 128 + SIGKILL && codes[0] == 0 && codes[2] == 0 && codes[3] == 0,
+	       "%s, grow: rank 1 of 3 died, the others and the replacement exited 0 (%d %d %d %d)",
+	       transport, codes[0], codes[1], codes[2], codes[3]);
+	tap_ok(gb->bad_args_ok, "%s, grow: NULL id/newcomm, a member with a rank, nranks below the size, a joiner without one: IBC_ERR_INVALID_ARG",
+	       transport);
+	for (r = 0; r < 4; r++) {
+		if (r == 1)
+			continue;
+		tap_ok(gb->ok[r], "%s, grow: process %d is rank %d of 3 after shrink + grow, all-reduce exact",
+		       transport, r, r == 3 ? 2 : r == 2 ? 1 : 0);
+		tap_ok(gb->cycles_ok[r] == GROW_CYCLES, "%s, grow: process %d: %d of %d grow + all-reduce + destroy cycles",
+		       transport, r, gb->cycles_ok[r], GROW_CYCLES);
+		tap_ok(gb->fds_after[r] <= gb->fds_before[r], "%s, grow: process %d: open fds %d -> %d",
+		       transport, r, gb->fds_before[r], gb->fds_after[r]);
+#ifdef IBC_ASAN
+		tap_ok(1, "%s, grow: process %d: heap # SKIP ASan has its own allocator; LeakSanitizer checked",
+		       transport, r);
+#else
+		tap_ok(gb->heap_after[r] - gb->heap_before[r] < 256 * 1024,
+		       "%s, grow: process %d: heap in use %ld -> %ld bytes (< 256 KiB growth)",
+		       transport, r, gb->heap_before[r], gb->heap_after[r]);
+#endif
+	}
+}
+
 int main(void)
 {
 	static const char *const transports[] = { "shm", "tcp" };
@@ -403,7 +579,8 @@ int main(void)
 	revoke_at_us = fork_ranks_shared(sizeof(uint64_t));
 	first_done = fork_ranks_shared(sizeof(int));
 	cycs = fork_ranks_shared(sizeof(struct cyc) * MAXR);
-	if (!reps || !revoke_at_us || !first_done || !cycs)
+	gb = fork_ranks_shared(sizeof(*gb));
+	if (!reps || !revoke_at_us || !first_done || !cycs || !gb)
 		tap_bail_out("no shared memory for the results");
 	/* fast detection: a dead peer is found within a few heartbeats */
 	setenv("IBC_HEARTBEAT_MS", "200", 0);
@@ -412,6 +589,10 @@ int main(void)
 		setenv("IBC_TRANSPORT", transports[t], 1);
 		for (k = 0; k < sizeof(scens) / sizeof(scens[0]); k++)
 			run(transports[t], &scens[k]);
+	}
+	for (t = 0; t < 2; t++) {
+		setenv("IBC_TRANSPORT", transports[t], 1);
+		run_grow(transports[t]);
 	}
 	for (t = 0; t < 2; t++) {
 		int codes[MAXR];
