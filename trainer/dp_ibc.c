@@ -8,9 +8,13 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <ibcoll.h>
 
@@ -91,6 +95,11 @@ static int dp_deregister_buffer(void *ctx, void *handle)
 	return ck(ibc_comm_deregister(ctx, handle), "ibc_comm_deregister");
 }
 
+static int dp_broadcast_bytes(void *ctx, void *buf, size_t nbytes)
+{
+	return ck(ibc_broadcast(buf, buf, nbytes, IBC_UINT8, 0, ctx), "ibc_broadcast");
+}
+
 static const struct dp_ops dp_ibc_ops = {
     .iallreduce_avg = dp_iallreduce_avg,
     .ireduce_scatter_avg = dp_ireduce_scatter_avg,
@@ -101,6 +110,7 @@ static const struct dp_ops dp_ibc_ops = {
     .allreduce_sum_f64 = dp_allreduce_sum_f64,
     .register_buffer = dp_register_buffer,
     .deregister_buffer = dp_deregister_buffer,
+    .broadcast_bytes = dp_broadcast_bytes,
 };
 
 static int env_nranks(void)
@@ -192,5 +202,122 @@ int dp_ibc_shrink(struct dp *dp)
 	if (ck(ibc_comm_rank(nc, &dp->rank), "ibc_comm_rank") != 0 ||
 	    ck(ibc_comm_size(nc, &dp->nranks), "ibc_comm_size") != 0)
 		return -1;
+	return 0;
+}
+
+/* ---- replacements: a process that joins an elastic job (files in a shared directory) ---- */
+
+#define JOIN_MAGIC 0x6a6f696e /* "join" */
+
+struct join_file {
+	uint32_t magic;
+	int32_t nranks;  /* of the grown communicator */
+	int32_t rank;    /* the joiner's */
+	int32_t vranks;  /* the job's global batch, in ranks' micro-batches */
+	ibc_unique_id_t id;
+};
+
+static void join_paths(const char *dir, char *req, char *idf, size_t n)
+{
+	snprintf(req, n, "%s/join.request", dir);
+	snprintf(idf, n, "%s/join.id", dir);
+}
+
+int dp_ibc_join(struct dp *dp, const char *dir, int timeout_ms, int *vranks_p)
+{
+	char req[4096];
+	char idf[4096];
+	struct join_file jf;
+	ibc_comm_h comm;
+	FILE *f;
+	int fd;
+
+	join_paths(dir, req, idf, sizeof(req));
+	fd = open(req, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "ibc_gpt2: --join: cannot create %s: %s (another replacement waiting?)\n",
+			req, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	for (int waited = 0;; waited += 20) {
+		f = fopen(idf, "rb");
+		if (f) {
+			size_t got = fread(&jf, 1, sizeof(jf), f);
+
+			fclose(f);
+			if (got == sizeof(jf) && jf.magic == JOIN_MAGIC)
+				break;
+		}
+		if (waited >= timeout_ms) {
+			fprintf(stderr, "ibc_gpt2: --join: no job offered a place in %s within %d ms\n",
+				dir, timeout_ms);
+			unlink(req);
+			return -1;
+		}
+		usleep(20 * 1000);
+	}
+	if (ck(ibc_comm_grow(NULL, jf.nranks, &jf.id, jf.rank, &comm), "ibc_comm_grow") != 0)
+		return -1;
+	dp->ops = &dp_ibc_ops;
+	dp->ctx = comm;
+	dp->rank = jf.rank;
+	dp->nranks = jf.nranks;
+	*vranks_p = jf.vranks;
+	return 0;
+}
+
+int dp_ibc_offer_join(struct dp *dp, const char *dir, int wait_ms, int vranks, int *grown_p)
+{
+	char req[4096];
+	char idf[4096];
+	double found = 0;
+	struct join_file jf;
+	ibc_comm_h nc = NULL;
+
+	*grown_p = 0;
+	if (!dp->ctx)
+		return 0;
+	join_paths(dir, req, idf, sizeof(req));
+	if (dp->rank == 0)
+		for (int waited = 0; !found; waited += 20) {
+			found = access(req, F_OK) == 0;
+			if (found || waited >= wait_ms)
+				break;
+			usleep(20 * 1000);
+		}
+	/* rank 0's answer, the same on every rank */
+	if (ck(ibc_allreduce(&found, &found, 1, IBC_FLOAT64, IBC_SUM, dp->ctx), "ibc_allreduce") != 0)
+		return -1;
+	if (found == 0)
+		return 0;
+	memset(&jf, 0, sizeof(jf));
+	if (ck(ibc_comm_grow_id(dp->ctx, &jf.id), "ibc_comm_grow_id") != 0)
+		return -1;
+	if (dp->rank == 0) {
+		char tmp[4200];
+		FILE *f;
+
+		jf.magic = JOIN_MAGIC;
+		jf.nranks = dp->nranks + 1;
+		jf.rank = dp->nranks;
+		jf.vranks = vranks;
+		snprintf(tmp, sizeof(tmp), "%s.tmp", idf);
+		f = fopen(tmp, "wb");
+		if (!f || fwrite(&jf, sizeof(jf), 1, f) != 1 || fclose(f) != 0 || rename(tmp, idf) != 0) {
+			fprintf(stderr, "ibc_gpt2: cannot write %s: %s\n", idf, strerror(errno));
+			return -1;
+		}
+	}
+	if (ck(ibc_comm_grow(dp->ctx, dp->nranks + 1, &jf.id, -1, &nc), "ibc_comm_grow") != 0)
+		return -1;
+	if (dp->rank == 0) {
+		unlink(idf);
+		unlink(req);
+	}
+	ibc_comm_destroy(dp->ctx);
+	dp->ctx = nc;
+	dp->nranks++;
+	*grown_p = 1;
 	return 0;
 }

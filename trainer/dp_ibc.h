@@ -52,4 +52,24 @@ int dp_ibc_agree_step(struct dp *dp, int ok, int *all_ok_p, int *failed, int *nf
  */
 int dp_ibc_shrink(struct dp *dp);
 
+/**
+ * dp_ibc_join() - Join a running elastic job as a replacement (ibc_gpt2
+ * --join DIR): create DIR/join.request, wait up to @timeout_ms for the
+ * job's DIR/join.id (ibc_comm_grow_id() of its communicator, the new size,
+ * this process's rank and the job's V), then ibc_comm_grow() into it.
+ * @vranks_p: [out] the job's cfg.vranks.
+ * Return: 0, or -1 (message on stderr).
+ */
+int dp_ibc_join(struct dp *dp, const char *dir, int timeout_ms, int *vranks_p);
+
+/**
+ * dp_ibc_offer_join() - On the ranks of an elastic job after a shrink: if a
+ * replacement asks within @wait_ms (rank 0 looks for DIR/join.request; its
+ * answer is shared by an all-reduce), grow the communicator by one rank
+ * for it (rank 0 writes DIR/join.id) and destroy the old one.
+ * @grown_p: [out] 1 when it grew (dp describes the new communicator).
+ * Return: 0, or -1 (message on stderr).
+ */
+int dp_ibc_offer_join(struct dp *dp, const char *dir, int wait_ms, int vranks, int *grown_p);
+
 #endif /* IBC_TRAINER_DP_IBC_H */

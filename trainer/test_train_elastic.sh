@@ -8,7 +8,9 @@
 # parameters must be bitwise equal on every survivor and to a reference that
 # was told to go from 4 to 3 ranks at that step: a 4-rank run stopped with a
 # checkpoint before it, resumed on 3 ranks with --vranks 4 (the same global
-# batch and data order). Over shm and tcp; the all-reduce algorithm is
+# batch and data order). And with a replacement started at once (--join):
+# the survivors grow back to 4 before they redo the step, and the result is
+# bitwise that of an uninterrupted 4-rank run. Over shm and tcp; the all-reduce algorithm is
 # pinned (IBC_ALGO=ring) so that both runs sum in the same order. Prints the
 # time from the kill to the first completed step after it.
 set -u
@@ -147,9 +149,46 @@ case_() {
 	fi
 }
 
+# join TRANSPORT VICTIM G: the victim's replacement starts at once; the survivors
+# wait for it after the shrink, grow back to 4 and redo the step on 4 ranks,
+# so the result is that of an uninterrupted 4-rank run, bit for bit
+join_() {
+	tr=$1
+	victim=$2
+	g=$3
+	what="$tr, g $g, rank $victim killed and replaced"
+	k=$((1 + $(rnd $((STEPS - 3)))))
+	export IBC_TRANSPORT=$tr
+	mkdir -p "$tmp/jd"
+	start "j" 4 --elastic -g "$g" --join-dir "$tmp/jd" --join-wait 30000
+	i=0
+	until grep -q "^step *$k/" "$tmp/j.r0.log" 2>/dev/null || [ $i -ge 1200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	vpid=$(echo $pids | cut -d' ' -f$((victim + 1)))
+	pkill -KILL -P "$vpid"
+	OMP_NUM_THREADS=1 timeout -k 5 120 "$gpt" $common -g "$g" --join "$tmp/jd" >"$tmp/j.r4.log" 2>&1 &
+	jpid=$!
+	wait_all j "$victim"
+	st=$?
+	wait "$jpid" || st=1
+	[ "$st" = 0 ] || sed 's/^/# j.r4.log: /' "$tmp/j.r4.log" | tail -8
+	ok $st "$what after step $k: the survivors and the replacement finish all $STEPS steps"
+	log=$(grep -l "^elastic: step .*replacement joined" "$tmp"/j.r*.log | head -1)
+	ok $? "$what: $(cat "$tmp"/j.r*.log | grep '^elastic: ' | tr '\n' ' ')"
+	[ "$(hashes j | wc -l)" = 1 ] && [ "$(cat "$tmp"/j.r*.log | grep -c '^param hash rank')" = 4 ]
+	ok $? "$what: the 3 survivors and the replacement hold the same parameters"
+	run "u" 4 -g "$g" --quiet
+	[ "$(hashes u)" = "$(hashes j)" ]
+	ok $? "$what: == an uninterrupted 4-rank run, bitwise ($(hashes j) vs $(hashes u))"
+}
+
 case_ shm $((1 + $(rnd 3))) 1
 case_ shm 0 3
 case_ tcp $((1 + $(rnd 3))) 1
+join_ shm $(rnd 4) 1
+join_ tcp $((1 + $(rnd 3))) 3
 
 echo "1..$n"
 exit $fail

@@ -585,6 +585,27 @@ nomem:
 	return -1;
 }
 
+int trainer_bcast_state(struct trainer *tr)
+{
+	const struct dp_ops *ops = tr->dp.ops;
+	int32_t step = tr->step;
+
+	if (tr->dp.nranks == 1)
+		return 0;
+	if (tr->cfg.zero || !ops->broadcast_bytes) {
+		fprintf(stderr, "train: the state of a ZeRO-1 run cannot be broadcast\n");
+		return -1;
+	}
+	if (ops->broadcast_bytes(tr->dp.ctx, &step, sizeof(step)) != 0 ||
+	    ops->broadcast_bytes(tr->dp.ctx, tr->model->params.mem,
+				 tr->model->num_params * sizeof(floatX)) != 0 ||
+	    ops->broadcast_bytes(tr->dp.ctx, tr->m, tr->state_count * sizeof(float)) != 0 ||
+	    ops->broadcast_bytes(tr->dp.ctx, tr->v, tr->state_count * sizeof(float)) != 0)
+		return -1;
+	tr->step = step;
+	return 0;
+}
+
 double trainer_val_loss(struct trainer *tr)
 {
 	double sum = 0;

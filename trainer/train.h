@@ -42,6 +42,8 @@ struct dp_ops {
 	 * never pin memory (ibc_comm_register) */
 	int (*register_buffer)(void *ctx, void *buf, size_t nbytes, void **handle_p);
 	int (*deregister_buffer)(void *ctx, void *handle);
+	/* blocking: buf (nbytes) <- rank 0's buf (an elastic grow's state transfer) */
+	int (*broadcast_bytes)(void *ctx, void *buf, size_t nbytes);
 };
 
 struct dp {
@@ -179,6 +181,13 @@ void trainer_abandon(struct trainer *tr);
  * Return: 0, or -1 (ZeRO-1, V * G < R, or no memory; message on stderr).
  */
 int trainer_resize(struct trainer *tr, const struct dp *dp);
+
+/**
+ * trainer_bcast_state() - Give every rank rank 0's parameters, AdamW
+ * moments and step (after an elastic grow: the joining ranks start from
+ * the job's state). Plain data parallelism only. Return: 0 or -1.
+ */
+int trainer_bcast_state(struct trainer *tr);
 
 /**
  * trainer_val_loss() - Mean loss over cfg.val_batches validation

@@ -58,6 +58,9 @@ struct options {
 	int print_hash;		   /* --print-hash */
 	int quiet;		   /* --quiet: no per-step lines */
 	int elastic;		   /* --elastic: survive dead ranks (shrink, redo the step) */
+	const char *join;	   /* --join DIR: this process replaces a dead rank */
+	const char *join_dir;	   /* --join-dir DIR: after a shrink, wait for a replacement */
+	int join_wait_ms;	   /* --join-wait */
 	struct train_config tc;
 };
 
@@ -96,6 +99,10 @@ static void usage(FILE *f)
 	    "               the step with the same global batch (plain data parallelism)\n"
 	    "  --vranks N   the global batch is N*b*g sequences whatever the number of ranks\n"
 	    "               (to resume an elastic run's checkpoint with fewer ranks) [R]\n"
+	    "  --join-dir DIR   --elastic: after a shrink, wait --join-wait ms for a replacement\n"
+	    "               in DIR (a directory every rank sees) and grow back before the redo\n"
+	    "  --join-wait MS   [30000]\n"
+	    "  --join DIR   be that replacement: join the job waiting in DIR, take rank 0's state\n"
 	    "evaluation and output\n"
 	    "  -v N         validation every N steps (and first/last) [20]\n"
 	    "  -m N         validation micro-batches per rank [8]\n"
@@ -133,6 +140,9 @@ enum {
 	OPT_QUIET,
 	OPT_ELASTIC,
 	OPT_VRANKS,
+	OPT_JOIN,
+	OPT_JOIN_DIR,
+	OPT_JOIN_WAIT,
 	OPT_HELP
 };
 
@@ -192,6 +202,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 	    {"quiet", no_argument, NULL, OPT_QUIET},
 	    {"elastic", no_argument, NULL, OPT_ELASTIC},
 	    {"vranks", required_argument, NULL, OPT_VRANKS},
+	    {"join", required_argument, NULL, OPT_JOIN},
+	    {"join-dir", required_argument, NULL, OPT_JOIN_DIR},
+	    {"join-wait", required_argument, NULL, OPT_JOIN_WAIT},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -207,6 +220,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	    .depth = 2,
 	    .max_seq_len = 1024,
 	    .stop_step = -1,
+	    .join_wait_ms = 30000,
 	    .val_every = 20,
 	    .gen_tokens = 64,
 	    .temperature = 1.0f,
@@ -357,6 +371,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_VRANKS:
 			bad |= parse_int(optarg, 1, 1 << 20, "--vranks", &o->tc.vranks);
+			break;
+		case OPT_JOIN:
+			o->join = optarg;
+			o->elastic = 1;
+			break;
+		case OPT_JOIN_DIR:
+			o->join_dir = optarg;
+			break;
+		case OPT_JOIN_WAIT:
+			bad |= parse_int(optarg, 0, 1 << 30, "--join-wait", &o->join_wait_ms);
 			break;
 		case 'h':
 		case OPT_HELP:
@@ -639,7 +663,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (parse_args(argc, argv, &o) != 0)
 		return 2;
-	if (dp_ibc_init(&dp) != 0)
+	if (o.join ? dp_ibc_join(&dp, o.join, 120000, &o.tc.vranks) != 0 : dp_ibc_init(&dp) != 0)
 		return 1;
 	R = dp.nranks;
 	rank0 = dp.rank == 0;
@@ -667,6 +691,13 @@ int main(int argc, char **argv)
 		    trainer_load_state(&tr, spath) != 0)
 			goto out_tr;
 	}
+	if (o.join) {
+		/* the job is between a shrink and the redo of its step: take its state and redo with it */
+		if (trainer_bcast_state(&tr) != 0)
+			goto out_tr;
+		printf("elastic: joined as rank %d of %d at step %d\n", dp.rank, dp.nranks, tr.step + 1);
+		redo = 1;
+	}
 	if (rank0 && o.gen_tokens > 0) {
 		char why[512];
 
@@ -680,7 +711,8 @@ int main(int argc, char **argv)
 
 	/* peak: each rank measures itself (all at once, so sharing counts) */
 	peak = o.peak_gflops > 0 ? o.peak_gflops : measure_peak_gflops();
-	if (R > 1 && dp.ops->allreduce_sum_f64(dp.ctx, &peak, 1) != 0)
+	/* (a replacement joins a job that did this long ago) */
+	if (R > 1 && !o.join && dp.ops->allreduce_sum_f64(dp.ctx, &peak, 1) != 0)
 		goto out_tok;
 	if (R == 1 || o.peak_gflops > 0)
 		peak = o.peak_gflops > 0 ? o.peak_gflops * R : peak;
@@ -805,6 +837,24 @@ run_step:
 					printf("elastic: step %d: rank(s) %s of %d died; the step failed after %.0f ms, agreement %.0f ms, shrink %.0f ms; redoing step %d on %d ranks\n",
 					       step + 1, who, old_R, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
 					       (trainer_now_s() - t2) * 1e3, step + 1, R);
+				if (o.join_dir) {
+					double t3 = trainer_now_s();
+					int grown = 0;
+
+					if (dp_ibc_offer_join(&dp, o.join_dir, o.join_wait_ms, V, &grown) != 0)
+						goto out_csv;
+					if (grown) {
+						double t4 = trainer_now_s();
+
+						if (trainer_resize(&tr, &dp) != 0 || trainer_bcast_state(&tr) != 0)
+							goto out_csv;
+						R = dp.nranks;
+						if (rank0)
+							printf("elastic: step %d: a replacement joined as rank %d: %d ranks; waited and grew %.0f ms, state sent %.0f ms\n",
+							       step + 1, R - 1, R, (t4 - t3) * 1e3,
+							       (trainer_now_s() - t4) * 1e3);
+					}
+				}
 				redo = 1;
 				continue;
 			}
@@ -814,7 +864,7 @@ run_step:
 				struct timespec now;
 
 				clock_gettime(CLOCK_REALTIME, &now);
-				printf("elastic: step %d redone on %d ranks, done at unix time %.3f\n",
+				printf("elastic: step %d redone on %d ranks, done at unix time %.6f\n",
 				       tr.step, R, now.tv_sec + 1e-9 * now.tv_nsec);
 			}
 			redo = 0;
