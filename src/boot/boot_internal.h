@@ -115,6 +115,7 @@ struct ibc_bootstrap {
 	int *peer_state;                        /* [nranks], enum peer_state (svc thread) */
 	uint8_t *hub_seen;                      /* [nranks] rank 0: hub connected (svc thread) */
 	uint64_t start_ms;                      /* service thread start */
+	uint64_t last_hub_ms;                   /* rank 0: when the last rank connected its hub */
 	ibc_bootstrap_error_fn on_error;
 	void *on_error_arg;
 	ibc_bootstrap_wait_fn wait_fn;          /* atomic: answers wait-for queries */

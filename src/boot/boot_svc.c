@@ -231,7 +231,7 @@ static void svc_hub_lost(struct ibc_bootstrap *bs, int peer, int how)
 		snprintf(text, sizeof(text), "rank %d (host %s) sent no heartbeat for %lld ms: stopped or hung",
 			 peer, peer_host(bs, peer), (long long)(BOOT_STOP_INTERVALS * bs->hb_ms));
 	else if (how == HUB_NEVER)
-		snprintf(text, sizeof(text), "rank %d (host %s) did not open its liveness connection to rank 0 within %lld ms: it died or hung while creating the communicator",
+		snprintf(text, sizeof(text), "rank %d (host %s) did not open its liveness connection to rank 0 within %lld ms of the last rank that did: it died or hung while creating the communicator",
 			 peer, peer_host(bs, peer), (long long)(BOOT_STOP_INTERVALS * bs->hb_ms));
 	else
 		snprintf(text, sizeof(text), "rank %d (host %s) closed its bootstrap connection: process exited or crashed",
@@ -334,6 +334,7 @@ static int svc_on_hello(struct ibc_bootstrap *bs, int i)
 	if (h.kind == IBC_BOOT_KIND_HUB) {
 		c->state = CS_HUB;
 		bs->hub_seen[h.src] = 1;
+		bs->last_hub_ms = ibc_time_ms();
 		return 1;
 	}
 	/* a stream: hand the fd to the transport's queue */
@@ -579,10 +580,19 @@ void *ibc_boot_svc_thread(void *arg)
 				    now - c->last_rx_ms > (uint64_t)(BOOT_STOP_INTERVALS * bs->hb_ms))
 					svc_hub_lost(bs, c->peer, HUB_SILENT);
 			}
-			/* rank 0: a rank that never connected its hub died during creation */
+			/*
+			 * rank 0: a rank that never connected its hub died during
+			 * creation. The window counts from the last rank that did
+			 * connect, not from the start: while ranks keep arriving the
+			 * job is making progress (1024 ranks on 2 cores took longer
+			 * than 5 intervals to connect, and the last ones were declared
+			 * dead), and a rank that is really gone is found 5 intervals
+			 * after the others stopped arriving.
+			 */
 			for (i = 1; bs->rank == 0 && i < bs->nranks; i++)
 				if (!bs->hub_seen[i] && bs->peer_state[i] == PEER_ALIVE &&
-				    now - bs->start_ms > (uint64_t)(BOOT_STOP_INTERVALS * bs->hb_ms))
+				    now - IBC_MAX(bs->start_ms, bs->last_hub_ms) >
+					    (uint64_t)(BOOT_STOP_INTERVALS * bs->hb_ms))
 					svc_hub_lost(bs, i, HUB_NEVER);
 		}
 		svc_flush_outbox(bs);
