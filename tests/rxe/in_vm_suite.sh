@@ -13,7 +13,8 @@
 #      the core's collective matrix (tests/coll/coll_check) on 2, 3 and 4
 #      ranks, the LL protocol (in_vm_ll.sh), a rank killed during
 #      all-reduces, the wait-for chain (tests/reliability/test_kill chain
-#      ib), a rank under a small memlock limit (tests/ib/test_ib_comm).
+#      ib), a rank under a small memlock limit (tests/ib/test_ib_comm),
+#      revoke/agree/shrink/grow with killed ranks (test_shrink, quick set).
 # Exit status: 0 when every test passed, 1 otherwise.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -288,6 +289,21 @@ for fl in "verbs 1" "reg 0"; do
 		grep -E '^not ok|^#' "$logs/fault_$1.log" | head -20 | sed 's/^/#   /'
 	fi
 done
+
+# surviving a dead rank over ib (issue 24): revoke, agree, shrink and grow with
+# ranks SIGKILLed (rank 0 of 3; the agreement's coordinator of 4 mid-decision),
+# a revoke of a pending all-reduce, and a replacement joining; exact results
+# on the new communicators (test_shrink's quick set, forked ranks on rxe0/rxe1)
+if timeout -k 10 400 env IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=INIT TEST_SHRINK_TRANSPORTS=ib \
+	TEST_SHRINK_QUICK=1 IBC_TIMEOUT_MS=60000 \
+	tests/reliability/test_shrink >"$logs/shrink.log" 2>&1 && ! grep -q '^not ok' "$logs/shrink.log" &&
+	[ "$(grep -c '^ok' "$logs/shrink.log")" -gt 50 ] &&
+	grep -q 'ready: transport ib' "$logs/shrink.log" && ! grep -q 'ready: transport [st]' "$logs/shrink.log"; then
+	ok "revoke, agree, shrink, grow over ib: $(grep -c '^ok' "$logs/shrink.log") checks, $(grep -c 'ready: transport ib' "$logs/shrink.log") communicators over ib ($(grep -o 'ended [0-9]* ms after the revoke' "$logs/shrink.log" | head -1))"
+else
+	notok "revoke, agree, shrink, grow over ib (tests/reliability/test_shrink)"
+	grep -E '^not ok|^#' "$logs/shrink.log" | head -20 | sed 's/^/#   /'
+fi
 
 # a rank killed during all-reduces: the others fail within bounded time, naming it
 IBC_IB_TIMEOUT=14 IBC_TEST_ITERS=1000000 "$src"/tests/rxe/run_ranks.sh 3 120 "$logs/kill" tests/ib/test_ib_comm loop &
