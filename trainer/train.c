@@ -154,10 +154,9 @@ int trainer_init(struct trainer *tr, struct gpt2 *model, const struct train_conf
 		tr->cfg.bucket_elems = 1;
 	if (tr->cfg.vranks == 0)
 		tr->cfg.vranks = R;
-	if (tr->cfg.vranks < 1 || (long long)tr->cfg.vranks * cfg->G < R ||
-	    (tr->cfg.vranks != R && cfg->zero)) {
-		fprintf(stderr, "train: a global batch of %d ranks' micro-batches (--vranks) cannot be split among %d ranks%s\n",
-			tr->cfg.vranks * cfg->G, R, cfg->zero ? " with ZeRO-1" : "");
+	if (tr->cfg.vranks < 1 || (long long)tr->cfg.vranks * cfg->G < R) {
+		fprintf(stderr, "train: a global batch of %d micro-batches (--vranks x -g) cannot be split among %d ranks\n",
+			tr->cfg.vranks * cfg->G, R);
 		goto err;
 	}
 	/* as rank 0 of V: trainer_step_grads() reads the rows of each virtual rank */
@@ -536,10 +535,6 @@ int trainer_resize(struct trainer *tr, const struct dp *dp)
 	size_t BT = (size_t)tr->cfg.B * tr->cfg.T;
 	int R = dp->nranks;
 
-	if (tr->cfg.zero) {
-		fprintf(stderr, "train: an elastic resize needs --zero 0: ZeRO-1's optimizer shards of the lost ranks are not replicated\n");
-		return -1;
-	}
 	if ((long long)tr->cfg.vranks * tr->cfg.G < R) {
 		fprintf(stderr, "train: %d ranks cannot share a global batch of %d micro-batches\n", R,
 			tr->cfg.vranks * tr->cfg.G);
@@ -555,6 +550,15 @@ int trainer_resize(struct trainer *tr, const struct dp *dp)
 	tr->owned = NULL;
 	if (plan_buckets(tr) != 0 || plan_ownership(tr) != 0)
 		goto nomem;
+	if (tr->cfg.zero) {
+		/* new shards: the moments must be loaded again (trainer_load_state()) */
+		free(tr->m);
+		free(tr->v);
+		tr->m = calloc(tr->state_count ? tr->state_count : 1, sizeof(float));
+		tr->v = calloc(tr->state_count ? tr->state_count : 1, sizeof(float));
+		if (!tr->m || !tr->v)
+			goto nomem;
+	}
 	free(tr->gather_tokens);
 	free(tr->gather_dres);
 	tr->gather_tokens = NULL;

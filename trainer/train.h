@@ -176,9 +176,10 @@ void trainer_abandon(struct trainer *tr);
  * grow): new rank and size, the same global batch (cfg.vranks), buckets and
  * gather buffers re-planned, parameters and gradients registered with the
  * new communicator (call it once the old one is destroyed: that released
- * the old registrations). Plain data parallelism only (cfg.zero == 0): every rank
- * holds the full parameters and AdamW moments, so nothing moves.
- * Return: 0, or -1 (ZeRO-1, V * G < R, or no memory; message on stderr).
+ * the old registrations). Plain data parallelism: every rank holds the full
+ * parameters and AdamW moments, so nothing moves. ZeRO-1: the shards change
+ * and the moments are zeroed; load them again with trainer_load_state().
+ * Return: 0, or -1 (V * G < R, or no memory; message on stderr).
  */
 int trainer_resize(struct trainer *tr, const struct dp *dp);
 

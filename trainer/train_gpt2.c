@@ -415,8 +415,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		o->stop_step = o->tc.max_steps;
 	if (o->tc.warmup_steps < 1)
 		o->tc.warmup_steps = 1;
-	if (o->elastic && o->tc.zero) {
-		fprintf(stderr, "ibc_gpt2: --elastic needs --zero 0 (ZeRO-1's shards of a lost rank are not replicated)\n");
+	if (o->join && o->tc.zero) {
+		fprintf(stderr, "ibc_gpt2: --join needs --zero 0 (a ZeRO-1 job goes back to its last checkpoint instead)\n");
 		bad = 1;
 	}
 	return bad ? -1 : 0;
@@ -621,6 +621,59 @@ static int save_checkpoint(struct trainer *tr, const struct options *o)
 	return 0;
 }
 
+/*
+ * --elastic --zero 1 after a shrink: the dead ranks' optimizer shards are
+ * gone (only their owner held them), so every survivor goes back to the
+ * last checkpoint (@ckpt_step; 0: the start of the run: --resume's files,
+ * -e's model or the seeded initialisation with zero moments) with the new
+ * shards. Why not a replica on a buddy rank: it would send every rank's
+ * 2/R of the moments each step to keep a copy that is only used after a
+ * failure; with a checkpoint every -c steps, a failure costs at most c
+ * steps instead.
+ */
+static int reload_checkpoint(struct trainer *tr, const struct options *o, int ckpt_step)
+{
+	char mpath[4096];
+	char spath[4096];
+	const char *model_path = NULL;
+	struct gpt2 *m2;
+
+	if (ckpt_step > 0 && o->out_dir) {
+		snprintf(mpath, sizeof(mpath), "%s/model_%08d.bin", o->out_dir, ckpt_step);
+		model_path = mpath;
+	} else if (o->resume) {
+		model_path = o->resume;
+	}
+	if (model_path) {
+		if (state_path_for(model_path, spath, sizeof(spath)) != 0)
+			return -1;
+	} else if (o->init_model) {
+		model_path = o->init_model;
+		spath[0] = '\0';
+	}
+	if (model_path) {
+		m2 = gpt2_load(model_path);
+		if (!m2)
+			return -1;
+		if (m2->num_params != tr->model->num_params) {
+			fprintf(stderr, "ibc_gpt2: %s is another model\n", model_path);
+			gpt2_destroy(m2);
+			return -1;
+		}
+		memcpy(tr->model->params.mem, m2->params.mem, m2->num_params * sizeof(floatX));
+		gpt2_destroy(m2);
+	} else {
+		gpt2_init_random(tr->model, o->init_seed);
+	}
+	if (spath[0] && model_path != o->init_model)
+		return trainer_load_state(tr, spath);
+	/* the start of the run: zero moments, step 0 */
+	memset(tr->m, 0, tr->state_count * sizeof(float));
+	memset(tr->v, 0, tr->state_count * sizeof(float));
+	tr->step = 0;
+	return 0;
+}
+
 static void format_eta(char *buf, size_t n, double s)
 {
 	if (s < 60)
@@ -658,6 +711,7 @@ int main(int argc, char **argv)
 	double val_last = -1;
 	int ret = 1;
 	int redo = 0;		   /* --elastic: the step is redone on fewer ranks */
+	int last_ckpt = 0;	   /* step of the last checkpoint (ZeRO-1 --elastic goes back to it) */
 	int V;			   /* the global batch is V * B * G sequences */
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -765,6 +819,7 @@ int main(int argc, char **argv)
 
 	t_run = trainer_now_s();
 	step0 = tr.step;
+	last_ckpt = o.resume ? tr.step : 0;
 	while (1) {
 		int step = tr.step; /* steps done so far */
 		int last = step >= o.stop_step;
@@ -789,9 +844,11 @@ int main(int argc, char **argv)
 		    (last || (o.sample_every > 0 && step % o.sample_every == 0)))
 			print_sample(tr.model, have_tok ? &tok : NULL, &o, o.tc.T, step);
 		if (o.out_dir && step > 0 &&
-		    (last || (o.ckpt_every > 0 && step % o.ckpt_every == 0)) &&
-		    save_checkpoint(&tr, &o) != 0)
-			goto out_csv;
+		    (last || (o.ckpt_every > 0 && step % o.ckpt_every == 0))) {
+			if (step != last_ckpt && save_checkpoint(&tr, &o) != 0)
+				goto out_csv;
+			last_ckpt = step;
+		}
 		if (last)
 			break;
 
@@ -833,6 +890,18 @@ run_step:
 					goto out_csv;
 				R = dp.nranks;
 				rank0 = dp.rank == 0;
+				if (o.tc.zero) {
+					/* ZeRO-1: the dead ranks' optimizer shards are gone */
+					if (reload_checkpoint(&tr, &o, last_ckpt) != 0)
+						goto out_csv;
+					if (rank0)
+						printf("elastic: step %d: rank(s) %s of %d died; the step failed after %.0f ms, agreement %.0f ms, shrink %.0f ms; ZeRO-1: their optimizer shards are lost, back to the checkpoint of step %d on %d ranks (%d step(s) redone)\n",
+						       step + 1, who, old_R, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+						       (trainer_now_s() - t2) * 1e3, last_ckpt, R,
+						       step + 1 - last_ckpt);
+					redo = 1;
+					continue;
+				}
 				if (rank0)
 					printf("elastic: step %d: rank(s) %s of %d died; the step failed after %.0f ms, agreement %.0f ms, shrink %.0f ms; redoing step %d on %d ranks\n",
 					       step + 1, who, old_R, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
