@@ -326,7 +326,7 @@ IBC_API ibc_status_t ibc_comm_abort(ibc_comm_h comm);
 /* Surviving a dead rank: revoke, agree, shrink (docs/reliability.md).     */
 /* The model is ULFM's MPI_Comm_revoke/agree/shrink. A rank is dead when   */
 /* its process is gone (its sockets refuse or drop connections), or when   */
-/* the liveness hub declared it failed and it answers no probe.            */
+/* the liveness watchers declared it failed and it answers no probe.       */
 /* ---------------------------------------------------------------------- */
 
 /**
@@ -344,7 +344,8 @@ IBC_API ibc_status_t ibc_comm_abort(ibc_comm_h comm);
  * Blocking:  bounded, 2 s at most (500 ms per unreachable peer).
  * Threading: may be called while another thread is blocked in an
  *            operation on @comm; that operation returns IBC_ERR_REVOKED.
- * Return:    IBC_OK; IBC_ERR_INVALID_USAGE (@comm destroyed or unknown).
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @comm); IBC_ERR_INVALID_USAGE
+ *            (@comm destroyed or unknown).
  */
 IBC_API ibc_status_t ibc_comm_revoke(ibc_comm_h comm);
 
@@ -363,13 +364,18 @@ IBC_API ibc_status_t ibc_comm_revoke(ibc_comm_h comm);
  * @comm. Every rank that returns IBC_OK gets the same flag and set, also
  * when ranks die during the call (a rotating coordinator, the lowest live
  * rank; boot_ft.c). Uses only the bootstrap network, never the transports.
+ * A rank that was stopped or too slow while the others agreed without it
+ * gets the others' decision when it runs again, and IBC_ERR_REMOTE; a rank
+ * that destroyed @comm counts as dead to the ranks still agreeing on it.
  * Blocking:  yes, bounded by IBC_TIMEOUT_MS.
  * Threading: not concurrently with another ibc_comm_agree() or
  *            ibc_comm_shrink() on @comm.
- * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @flag_p); IBC_ERR_INVALID_USAGE
- *            (@comm destroyed); IBC_ERR_TIMEOUT (a rank neither answered nor
- *            was found dead in time; the log names it); IBC_ERR_REMOTE (the
- *            others agreed that this rank is dead); IBC_ERR_NO_MEMORY.
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @comm or @flag_p);
+ *            IBC_ERR_INVALID_USAGE (@comm destroyed; or the ranks' calls
+ *            differ: ibc_comm_agree() on some, ibc_comm_shrink() on others);
+ *            IBC_ERR_TIMEOUT (a rank neither answered nor was found dead in
+ *            time; the log names it); IBC_ERR_REMOTE (the others agreed that
+ *            this rank is dead); IBC_ERR_NO_MEMORY.
  */
 IBC_API ibc_status_t ibc_comm_agree(ibc_comm_h comm, uint32_t *flag_p, int *failed_ranks,
 				    int *nfailed_p);
@@ -390,7 +396,7 @@ IBC_API ibc_status_t ibc_comm_agree(ibc_comm_h comm, uint32_t *flag_p, int *fail
  * Blocking:  yes, bounded by IBC_TIMEOUT_MS (agreement) plus
  *            IBC_BOOTSTRAP_TIMEOUT_MS (set-up).
  * Threading: as ibc_comm_agree().
- * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @newcomm_p); the errors of
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @comm or @newcomm_p); the errors of
  *            ibc_comm_agree(); those of ibc_comm_init_rank() for the set-up
  *            (a survivor that dies during it: IBC_ERR_REMOTE; shrink again).
  */
@@ -408,7 +414,7 @@ IBC_API ibc_status_t ibc_comm_shrink(ibc_comm_h comm, ibc_comm_h *newcomm_p);
  * new communicator; then every rank of @comm and every joining process
  * calls ibc_comm_grow() with @id within IBC_BOOTSTRAP_TIMEOUT_MS.
  * Blocking:  bounded by IBC_BOOTSTRAP_TIMEOUT_MS. Threading: as ibc_comm_split().
- * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @id); IBC_ERR_INVALID_USAGE
+ * Return:    IBC_OK; IBC_ERR_INVALID_ARG (NULL @comm or @id); IBC_ERR_INVALID_USAGE
  *            (@comm destroyed or failed); IBC_ERR_REMOTE; IBC_ERR_TIMEOUT;
  *            IBC_ERR_SYSTEM (no socket for the root).
  */

@@ -402,12 +402,21 @@ ibc_status_t ibc_comm_shrink(ibc_comm_h h, ibc_comm_h *newcomm_p)
 		goto out;
 	}
 	IBC_CHECK_GOTO(comm_alloc(&nc), st, out);
-	IBC_CHECK_GOTO(ibc_bootstrap_shrink(comm->net.bs, comm->agree_seq++, comm_ft_timeout_ms(comm),
-					    ibc_net_on_boot_error, &nc->net, &nc->net.bs, dead),
-		       st, err_free);
+	st = ibc_bootstrap_shrink(comm->net.bs, comm->agree_seq++, comm_ft_timeout_ms(comm),
+				  ibc_net_on_boot_error, &nc->net, &nc->net.bs, dead);
+	if (st != IBC_OK) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_shrink: the agreement on the survivors failed (%s; the line above says why)",
+			      ibc_status_str(st));
+		goto err_free;
+	}
 	t1 = ibc_time_ms();
 	nc->net.world_rank = comm->net.world_rank >= 0 ? comm->net.world_rank : comm->net.rank;
-	IBC_CHECK_GOTO(comm_setup(nc), st, err_teardown);
+	st = comm_setup(nc);
+	if (st != IBC_OK) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_shrink: the survivors agreed, but setting up their communicator failed (%s): a survivor died or failed during it; shrink the old communicator again",
+			      ibc_status_str(st));
+		goto err_teardown;
+	}
 	{
 		char left[256] = "";
 		int i;
@@ -491,13 +500,15 @@ ibc_status_t ibc_comm_grow(ibc_comm_h h, int nranks, const ibc_unique_id_t *id, 
 		}
 		rank = comm->net.rank;
 		ibc_comm_leave(comm);
-	} else if (rank < 0 || rank >= nranks) {
-		IBC_LOG_ERROR(INIT, "ibc_comm_grow: a joining process needs a rank in [0, %d), got %d",
-			      nranks, rank);
-		return IBC_ERR_INVALID_ARG;
 	}
 	if (nranks < 1 || nranks > IBC_BOOT_MAX_RANKS) {
-		IBC_LOG_ERROR(INIT, "ibc_comm_grow: %d ranks is out of range", nranks);
+		IBC_LOG_ERROR(INIT, "ibc_comm_grow: %d ranks is out of range (1 .. %d)", nranks,
+			      IBC_BOOT_MAX_RANKS);
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (!h && (rank < 0 || rank >= nranks)) {
+		IBC_LOG_ERROR(INIT, "ibc_comm_grow: a joining process needs its rank, at least the size of the communicator that grows and below %d; got %d",
+			      nranks, rank);
 		return IBC_ERR_INVALID_ARG;
 	}
 	IBC_CHECK(ibc_boot_uid_unpack(id, &uid));

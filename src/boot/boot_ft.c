@@ -22,7 +22,15 @@
  *     does not know dead, sends it to every rank not in the decision's dead
  *     set, in ascending rank order, and only then returns. A coordinator
  *     that receives a decision adopts it instead of deciding.
- *  4. Messages from ranks known dead are ignored.
+ *  4. Messages from ranks known dead are ignored, except a decision that
+ *     leaves this rank out: it was the slow one.
+ *  5. A decision also goes, best effort, to the ranks it leaves out, and a
+ *     coordinator that found ranks dead in this call looks once more after
+ *     50 ms before deciding, and fails (IBC_ERR_REMOTE) if one of them left
+ *     the communicator (BYE): a rank that was stopped while the others
+ *     decided without it and left must not decide alone when it resumes.
+ * Messages carry the agreement's sequence number; older ones are dropped
+ * and later ones kept whatever their size (ibc_bootstrap_try_recv_seq()).
  * A coordinator that dies after sending its decision to some ranks: those
  * ranks pass it on (3) before returning, the lowest survivor first, and the
  * next coordinator cannot decide without a message from each of them, so
@@ -35,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/check.h"
@@ -91,6 +100,7 @@ struct ft_state {
 	size_t pb;              /* payload bytes per rank */
 	size_t csize;           /* contribution message bytes */
 	size_t dsize;           /* decision message bytes */
+	size_t msgcap;          /* bytes of @msg */
 	uint8_t *dead;          /* [n] known dead here */
 	uint8_t *have;          /* [n] contribution held */
 	uint8_t *probe_now;     /* [n] a peer said this rank is dead: probe it soon */
@@ -98,11 +108,22 @@ struct ft_state {
 	uint8_t *payloads;      /* [n x pb] */
 	uint8_t *msg;           /* one message, max(csize, dsize) */
 	uint8_t *decision;      /* dsize: the decision, once there is one */
+	int found_dead;         /* ranks this call found dead */
 };
 
 static uint32_t ft_tag(uint64_t seq, int kind)
 {
-	return IBC_BOOT_TAG_AGREE + 2u * (uint32_t)(seq & 0x7f) + (uint32_t)kind;
+	(void)seq;      /* the sequence is in the message: ibc_bootstrap_try_recv_seq() */
+	return IBC_BOOT_TAG_AGREE + (uint32_t)kind;
+}
+
+/* a message of agreement @seq with the wrong size: the ranks' calls differ */
+static ibc_status_t ft_bad_size(struct ft_state *s, int peer, size_t len, size_t want, int kind)
+{
+	IBC_LOG_ERROR(BOOT, "agreement #%llu on rank %d: rank %d sent a %zu-byte %s, this rank expects %zu: the ranks' calls differ (ibc_comm_agree() on some, ibc_comm_shrink() on others, at the same point)",
+		      (unsigned long long)s->seq, s->bs->rank, peer, len,
+		      kind ? "decision" : "contribution", want);
+	return IBC_ERR_INVALID_USAGE;
 }
 
 static void ft_put_hdr(uint8_t *m, uint64_t seq, uint32_t flag, uint32_t who)
@@ -130,6 +151,7 @@ static void ft_mark_dead(struct ft_state *s, int peer, const char *how)
 	if (s->dead[peer])
 		return;
 	s->dead[peer] = 1;
+	s->found_dead++;
 	IBC_LOG_INFO(BOOT, "agreement #%llu: rank %d (host %s) is dead (%s)",
 		     (unsigned long long)s->seq, peer, s->bs->peers[peer].host, how);
 }
@@ -148,15 +170,17 @@ static ibc_status_t ft_collect(struct ft_state *s)
 		if (i == bs->rank)
 			continue;
 		while (got) {
-			uint64_t seq;
 			uint32_t flag;
+			size_t len = 0;
+			ibc_status_t st = ibc_bootstrap_try_recv_seq(bs, i, ft_tag(s->seq, 0), s->seq, s->msg,
+								  s->msgcap, &len, &got);
 
-			IBC_CHECK(ibc_bootstrap_try_recv(bs, i, ft_tag(s->seq, 0), s->msg, s->csize, &got));
+			if (st != IBC_OK || (got && len != s->csize))
+				return ft_bad_size(s, i, len, s->csize, 0);
 			if (!got)
 				break;
-			memcpy(&seq, s->msg, 8);
-			if (seq != s->seq || s->dead[i])
-				continue;       /* an older agreement's, or a dead rank's */
+			if (s->dead[i])
+				continue;       /* a dead rank's */
 			memcpy(&flag, s->msg + 8, 4);
 			if (!s->have[i]) {
 				s->have[i] = 1;
@@ -184,13 +208,16 @@ static ibc_status_t ft_take_decision(struct ft_state *s, int *got_p)
 		if (i == bs->rank)
 			continue;
 		while (got) {
-			uint64_t seq;
+			size_t len = 0;
+			ibc_status_t st = ibc_bootstrap_try_recv_seq(bs, i, ft_tag(s->seq, 1), s->seq, s->msg,
+								  s->msgcap, &len, &got);
 
-			IBC_CHECK(ibc_bootstrap_try_recv(bs, i, ft_tag(s->seq, 1), s->msg, s->dsize, &got));
+			if (st != IBC_OK || (got && len != s->dsize))
+				return ft_bad_size(s, i, len, s->dsize, 1);
 			if (!got)
 				break;
-			memcpy(&seq, s->msg, 8);
-			if (seq != s->seq || s->dead[i])
+			/* from a rank known dead only if it excludes this one (this rank was the slow one) */
+			if (s->dead[i] && !s->msg[FT_HDR + bs->rank])
 				continue;
 			memcpy(s->decision, s->msg, s->dsize);
 			*got_p = 1;
@@ -236,6 +263,16 @@ static void ft_spread(struct ft_state *s, uint64_t deadline)
 		ibc_bootstrap_send_ft(bs, i, ft_tag(s->seq, 1), s->decision, s->dsize,
 				      IBC_MAX(now + 500, deadline));
 	}
+	/*
+	 * and, best effort, to the ranks it excludes: one that was only stopped
+	 * or slow finds, when it runs again, that it is out (IBC_ERR_REMOTE)
+	 * instead of deciding alone with the others found "dead" because they
+	 * have left
+	 */
+	for (i = 0; i < bs->nranks; i++)
+		if (i != bs->rank && s->decision[FT_HDR + i])
+			ibc_bootstrap_send_ft(bs, i, ft_tag(s->seq, 1), s->decision, s->dsize,
+					      ibc_time_ms() + 200);
 }
 
 ibc_status_t ibc_bootstrap_agree(struct ibc_bootstrap *bs, uint64_t seq, uint32_t *flag_p,
@@ -249,6 +286,7 @@ ibc_status_t ibc_bootstrap_agree(struct ibc_bootstrap *bs, uint64_t seq, uint32_
 	uint64_t t0 = ibc_time_ms();
 	uint64_t deadline = t0 + (uint64_t)IBC_MAX(timeout_ms, 1);
 	uint64_t next_probe = t0 + 100;
+	int settled = 0;
 	ibc_status_t st = IBC_OK;
 	int i;
 
@@ -261,7 +299,8 @@ ibc_status_t ibc_bootstrap_agree(struct ibc_bootstrap *bs, uint64_t seq, uint32_
 	s.flag = *flag_p;
 	s.dead = ibc_calloc((size_t)n, 3, "agreement state");
 	s.payloads = ibc_calloc((size_t)n, IBC_MAX(payload_bytes, 1), "agreement payloads");
-	s.msg = ibc_malloc(IBC_MAX(s.csize, s.dsize), "agreement message");
+	s.msgcap = IBC_MAX(s.csize, s.dsize);
+	s.msg = ibc_malloc(s.msgcap, "agreement message");
 	s.decision = ibc_malloc(s.dsize, "agreement decision");
 	if (!s.dead || !s.payloads || !s.msg || !s.decision) {
 		st = IBC_ERR_NO_MEMORY;
@@ -307,7 +346,26 @@ ibc_status_t ibc_bootstrap_agree(struct ibc_bootstrap *bs, uint64_t seq, uint32_
 			for (i = 0; i < n; i++)
 				if (i != me && !s.dead[i] && !s.have[i])
 					break;
+			if (i == n && s.found_dead && !settled) {
+				/*
+				 * Ranks found dead here may only have left, having decided
+				 * without this rank (it was stopped or slow): their decision
+				 * excluding it can still be on its way to the queue. Look
+				 * once more after 50 ms before deciding.
+				 */
+				settled = 1;
+				usleep(50 * 1000);
+				continue;
+			}
 			if (i == n) {
+				for (i = 0; i < n; i++)
+					if (s.dead[i] &&
+					    __atomic_load_n(&bs->peer_state[i], __ATOMIC_ACQUIRE) == PEER_LEFT) {
+						IBC_LOG_ERROR(BOOT, "agreement #%llu on rank %d: rank %d left the communicator (ibc_comm_destroy) during the agreement: the others decided without this rank (it was stopped or too slow and is counted as failed)",
+							      (unsigned long long)seq, me, i);
+						st = IBC_ERR_REMOTE;
+						goto out;
+					}
 				ft_decide(&s);
 				break;
 			}

@@ -108,12 +108,15 @@ struct ibc_bootstrap {
 	struct boot_conn *conns;
 	int nconns;
 	int cap;
-	int hub_fd;                             /* rank > 0: our connection to rank 0 */
+	int hub_fd;                             /* hub mode, rank > 0: our connection to rank 0 */
+	int ring;                               /* liveness: 1 ring of watchers, 0 hub (IBC_LIVENESS) */
+	int watch_pending;                      /* atomic: ring: the fd to our successor, for the svc thread */
+	int nwatch;                             /* watch connections (CS_HUB) we have had (svc thread) */
 	uint64_t next_ping_ms;
 
 	/* liveness */
 	int *peer_state;                        /* [nranks], enum peer_state (svc thread) */
-	uint8_t *hub_seen;                      /* [nranks] rank 0: hub connected (svc thread) */
+	uint8_t *hub_seen;                      /* [nranks] hub connected to us (svc thread) */
 	uint64_t start_ms;                      /* service thread start */
 	uint64_t last_hub_ms;                   /* rank 0: when the last rank connected its hub */
 	ibc_bootstrap_error_fn on_error;

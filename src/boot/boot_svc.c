@@ -101,14 +101,21 @@ static void svc_send_notice(int fd, const struct ibc_boot_notice_msg *n, uint64_
 		ibc_boot_frame_write(fd, IBC_BOOT_NOTICE, buf, len, deadline_ms);
 }
 
-/* rank 0: tell every hub but @n->rank's own; one shared deadline bounds a slow peer */
-static void svc_forward_msg(struct ibc_bootstrap *bs, const struct ibc_boot_notice_msg *n)
+/*
+ * Pass @n on over every watch connection but those of @n->rank (its subject)
+ * and of @from (where it came from; -1: none): rank 0 to every rank in hub
+ * mode; to both neighbours in a ring, where each rank passes on what is new
+ * to it, so a notice floods both ways round (a dead rank breaks the ring in
+ * one place only). One shared deadline bounds a slow peer.
+ */
+static void svc_forward_msg(struct ibc_bootstrap *bs, const struct ibc_boot_notice_msg *n, int from)
 {
 	uint64_t deadline = ibc_time_ms() + BOOT_NOTICE_MS;
 	int i;
 
 	for (i = 0; i < bs->nconns; i++)
-		if (bs->conns[i].state == CS_HUB && bs->conns[i].peer != n->rank)
+		if (bs->conns[i].state == CS_HUB && bs->conns[i].peer != n->rank &&
+		    bs->conns[i].peer != from)
 			svc_send_notice(bs->conns[i].fd, n, deadline);
 }
 
@@ -118,10 +125,10 @@ static void svc_forward(struct ibc_bootstrap *bs, int kind, int rank, ibc_status
 	struct ibc_boot_notice_msg n = { .kind = (uint32_t)kind, .rank = rank, .status = st };
 
 	snprintf(n.text, sizeof(n.text), "%s", text ? text : "");
-	svc_forward_msg(bs, &n);
+	svc_forward_msg(bs, &n, -1);
 }
 
-/* service thread: send what other threads posted (rank > 0: to rank 0; rank 0: to all) */
+/* service thread: send what other threads posted (hub: rank > 0 to rank 0, rank 0 to all; ring: both neighbours) */
 static void svc_flush_outbox(struct ibc_bootstrap *bs)
 {
 	struct ibc_boot_notice_msg out[BOOT_OUTBOX];
@@ -134,8 +141,8 @@ static void svc_flush_outbox(struct ibc_bootstrap *bs)
 	bs->nout = 0;
 	pthread_mutex_unlock(&bs->olock);
 	for (i = 0; i < nout; i++) {
-		if (bs->rank == 0)
-			svc_forward_msg(bs, &out[i]);
+		if (bs->ring || bs->rank == 0)
+			svc_forward_msg(bs, &out[i], -1);
 		else if (bs->hub_fd >= 0)
 			svc_send_notice(bs->hub_fd, &out[i], ibc_time_ms() + BOOT_NOTICE_MS);
 	}
@@ -184,7 +191,7 @@ static void boot_wait_sent(struct ibc_bootstrap *bs, uint64_t seq, int64_t max_m
 
 void ibc_bootstrap_notify_error(struct ibc_bootstrap *bs, ibc_status_t st, const char *text)
 {
-	if (!bs || !bs->thread_started || (bs->rank > 0 && bs->hub_fd < 0))
+	if (!bs || !bs->thread_started || (!bs->ring && bs->rank > 0 && bs->hub_fd < 0))
 		return;
 	boot_post_notice(bs, IBC_BOOT_NOTICE_ERROR, st, text);
 }
@@ -231,12 +238,16 @@ static void svc_hub_lost(struct ibc_bootstrap *bs, int peer, int how)
 		snprintf(text, sizeof(text), "rank %d (host %s) sent no heartbeat for %lld ms: stopped or hung",
 			 peer, peer_host(bs, peer), (long long)(BOOT_STOP_INTERVALS * bs->hb_ms));
 	else if (how == HUB_NEVER)
-		snprintf(text, sizeof(text), "rank %d (host %s) did not open its liveness connection to rank 0 within %lld ms of the last rank that did: it died or hung while creating the communicator",
-			 peer, peer_host(bs, peer), (long long)(BOOT_STOP_INTERVALS * bs->hb_ms));
+		snprintf(text, sizeof(text), bs->ring
+			 ? "rank %d (host %s) did not open its liveness connection to rank %d within %lld ms (IBC_BOOTSTRAP_TIMEOUT_MS): it died or hung while creating the communicator"
+			 : "rank %d (host %s) did not open its liveness connection to rank %d within %lld ms of the last rank that did: it died or hung while creating the communicator",
+			 peer, peer_host(bs, peer), bs->rank,
+			 (long long)(bs->ring ? IBC_MAX(BOOT_STOP_INTERVALS * bs->hb_ms, bs->timeout_ms)
+					      : BOOT_STOP_INTERVALS * bs->hb_ms));
 	else
 		snprintf(text, sizeof(text), "rank %d (host %s) closed its bootstrap connection: process exited or crashed",
 			 peer, peer_host(bs, peer));
-	if (bs->rank == 0)
+	if (bs->ring || bs->rank == 0)
 		svc_forward(bs, how == HUB_CLOSED ? IBC_BOOT_NOTICE_DEAD : IBC_BOOT_NOTICE_STOPPED, peer,
 			    st, text);
 	boot_report(bs, st, peer, "%s", text);
@@ -250,10 +261,17 @@ static void svc_on_notice(struct ibc_bootstrap *bs, struct boot_conn *c)
 		IBC_LOG_WARN(BOOT, "malformed notice from rank %d ignored", c->peer);
 		return;
 	}
-	/* rank 0 passes on what a rank says about itself */
-	if (bs->rank == 0 && c->peer == n.rank &&
+	/*
+	 * hub: rank 0 passes on what a rank says about itself; ring: every rank
+	 * passes on a failure that is news to it (the flood stops where it is
+	 * known); a BYE concerns the neighbours only
+	 */
+	if (!bs->ring && bs->rank == 0 && c->peer == n.rank &&
 	    (n.kind == IBC_BOOT_NOTICE_ABORT || n.kind == IBC_BOOT_NOTICE_ERROR))
-		svc_forward_msg(bs, &n);
+		svc_forward_msg(bs, &n, -1);
+	if (bs->ring && n.kind != IBC_BOOT_NOTICE_BYE && n.rank != bs->rank &&
+	    bs->peer_state[n.rank] == PEER_ALIVE)
+		svc_forward_msg(bs, &n, c->peer);
 	switch (n.kind) {
 	case IBC_BOOT_NOTICE_BYE:
 		if (bs->peer_state[n.rank] == PEER_ALIVE)
@@ -276,10 +294,10 @@ static void svc_on_notice(struct ibc_bootstrap *bs, struct boot_conn *c)
 			    n.text);
 		break;
 	case IBC_BOOT_NOTICE_DEAD:
-		boot_report(bs, IBC_ERR_REMOTE, n.rank, "%s (reported by rank 0)", n.text);
+		boot_report(bs, IBC_ERR_REMOTE, n.rank, "%s (reported by rank %d)", n.text, c->peer);
 		break;
 	case IBC_BOOT_NOTICE_STOPPED:
-		boot_report(bs, IBC_ERR_TIMEOUT, n.rank, "%s (reported by rank 0)", n.text);
+		boot_report(bs, IBC_ERR_TIMEOUT, n.rank, "%s (reported by rank %d)", n.text, c->peer);
 		break;
 	default:
 		break;
@@ -303,7 +321,9 @@ static int svc_on_hello(struct ibc_bootstrap *bs, int i)
 		 memcmp(h.comm_id, bs->comm_id, IBC_BOOT_COMMID_BYTES) != 0)
 		why = "hello for another communicator or rank";
 	else if (h.src == bs->rank || h.kind == IBC_BOOT_KIND_JOIN ||
-		 (h.kind == IBC_BOOT_KIND_HUB && bs->rank != 0))
+		 (h.kind == IBC_BOOT_KIND_HUB && !bs->ring && bs->rank != 0) ||
+		 (h.kind == IBC_BOOT_KIND_HUB && bs->ring &&
+		  (int)h.src != (bs->rank + bs->nranks - 1) % bs->nranks))
 		why = "unexpected connection kind";
 	if (why) {
 		ibc_boot_stranger_warn(&bs->rl, "rejected connection from %s: %s", c->addr, why);
@@ -466,8 +486,13 @@ void *ibc_boot_svc_thread(void *arg)
 	while (!__atomic_load_n(&bs->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now = ibc_time_ms();
 		int64_t wait = (int64_t)(bs->next_ping_ms - now);
+		int wfd = __atomic_exchange_n(&bs->watch_pending, -1, __ATOMIC_ACQ_REL);
 		int i;
 		int n;
+
+		/* ring: the watch connection to our successor, opened by boot_start() */
+		if (wfd >= 0 && ibc_boot_svc_add_conn(bs, wfd, CS_HUB, (bs->rank + 1) % bs->nranks) != 0)
+			close(wfd);
 
 		if (npfds < bs->nconns + 2) {
 			struct pollfd *np = realloc(pfds, sizeof(*np) * (size_t)(bs->nconns + 2));
@@ -589,11 +614,28 @@ void *ibc_boot_svc_thread(void *arg)
 			 * dead), and a rank that is really gone is found 5 intervals
 			 * after the others stopped arriving.
 			 */
-			for (i = 1; bs->rank == 0 && i < bs->nranks; i++)
+			for (i = 1; !bs->ring && bs->rank == 0 && i < bs->nranks; i++)
 				if (!bs->hub_seen[i] && bs->peer_state[i] == PEER_ALIVE &&
 				    now - IBC_MAX(bs->start_ms, bs->last_hub_ms) >
 					    (uint64_t)(BOOT_STOP_INTERVALS * bs->hb_ms))
 					svc_hub_lost(bs, i, HUB_NEVER);
+			/*
+			 * ring: our predecessor connects its watch to us once it has
+			 * the table, which the root sends to the ranks one after the
+			 * other: the last one may get it many intervals after us (at
+			 * 1024 ranks on 2 cores, more than 5 s), and nothing here
+			 * shows the job's progress, so the window is the bootstrap
+			 * timeout. A predecessor that died instead is found at once
+			 * by its own predecessor, whose watch connection it refuses.
+			 */
+			if (bs->ring && bs->nranks > 1) {
+				int pred = (bs->rank + bs->nranks - 1) % bs->nranks;
+
+				if (!bs->hub_seen[pred] && bs->peer_state[pred] == PEER_ALIVE &&
+				    now - bs->start_ms >
+					    (uint64_t)IBC_MAX(BOOT_STOP_INTERVALS * bs->hb_ms, bs->timeout_ms))
+					svc_hub_lost(bs, pred, HUB_NEVER);
+			}
 		}
 		svc_flush_outbox(bs);
 	}

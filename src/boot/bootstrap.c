@@ -14,11 +14,13 @@
  *    one pollfd each and ends at IBC_BOOTSTRAP_HANDSHAKE_MS), then queues
  *    tagged messages (MSG), hands streams to transports (STREAM), or
  *    watches liveness (HUB).
- *  - Liveness: rank r > 0 keeps a HUB connection to rank 0; both ends send
- *    a PING every IBC_HEARTBEAT_MS. A closed hub (process died) or 5 silent
- *    intervals (stopped) is reported through the error callback, and rank 0
- *    forwards the news to every other rank, so all survivors learn who
- *    failed within seconds. BYE frames mark clean departures.
+ *  - Liveness (IBC_LIVENESS=ring, the default): rank r keeps a HUB
+ *    connection to rank r+1, so each rank is watched by both neighbours;
+ *    both ends send a PING every IBC_HEARTBEAT_MS. A closed connection
+ *    (process died) or 5 silent intervals (stopped) is reported through the
+ *    error callback and flooded round the ring, each rank passing on what
+ *    is news to it. IBC_LIVENESS=hub: rank r > 0 connects to rank 0, which
+ *    watches all and forwards the news. BYE frames mark clean departures.
  * Outgoing connections (messages, streams, hub) are opened by the calling
  * thread with a blocking, deadline-bounded handshake (boot_frame.c).
  */
@@ -30,6 +32,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -75,6 +78,10 @@ static ibc_status_t boot_alloc(int rank, int nranks, ibc_bootstrap_error_fn on_e
 	bs->listen_fd = -1;
 	bs->wake_fd = -1;
 	bs->hub_fd = -1;
+	bs->watch_pending = -1;
+	bs->ring = strcmp(ibc_param_liveness(), "hub") != 0;
+	if (bs->ring && strcmp(ibc_param_liveness(), "ring") != 0)
+		IBC_LOG_WARN(ENV, "IBC_LIVENESS=%s is not ring or hub; using ring", ibc_param_liveness());
 	bs->on_error = on_error;
 	bs->on_error_arg = arg;
 	bs->timeout_ms = ibc_param_bootstrap_timeout_ms();
@@ -160,11 +167,45 @@ static ibc_status_t boot_connect_hub(struct ibc_bootstrap *bs)
 	return IBC_OK;
 }
 
+/*
+ * Ring of watchers (IBC_LIVENESS=ring): this rank's watch connection to its
+ * successor, opened once the service threads run (every rank connects to
+ * the next, so connecting before our own thread answers would wait in a
+ * circle); the service thread takes it from watch_pending.
+ */
+static ibc_status_t boot_connect_watch(struct ibc_bootstrap *bs)
+{
+	int succ = (bs->rank + 1) % bs->nranks;
+	struct ibc_boot_hello h;
+	union ibc_sockaddr a;
+	char what[160];
+	uint64_t one = 1;
+	int fd;
+
+	memset(&h, 0, sizeof(h));
+	h.kind = IBC_BOOT_KIND_HUB;
+	h.src = bs->rank;
+	h.dst = succ;
+	h.nranks = bs->nranks;
+	memcpy(h.comm_id, bs->comm_id, sizeof(h.comm_id));
+	ibc_boot_info_to_sockaddr(&bs->peers[succ], &a);
+	snprintf(what, sizeof(what), "rank %d (host %s, its liveness watcher)", succ,
+		 bs->peers[succ].host);
+	IBC_CHECK(ibc_boot_connect_log(bs->secret, &a, &h, ibc_time_ms() + (uint64_t)bs->timeout_ms,
+				   what, 0, &bs->stop_io, &fd));
+	ibc_sock_set_nonblock(fd, 1);
+	__atomic_store_n(&bs->watch_pending, fd, __ATOMIC_RELEASE);
+	if (write(bs->wake_fd, &one, sizeof(one)) < 0) {
+		/* the thread also looks at its next heartbeat */
+	}
+	return IBC_OK;
+}
+
 static ibc_status_t boot_start(struct ibc_bootstrap *bs)
 {
 	int ret;
 
-	if (bs->rank > 0)
+	if (!bs->ring && bs->rank > 0)
 		IBC_CHECK(boot_connect_hub(bs));
 	bs->start_ms = ibc_time_ms();
 	ret = pthread_create(&bs->thread, NULL, ibc_boot_svc_thread, bs);
@@ -173,6 +214,8 @@ static ibc_status_t boot_start(struct ibc_bootstrap *bs)
 		return IBC_ERR_SYSTEM;
 	}
 	bs->thread_started = 1;
+	if (bs->ring && bs->nranks > 1)
+		IBC_CHECK(boot_connect_watch(bs));
 	return IBC_OK;
 }
 
@@ -543,6 +586,7 @@ void ibc_bootstrap_destroy(struct ibc_bootstrap *bs, int abort)
 	}
 	while (bs->nconns)
 		ibc_boot_svc_drop_conn(bs, bs->nconns - 1, 0);
+	ibc_sock_close(__atomic_exchange_n(&bs->watch_pending, -1, __ATOMIC_ACQ_REL));
 	free(bs->conns);
 	for (i = 0; bs->out_fd && i < bs->nranks; i++) {
 		ibc_sock_close(bs->out_fd[i]);
@@ -779,6 +823,60 @@ ibc_status_t ibc_bootstrap_try_recv(struct ibc_bootstrap *bs, int peer, uint32_t
 		return IBC_ERR_INVALID_USAGE;
 	}
 	memcpy(buf, m->data, nbytes);
+	free(m);
+	*got_p = 1;
+	return IBC_OK;
+}
+
+ibc_status_t ibc_bootstrap_try_recv_seq(struct ibc_bootstrap *bs, int peer, uint32_t tag,
+					uint64_t seq, void *buf, size_t cap, size_t *len_p, int *got_p)
+{
+	struct boot_msg **pp;
+	struct boot_msg *m = NULL;
+	struct boot_msg *stale = NULL;
+
+	*got_p = 0;
+	pthread_mutex_lock(&bs->qlock);
+	for (pp = &bs->msgs; *pp;) {
+		struct boot_msg *x = *pp;
+		uint64_t xs = 0;
+
+		if (x->src != peer || x->tag != tag) {
+			pp = &x->next;
+			continue;
+		}
+		if (x->len >= 8)
+			memcpy(&xs, x->data, 8);
+		if (x->len >= 8 && xs > seq) {
+			pp = &x->next;  /* a later call's: it stays */
+			continue;
+		}
+		*pp = x->next;          /* this call's, or an older one's (or malformed) */
+		if (!*pp)
+			bs->msgs_tail = pp;
+		if (x->len >= 8 && xs == seq) {
+			m = x;
+			break;
+		}
+		x->next = stale;
+		stale = x;
+	}
+	pthread_mutex_unlock(&bs->qlock);
+	while (stale) {
+		struct boot_msg *x = stale;
+
+		stale = x->next;
+		free(x);
+	}
+	if (!m)
+		return IBC_OK;
+	if (m->len > cap) {
+		*len_p = m->len;
+		free(m);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	memcpy(buf, m->data, m->len);
+	*len_p = m->len;
 	free(m);
 	*got_p = 1;
 	return IBC_OK;

@@ -6,8 +6,8 @@
  * bootstrap.h - the out-of-band TCP network of a communicator: rendezvous
  * through an authenticated root, the table of every rank's address, host
  * and boot id, small tagged messages between ranks, authenticated TCP
- * streams for the tcp transport, and liveness (hub connections to rank 0
- * with heartbeats). One service thread per communicator accepts and
+ * streams for the tcp transport, and liveness (a ring of watch connections
+ * with heartbeats, or hub connections to rank 0). One service thread per communicator accepts and
  * authenticates incoming connections and queues what arrives, so that a
  * send never waits for the receiver to call recv (no deadlock when ranks
  * exchange with several peers in different orders).
@@ -34,7 +34,7 @@
 #define IBC_BOOT_TAG_UPPER    0x4000u /* above the net layer: the shm all-reduce's set-up */
 #define IBC_BOOT_TAG_USER_MAX 0xffffu
 /* in the internal range: the fault-tolerant calls (boot_ft.c) */
-#define IBC_BOOT_TAG_AGREE    0x0e00u /* + 2 x (sequence mod 128) + 0 contribution / 1 decision */
+#define IBC_BOOT_TAG_AGREE    0x0e00u /* + 0 contribution / 1 decision; the sequence is in the message */
 #define IBC_BOOT_TAG_REVOKE   0x0f00u /* taken by the service thread, never queued */
 #define IBC_BOOT_TAG_GROW     0x0d00u /* ibc_bootstrap_grow_id(): the new job's id */
 
@@ -239,6 +239,16 @@ ibc_status_t ibc_bootstrap_send(struct ibc_bootstrap *bs, int peer, uint32_t tag
 ibc_status_t ibc_bootstrap_try_recv(struct ibc_bootstrap *bs, int peer, uint32_t tag,
 				    void *buf, size_t nbytes, int *got_p);
 
+/*
+ * ibc_bootstrap_try_recv_seq() - for messages that start with a 64-bit
+ * sequence number (the fault-tolerant calls): take @peer's message with
+ * @tag and sequence @seq (*got_p = 1, its length in *len_p), dropping older
+ * ones of that tag and leaving later ones queued, whatever their sizes.
+ * Never blocks. IBC_ERR_INVALID_USAGE when the message exceeds @cap
+ * (*len_p = its length).
+ */
+ibc_status_t ibc_bootstrap_try_recv_seq(struct ibc_bootstrap *bs, int peer, uint32_t tag,
+					uint64_t seq, void *buf, size_t cap, size_t *len_p, int *got_p);
 /* blocking ibc_bootstrap_try_recv(), bounded by IBC_BOOTSTRAP_TIMEOUT_MS */
 ibc_status_t ibc_bootstrap_recv(struct ibc_bootstrap *bs, int peer, uint32_t tag, void *buf,
 				size_t nbytes);

@@ -46,6 +46,7 @@ struct scen {
 	int crash_rank;         /* -1, or the rank armed with agree_crash:<crash_nth> */
 	int crash_nth;
 	int revoke_only;        /* no rank dies: rank 0 revokes while the others wait */
+	int pre_agrees;         /* agreements before the victims die (past the old 128 wrap) */
 };
 
 /* what each rank reports to the parent */
@@ -133,6 +134,12 @@ static int rank_main(int rank, int nranks, void *arg)
 		a[i] = val(rank, i);
 	me->first_exact = ibc_allreduce(a, a, COUNT, IBC_INT32, IBC_SUM, comm) == IBC_OK &&
 			  exact(a, (1 << nranks) - 1, nranks);
+	for (i = 0; i < (size_t)sc->pre_agrees; i++) {
+		uint32_t f = 1;
+		int nf = -1;
+
+		me->first_exact &= ibc_comm_agree(comm, &f, NULL, &nf) == IBC_OK && f == 1 && nf == 0;
+	}
 	/* the victims die once every rank has its first result (a peer's death may fail an operation still in flight) */
 	__atomic_add_fetch(first_done, 1, __ATOMIC_ACQ_REL);
 	if (sc->victims & (1 << rank)) {
@@ -384,6 +391,72 @@ static int cycle_main(int rank, int nranks, void *arg)
 }
 
 /* ------------------------------------------------------------------------ */
+/* a stopped rank is excluded, and told so when it runs again               */
+/* ------------------------------------------------------------------------ */
+
+struct stopbox {
+	int pid2;
+	int others_done;        /* ranks 0 and 1: agreed without rank 2, shrunk, destroyed */
+	int others_ok[2];
+	int st2;                /* rank 2's ibc_comm_agree() status after SIGCONT */
+};
+static struct stopbox *sb;
+
+static int stop_main(int rank, int nranks, void *arg)
+{
+	ibc_comm_h comm;
+	ibc_comm_h nc = NULL;
+	int32_t one = 1;
+	uint32_t flag = 1;
+	int failed[4];
+	int nf = -1;
+	int k;
+
+	(void)arg;
+	(void)nranks;
+	if (ibc_comm_init_env(&comm) != IBC_OK ||
+	    ibc_allreduce(&one, &one, 1, IBC_INT32, IBC_SUM, comm) != IBC_OK)
+		return 1;
+	if (rank == 2) {
+		sb->pid2 = (int)getpid();
+		raise(SIGSTOP);         /* until the others are done with it */
+		sb->st2 = ibc_comm_agree(comm, &flag, failed, &nf);
+		ibc_comm_destroy(comm);
+		return 0;
+	}
+	sb->others_ok[rank] = ibc_comm_agree(comm, &flag, failed, &nf) == IBC_OK && nf == 1 &&
+			      failed[0] == 2 && ibc_comm_shrink(comm, &nc) == IBC_OK;
+	if (nc) {
+		int sz = 0;
+
+		ibc_comm_size(nc, &sz);
+		sb->others_ok[rank] &= sz == 2;
+		ibc_comm_destroy(nc);
+	}
+	ibc_comm_destroy(comm);
+	if (__atomic_add_fetch(&sb->others_done, 1, __ATOMIC_ACQ_REL) == 2)
+		kill(sb->pid2, SIGCONT);
+	for (k = 0; k < 100 && sb->others_done < 2; k++)
+		usleep(10000);
+	return 0;
+}
+
+static void run_stop(const char *transport)
+{
+	int codes[MAXR];
+
+	memset(sb, 0, sizeof(*sb));
+	sb->st2 = 1;
+	fork_ranks(3, 120, stop_main, NULL, codes);
+	tap_ok(codes[0] == 0 && codes[1] == 0 && codes[2] == 0 && sb->others_ok[0] && sb->others_ok[1],
+	       "%s, rank 2 of 3 stopped (SIGSTOP): ranks 0 and 1 agree that it failed, shrink to 2 and leave",
+	       transport);
+	tap_ok(sb->st2 == IBC_ERR_REMOTE,
+	       "%s, rank 2 continued after they left: its agreement returns IBC_ERR_REMOTE (excluded), not a decision of its own (got %s)",
+	       transport, ibc_status_str((ibc_status_t)sb->st2));
+}
+
+/* ------------------------------------------------------------------------ */
 /* grow: a replacement joins the survivors                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -559,15 +632,16 @@ static void run_grow(const char *transport)
 int main(void)
 {
 	static const struct scen scens[] = {
-		{ "2 ranks, rank 1 dies", 2, 1 << 1, -1, 0, 0 },
-		{ "3 ranks, rank 0 (the bootstrap root and hub) dies", 3, 1 << 0, -1, 0, 0 },
-		{ "5 ranks, ranks 1 and 3 die at once", 5, (1 << 1) | (1 << 3), -1, 0, 0 },
-		{ "8 ranks, rank 7 dies", 8, 1 << 7, -1, 0, 0 },
+		{ "2 ranks, rank 1 dies", 2, 1 << 1, -1, 0, 0, 0 },
+		{ "3 ranks, rank 0 (the bootstrap root and hub) dies", 3, 1 << 0, -1, 0, 0, 0 },
+		{ "5 ranks, ranks 1 and 3 die at once", 5, (1 << 1) | (1 << 3), -1, 0, 0, 0 },
+		{ "8 ranks, rank 7 dies", 8, 1 << 7, -1, 0, 0, 0 },
 		{ "4 ranks, rank 2 dies, then coordinator rank 0 dies after its first decision message",
-		  4, 1 << 2, 0, 2, 0 },
+		  4, 1 << 2, 0, 2, 0, 0 },
 		{ "5 ranks, rank 0 dies, then coordinator rank 1 dies before deciding anything",
-		  5, 1 << 0, 1, 1, 0 },
-		{ "3 ranks, no rank dies: rank 0 revokes a pending all-reduce", 3, 0, -1, 0, 1 },
+		  5, 1 << 0, 1, 1, 0, 0 },
+		{ "3 ranks, no rank dies: rank 0 revokes a pending all-reduce", 3, 0, -1, 0, 1, 0 },
+		{ "3 ranks, 200 agreements, then rank 2 dies", 3, 1 << 2, -1, 0, 0, 200 },
 	};
 	size_t t;
 	size_t k;
@@ -592,7 +666,8 @@ int main(void)
 	first_done = fork_ranks_shared(sizeof(int));
 	cycs = fork_ranks_shared(sizeof(struct cyc) * MAXR);
 	gb = fork_ranks_shared(sizeof(*gb));
-	if (!reps || !revoke_at_us || !first_done || !cycs || !gb)
+	sb = fork_ranks_shared(sizeof(*sb));
+	if (!reps || !revoke_at_us || !first_done || !cycs || !gb || !sb)
 		tap_bail_out("no shared memory for the results");
 	/* fast detection: a dead peer is found within a few heartbeats */
 	setenv("IBC_HEARTBEAT_MS", "200", 0);
@@ -600,12 +675,14 @@ int main(void)
 	for (t = 0; t < nt; t++) {
 		setenv("IBC_TRANSPORT", use[t], 1);
 		for (k = 0; k < sizeof(scens) / sizeof(scens[0]); k++)
-			if (!quick || k == 1 || k == 4 || k == 6)
+			if (!quick || k == 1 || k == 4 || k == 6 || k == 7)
 				run(use[t], &scens[k]);
 	}
 	for (t = 0; t < nt; t++) {
 		setenv("IBC_TRANSPORT", use[t], 1);
 		run_grow(use[t]);
+		if (!quick)
+			run_stop(use[t]);
 	}
 	for (t = 0; t < nt; t++) {
 		int codes[MAXR];
