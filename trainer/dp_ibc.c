@@ -309,8 +309,16 @@ int dp_ibc_offer_join(struct dp *dp, const char *dir, int wait_ms, int vranks, i
 			return -1;
 		}
 	}
-	if (ck(ibc_comm_grow(dp->ctx, dp->nranks + 1, &jf.id, -1, &nc), "ibc_comm_grow") != 0)
-		return -1;
+	if (ck(ibc_comm_grow(dp->ctx, dp->nranks + 1, &jf.id, -1, &nc), "ibc_comm_grow") != 0) {
+		/* the replacement never came (a stale request, or it died): go on without it */
+		if (dp->rank == 0) {
+			fprintf(stderr, "ibc_gpt2: the replacement that asked in %s did not join; continuing on %d ranks\n",
+				dir, dp->nranks);
+			unlink(idf);
+			unlink(req);
+		}
+		return 0;
+	}
 	if (dp->rank == 0) {
 		unlink(idf);
 		unlink(req);

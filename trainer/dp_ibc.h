@@ -67,7 +67,9 @@ int dp_ibc_join(struct dp *dp, const char *dir, int timeout_ms, int *vranks_p);
  * replacement asks within @wait_ms (rank 0 looks for DIR/join.request; its
  * answer is shared by an all-reduce), grow the communicator by one rank
  * for it (rank 0 writes DIR/join.id) and destroy the old one.
- * @grown_p: [out] 1 when it grew (dp describes the new communicator).
+ * @grown_p: [out] 1 when it grew (dp describes the new communicator); 0
+ *           also when a replacement asked but did not join within
+ *           IBC_BOOTSTRAP_TIMEOUT_MS (its request is removed, the job goes on).
  * Return: 0, or -1 (message on stderr).
  */
 int dp_ibc_offer_join(struct dp *dp, const char *dir, int wait_ms, int vranks, int *grown_p);

@@ -415,8 +415,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 		o->stop_step = o->tc.max_steps;
 	if (o->tc.warmup_steps < 1)
 		o->tc.warmup_steps = 1;
-	if (o->join && o->tc.zero) {
-		fprintf(stderr, "ibc_gpt2: --join needs --zero 0 (a ZeRO-1 job goes back to its last checkpoint instead)\n");
+	if ((o->join || o->join_dir) && o->tc.zero) {
+		fprintf(stderr, "ibc_gpt2: --join and --join-dir need --zero 0 (a ZeRO-1 job goes back to its last checkpoint instead)\n");
+		bad = 1;
+	}
+	if (o->join_dir && !o->elastic) {
+		fprintf(stderr, "ibc_gpt2: --join-dir needs --elastic\n");
+		bad = 1;
+	}
+	if (o->join_dir && access(o->join_dir, W_OK) != 0) {
+		fprintf(stderr, "ibc_gpt2: --join-dir %s: %s\n", o->join_dir, strerror(errno));
 		bad = 1;
 	}
 	return bad ? -1 : 0;
@@ -712,6 +720,7 @@ int main(int argc, char **argv)
 	int ret = 1;
 	int redo = 0;		   /* --elastic: the step is redone on fewer ranks */
 	int last_ckpt = 0;	   /* step of the last checkpoint (ZeRO-1 --elastic goes back to it) */
+	int fail_pending = 0;	   /* --elastic: a collective outside the step failed: agree on it */
 	int V;			   /* the global batch is V * B * G sequences */
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -784,8 +793,8 @@ int main(int argc, char **argv)
 		    : o.init_model ? " (loaded)"
 				   : " (random init)");
 		if (V != R)
-			printf("ibc_gpt2: the global batch is that of %d ranks (--vranks), shared by %d\n",
-			       V, R);
+			printf("ibc_gpt2: %d ranks share the global batch of %d (--vranks); below, R is %d\n",
+			       R, V, V);
 		printf("ibc_gpt2: R %d ranks x B %d x T %d x G %d = %d tokens per step, %d threads "
 		       "per rank, %s, %d buckets (cap %.1f MiB)%s%s\n",
 		       V, o.tc.B, o.tc.T, o.tc.G, V * o.tc.B * o.tc.T * o.tc.G, omp_threads(),
@@ -830,6 +839,11 @@ int main(int argc, char **argv)
 		if (tr.have_val &&
 		    (step == 0 || last || (o.val_every > 0 && step % o.val_every == 0))) {
 			val = trainer_val_loss(&tr);
+			if (val < 0 && o.elastic && dp.ctx) {
+				/* a rank died in the validation's all-reduce: the step's agreement handles it */
+				fail_pending = 1;
+				goto run_step;
+			}
 			if (val < 0)
 				goto out_csv;
 			if (val0 < 0)
@@ -845,8 +859,13 @@ int main(int argc, char **argv)
 			print_sample(tr.model, have_tok ? &tok : NULL, &o, o.tc.T, step);
 		if (o.out_dir && step > 0 &&
 		    (last || (o.ckpt_every > 0 && step % o.ckpt_every == 0))) {
-			if (step != last_ckpt && save_checkpoint(&tr, &o) != 0)
-				goto out_csv;
+			if (step != last_ckpt && save_checkpoint(&tr, &o) != 0) {
+				/* ZeRO-1 gathers the moments: a rank may die in it; this checkpoint does not count */
+				if (!(o.elastic && dp.ctx))
+					goto out_csv;
+				fail_pending = 1;
+				goto run_step;
+			}
 			last_ckpt = step;
 		}
 		if (last)
@@ -861,7 +880,7 @@ run_step:
 			 * global batch (train.h), so nothing is lost or counted twice.
 			 */
 			double t0 = trainer_now_s();
-			int rc = trainer_step_grads(&tr);
+			int rc = fail_pending ? -1 : trainer_step_grads(&tr);
 			double t1 = trainer_now_s();
 			double t2;
 			int all_ok = 0;
@@ -875,6 +894,7 @@ run_step:
 				goto out_csv;
 			}
 			t2 = trainer_now_s();
+			fail_pending = 0;
 			for (int i = 0; i < nfailed; i++)
 				snprintf(who + strlen(who), sizeof(who) - strlen(who), "%s%d",
 					 i ? "," : "", failed[i]);
@@ -892,13 +912,15 @@ run_step:
 				rank0 = dp.rank == 0;
 				if (o.tc.zero) {
 					/* ZeRO-1: the dead ranks' optimizer shards are gone */
+					double t3 = trainer_now_s();
+
 					if (reload_checkpoint(&tr, &o, last_ckpt) != 0)
 						goto out_csv;
 					if (rank0)
-						printf("elastic: step %d: rank(s) %s of %d died; the step failed after %.0f ms, agreement %.0f ms, shrink %.0f ms; ZeRO-1: their optimizer shards are lost, back to the checkpoint of step %d on %d ranks (%d step(s) redone)\n",
+						printf("elastic: step %d: rank(s) %s of %d died; the step failed after %.0f ms, agreement %.0f ms, shrink %.0f ms; ZeRO-1: their optimizer shards are lost, back to the checkpoint of step %d on %d ranks (%d step(s) redone, reload %.0f ms)\n",
 						       step + 1, who, old_R, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
-						       (trainer_now_s() - t2) * 1e3, last_ckpt, R,
-						       step + 1 - last_ckpt);
+						       (t3 - t2) * 1e3, last_ckpt, R, step + 1 - last_ckpt,
+						       (trainer_now_s() - t3) * 1e3);
 					redo = 1;
 					continue;
 				}
@@ -927,8 +949,20 @@ run_step:
 				redo = 1;
 				continue;
 			}
-			if (trainer_step_apply(&tr) != 0)
-				goto out_csv;
+			if (trainer_step_apply(&tr) != 0) {
+				/*
+				 * Only ZeRO-1's parameter all-gather can fail here (a rank
+				 * died after the agreement): the update is half done, so the
+				 * next agreement finds the dead and goes back to the last
+				 * checkpoint (the ranks whose all-gather completed meet it
+				 * in their next step)
+				 */
+				if (!o.tc.zero)
+					goto out_csv;
+				fail_pending = 1;
+				redo = 1;
+				continue;
+			}
 			if (redo && rank0) {
 				struct timespec now;
 
