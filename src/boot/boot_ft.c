@@ -377,10 +377,12 @@ ibc_status_t ibc_bootstrap_agree(struct ibc_bootstrap *bs, uint64_t seq, uint32_
 			for (i = 0; i < n; i++)
 				if (i != me && !s.dead[i] && (coord == me ? !s.have[i] : i == coord))
 					snprintf(who + strlen(who), sizeof(who) - strlen(who), "%s%d", who[0] ? ", " : "", i);
-			IBC_LOG_ERROR(BOOT, "agreement #%llu on rank %d: no %s from rank(s) %s within %lld ms, and they are not known dead",
+			IBC_LOG_ERROR(BOOT, "agreement #%llu on rank %d: no %s from rank(s) %s within %lld ms, and they are not known dead%s",
 				      (unsigned long long)seq, me,
-				      coord == me ? "contribution" : "decision", who,
-				      (long long)timeout_ms);
+				      coord == me ? "contribution" : "decision of the coordinator", who,
+				      (long long)timeout_ms,
+				      coord == me ? " (did they call it?)"
+						  : " (it may itself wait for a rank that did not call it: see its error)");
 			st = IBC_ERR_TIMEOUT;
 			goto out;
 		}
