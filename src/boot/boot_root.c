@@ -409,13 +409,28 @@ static void *root_thread(void *arg)
 			}
 			if (root_on_hello(r, i) != 0) {
 				if (r->size_conflict && !r->failed) {
+					char text[IBC_BOOT_TEXT_MAX - 64];
 					int fd = c->fd;
 					int k;
 
-					/* the joined ranks first, then the one with the other size */
-					root_fail(r, IBC_ERR_INVALID_USAGE,
-						  "rank %d says the job has %d ranks, the first rank to join said %d: every rank must be given the same size (IBC_NRANKS or the launcher's)",
-						  r->conflict_rank, r->conflict_n, r->nranks);
+					snprintf(text, sizeof(text),
+						 "rank %d says the job has %d ranks, the first rank to join said %d: every rank must be given the same size (IBC_NRANKS or the launcher's)",
+						 r->conflict_rank, r->conflict_n, r->nranks);
+					/*
+					 * Rank 0 hosts the root and may end it (and its process)
+					 * as soon as it is told: it goes last. So the rank with
+					 * the other size is told first, unless it is rank 0
+					 * (then the joined ranks first). Until 2026-12-02 the
+					 * joined ranks always went first, and under load rank 0
+					 * exited before rank 1 had its reason.
+					 */
+					if (r->conflict_rank != 0) {
+						root_reject(r, c, 0, "%s", text);
+						root_close(r, i);
+						root_fail(r, IBC_ERR_INVALID_USAGE, "%s", text);
+						break;
+					}
+					root_fail(r, IBC_ERR_INVALID_USAGE, "%s", text);
 					for (k = 0; k < r->nconns && r->conns[k].fd != fd; k++)
 						;
 					if (k < r->nconns) {
