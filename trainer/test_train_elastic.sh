@@ -93,6 +93,23 @@ run() {
 	wait_all "$1"
 }
 
+# after_step NAME K: wait (at most 240 s) until NAME's rank 0 has printed "step K/"
+after_step() {
+	i=0
+	until grep -q "^step *$2/" "$tmp/$1.r0.log" 2>/dev/null || [ $i -ge 4800 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
+# kill_ranks RANKS: SIGKILL the trainers of the started ranks in the comma list RANKS
+kill_ranks() {
+	for v in $(echo "$1" | tr ',' ' '); do
+		vpid=$(echo $pids | cut -d' ' -f$((v + 1)))
+		pkill -KILL -P "$vpid" # the trainer, child of timeout(1)
+	done
+}
+
 hashes() { # the distinct parameter hashes printed in NAME's logs
 	cat "$tmp/$1".r*.log | sed -n 's/^param hash rank [0-9]*: //p' | sort -u
 }
@@ -117,15 +134,8 @@ case_() {
 	export IBC_TRANSPORT=$tr
 	start "e" 4 --elastic -g "$g"
 	# rank 0 prints "step k/N" once k steps are done
-	i=0
-	until grep -q "^step *$k/" "$tmp/e.r0.log" 2>/dev/null || [ $i -ge 4800 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	for v in $(echo "$victims" | tr ',' ' '); do
-		vpid=$(echo $pids | cut -d' ' -f$((v + 1)))
-		pkill -KILL -P "$vpid" # the trainer, child of timeout(1)
-	done
+	after_step e "$k"
+	kill_ranks "$victims"
 	t_kill=$(date +%s.%N)
 	wait_all e "$victims"
 	ok $? "$what after step $k: the $ns survivors finish all $STEPS steps"
@@ -166,13 +176,8 @@ join_() {
 	export IBC_TRANSPORT=$tr
 	mkdir -p "$tmp/jd"
 	start "j" 4 --elastic -g "$g" --join-dir "$tmp/jd" --join-wait 30000
-	i=0
-	until grep -q "^step *$k/" "$tmp/j.r0.log" 2>/dev/null || [ $i -ge 4800 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	vpid=$(echo $pids | cut -d' ' -f$((victim + 1)))
-	pkill -KILL -P "$vpid"
+	after_step j "$k"
+	kill_ranks "$victim"
 	OMP_NUM_THREADS=1 timeout -k 5 "${TEST_ELASTIC_RUN_S:-120}" "$gpt" $common -g "$g" --join "$tmp/jd" >"$tmp/j.r4.log" 2>&1 &
 	jpid=$!
 	wait_all j "$victim"
@@ -201,13 +206,8 @@ zero_() {
 	export IBC_TRANSPORT=$tr
 	rm -rf "$tmp/ez"
 	start "z" 4 --elastic --zero 1 -c 2 -o "$tmp/ez"
-	i=0
-	until grep -q "^step *$k/" "$tmp/z.r0.log" 2>/dev/null || [ $i -ge 4800 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	vpid=$(echo $pids | cut -d' ' -f$((victim + 1)))
-	pkill -KILL -P "$vpid"
+	after_step z "$k"
+	kill_ranks "$victim"
 	wait_all z "$victim"
 	ok $? "$what after step $k: the 3 survivors finish all $STEPS steps"
 	log=$(grep -l "^elastic: step .*back to the checkpoint" "$tmp"/z.r*.log | head -1)
@@ -238,13 +238,8 @@ stale_() {
 	mkdir -p "$tmp/jd2"
 	touch "$tmp/jd2/join.request"
 	IBC_BOOTSTRAP_TIMEOUT_MS=3000 start "s" 4 --elastic -g 1 --join-dir "$tmp/jd2" --join-wait 1000
-	i=0
-	until grep -q "^step *2/" "$tmp/s.r0.log" 2>/dev/null || [ $i -ge 4800 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	vpid=$(echo $pids | cut -d' ' -f3)
-	pkill -KILL -P "$vpid"
+	after_step s 2
+	kill_ranks 2
 	wait_all s 2
 	st=$?
 	grep -q "did not join; continuing on 3 ranks" "$tmp"/s.r*.log && [ ! -e "$tmp/jd2/join.request" ] &&

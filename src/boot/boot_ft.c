@@ -111,9 +111,11 @@ struct ft_state {
 	int found_dead;         /* ranks this call found dead */
 };
 
-static uint32_t ft_tag(uint64_t seq, int kind)
+/* the sequence number is in the message (ibc_bootstrap_try_recv_seq()), the kind in the tag */
+enum { FT_CONTRIB = 0, FT_DECISION = 1 };
+
+static uint32_t ft_tag(int kind)
 {
-	(void)seq;      /* the sequence is in the message: ibc_bootstrap_try_recv_seq() */
 	return IBC_BOOT_TAG_AGREE + (uint32_t)kind;
 }
 
@@ -124,6 +126,18 @@ static ibc_status_t ft_bad_size(struct ft_state *s, int peer, size_t len, size_t
 		      (unsigned long long)s->seq, s->bs->rank, peer, len,
 		      kind ? "decision" : "contribution", want);
 	return IBC_ERR_INVALID_USAGE;
+}
+
+/* @peer's next message of @kind for this agreement into s->msg, which must be @want bytes */
+static ibc_status_t ft_recv(struct ft_state *s, int peer, int kind, size_t want, int *got_p)
+{
+	size_t len = 0;
+	ibc_status_t st = ibc_bootstrap_try_recv_seq(s->bs, peer, ft_tag(kind), s->seq, s->msg,
+						  s->msgcap, &len, got_p);
+
+	if (st != IBC_OK || (*got_p && len != want))
+		return ft_bad_size(s, peer, len, want, kind);
+	return IBC_OK;
 }
 
 static void ft_put_hdr(uint8_t *m, uint64_t seq, uint32_t flag, uint32_t who)
@@ -171,12 +185,8 @@ static ibc_status_t ft_collect(struct ft_state *s)
 			continue;
 		while (got) {
 			uint32_t flag;
-			size_t len = 0;
-			ibc_status_t st = ibc_bootstrap_try_recv_seq(bs, i, ft_tag(s->seq, 0), s->seq, s->msg,
-								  s->msgcap, &len, &got);
 
-			if (st != IBC_OK || (got && len != s->csize))
-				return ft_bad_size(s, i, len, s->csize, 0);
+			IBC_CHECK(ft_recv(s, i, FT_CONTRIB, s->csize, &got));
 			if (!got)
 				break;
 			if (s->dead[i])
@@ -208,12 +218,7 @@ static ibc_status_t ft_take_decision(struct ft_state *s, int *got_p)
 		if (i == bs->rank)
 			continue;
 		while (got) {
-			size_t len = 0;
-			ibc_status_t st = ibc_bootstrap_try_recv_seq(bs, i, ft_tag(s->seq, 1), s->seq, s->msg,
-								  s->msgcap, &len, &got);
-
-			if (st != IBC_OK || (got && len != s->dsize))
-				return ft_bad_size(s, i, len, s->dsize, 1);
+			IBC_CHECK(ft_recv(s, i, FT_DECISION, s->dsize, &got));
 			if (!got)
 				break;
 			/* from a rank known dead only if it excludes this one (this rank was the slow one) */
@@ -260,7 +265,7 @@ static void ft_spread(struct ft_state *s, uint64_t deadline)
 		/* IBC_FAULT_INJECT=agree_crash:<n>: this process dies before its n-th decision message */
 		if (ibc_fault_hit(IBC_FAULT_AGREE_CRASH, "agreement decision"))
 			ibc_fault_crash();
-		ibc_bootstrap_send_ft(bs, i, ft_tag(s->seq, 1), s->decision, s->dsize,
+		ibc_bootstrap_send_ft(bs, i, ft_tag(FT_DECISION), s->decision, s->dsize,
 				      IBC_MAX(now + 500, deadline));
 	}
 	/*
@@ -271,7 +276,7 @@ static void ft_spread(struct ft_state *s, uint64_t deadline)
 	 */
 	for (i = 0; i < bs->nranks; i++)
 		if (i != bs->rank && s->decision[FT_HDR + i])
-			ibc_bootstrap_send_ft(bs, i, ft_tag(s->seq, 1), s->decision, s->dsize,
+			ibc_bootstrap_send_ft(bs, i, ft_tag(FT_DECISION), s->decision, s->dsize,
 					      ibc_time_ms() + 200);
 }
 
@@ -331,7 +336,7 @@ ibc_status_t ibc_bootstrap_agree(struct ibc_bootstrap *bs, uint64_t seq, uint32_
 					memcpy(s.msg + FT_HDR, payload, payload_bytes);
 				memcpy(s.msg + FT_HDR + payload_bytes, s.dead, (size_t)n);
 				now = ibc_time_ms();
-				if (ibc_bootstrap_send_ft(bs, coord, ft_tag(seq, 0), s.msg, s.csize,
+				if (ibc_bootstrap_send_ft(bs, coord, ft_tag(FT_CONTRIB), s.msg, s.csize,
 							  IBC_MIN(now + 1000, deadline)) == IBC_ERR_REMOTE) {
 					ft_mark_dead(&s, coord, "its listener refused the contribution");
 					continue;

@@ -373,6 +373,19 @@ err_destroy:
 	return st;
 }
 
+/*
+ * A bootstrap made from a parent's (split, shrink) takes the listener its
+ * rank opened for it (*@listen_fd becomes -1: the bootstrap owns it) and starts.
+ */
+static ibc_status_t boot_start_child(struct ibc_bootstrap *bs, int *listen_fd,
+				     const union ibc_sockaddr *addr)
+{
+	bs->listen_fd = *listen_fd;
+	bs->listen_addr = *addr;
+	*listen_fd = -1;
+	return boot_start(bs);
+}
+
 ibc_status_t ibc_bootstrap_split(struct ibc_bootstrap *parent, int color, int key,
 				 uint64_t split_seq, ibc_bootstrap_error_fn on_error, void *arg,
 				 struct ibc_bootstrap **bs_p)
@@ -458,10 +471,7 @@ ibc_status_t ibc_bootstrap_split(struct ibc_bootstrap *parent, int color, int ke
 			goto err_destroy;
 		}
 	}
-	bs->listen_fd = listen_fd;
-	bs->listen_addr = addr;
-	listen_fd = -1;
-	IBC_CHECK_GOTO(boot_start(bs), st, err_destroy);
+	IBC_CHECK_GOTO(boot_start_child(bs, &listen_fd, &addr), st, err_destroy);
 	*bs_p = bs;
 	st = IBC_OK;
 	goto out;
@@ -534,10 +544,7 @@ ibc_status_t ibc_bootstrap_shrink(struct ibc_bootstrap *parent, uint64_t seq, in
 		}
 		nlive++;
 	}
-	bs->listen_fd = listen_fd;
-	bs->listen_addr = addr;
-	listen_fd = -1;
-	IBC_CHECK_GOTO(boot_start(bs), st, err_destroy);
+	IBC_CHECK_GOTO(boot_start_child(bs, &listen_fd, &addr), st, err_destroy);
 	*bs_p = bs;
 	if (dead_out)
 		memcpy(dead_out, dead, (size_t)n);
