@@ -2,7 +2,8 @@
 /*
  * fault.h - fault injection (fault.c): IBC_FAULT_INJECT=<site>:<n> makes the
  * n-th call at <site> fail, for tests of every error path (agree_crash: the
- * process dies there instead).
+ * process dies there instead; retime: the tuner's n-th re-timing on this
+ * rank reports 4x the times it measured, as a timing taken under load).
  */
 #ifndef IBC_FAULT_H
 #define IBC_FAULT_H
@@ -17,6 +18,7 @@ enum ibc_fault_site {
 	IBC_FAULT_REG,
 	IBC_FAULT_CUDA,
 	IBC_FAULT_AGREE_CRASH,  /* not a refusal: the process dies (ibc_fault_crash()) */
+	IBC_FAULT_RETIME,       /* not a refusal: the tuner's re-timing reports 4x its times */
 	IBC_FAULT_SITE_COUNT
 };
 extern int ibc_fault_armed;

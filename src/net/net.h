@@ -144,7 +144,8 @@ struct ibc_net {
 	const struct ibc_op *cur;
 	uint64_t cur_bytes_total;             /* bytes this rank sends+receives in cur */
 	uint64_t cur_bytes_done;              /* atomic */
-	int cur_tuning;                       /* cur runs the tuner's probe and race (atomic) */
+	int cur_tuning;                       /* cur runs the tuner's probe and race (1) or its
+						 * re-timing (2) (atomic) */
 
 	/* wait-for state, answered to peers' queries (ibc_net_chase()); atomic */
 	int in_op;                            /* an operation is executing */

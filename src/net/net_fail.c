@@ -125,8 +125,10 @@ static ibc_status_t net_fail_v(struct ibc_net *net, ibc_status_t st, int peer, i
 		if (has_root || has_peer)
 			snprintf(who, sizeof(who), " %s %d", has_root ? "root" : "peer", cur->root);
 		/* the probe's and race's traffic is not the operation's (src/tune/) */
-		if (__atomic_load_n(&net->cur_tuning, __ATOMIC_RELAXED))
+		if (__atomic_load_n(&net->cur_tuning, __ATOMIC_RELAXED) == 1)
 			snprintf(moved, sizeof(moved), "in the tuner's start-up measurements");
+		else if (__atomic_load_n(&net->cur_tuning, __ATOMIC_RELAXED))
+			snprintf(moved, sizeof(moved), "in the tuner's re-timing of its algorithms");
 		else
 			snprintf(moved, sizeof(moved), "%llu bytes moved so far",
 				 (unsigned long long)__atomic_load_n(&net->cur_bytes_done,

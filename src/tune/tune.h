@@ -122,6 +122,8 @@ struct ibc_tune_model {
 				 * PROBE_GAMMA_CACHE bytes); 0: not measured, gamma everywhere */
 	int64_t cache_bytes;    /* the core's L2 cache, bytes (0: unknown) */
 	int32_t race_ms;        /* IBC_TUNING_RACE_MS: wall-time budget of the probe and race */
+	int32_t retime;         /* IBC_TUNING_RETIME: call of a size class timed first; 0 off */
+	int64_t retime_max;     /* IBC_TUNING_RETIME_MAX_BYTES */
 	/* all-reduce candidates timed at init where the model cannot tell them apart */
 	struct ibc_tune_race race[IBC_TUNE_RACE_ANCHORS];
 	struct ibc_tune_coef base[IBC_PROTO_COUNT];     /* measured or default, per protocol */
@@ -228,6 +230,16 @@ void ibc_tuner_destroy(struct ibc_tuner *t);
  * size) once at INFO TUNING. Returns IBC_OK or the net layer's error.
  */
 ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc_algo_choice *c);
+
+/*
+ * ibc_tuner_observe() - tell @t that @op ran with @c in @us microseconds
+ * (this rank's execution time, from start to completion on this rank).
+ * The re-timing (IBC_TUNING_RETIME, tuner.c "Re-timing") compares the
+ * fastest such call of a size class with the time it measured there. Local,
+ * no communication; the executor calls it after each tuned operation.
+ */
+void ibc_tuner_observe(struct ibc_tuner *t, const struct ibc_op *op,
+		       const struct ibc_algo_choice *c, double us);
 
 /*
  * ibc_tuner_force() - tests and benchmarks: fix the algorithm (-1: tuner),

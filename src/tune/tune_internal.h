@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tune_internal.h - what the tuner's files share (not for other layers):
- * the model's pieces that the per-communicator tuner (tuner.c), the tuning
- * file and fit (tune_file.c) and the printing (tune_print.c) reuse.
+ * the model's pieces that the per-communicator tuner (tuner.c, with its
+ * re-timing in tune_retime.c), the tuning file and fit (tune_file.c) and
+ * the printing (tune_print.c) reuse, and the tuner's own state.
  */
 #ifndef IBC_TUNE_INTERNAL_H
 #define IBC_TUNE_INTERNAL_H
@@ -54,5 +55,60 @@ void ibc_tune_source_text(const struct ibc_tune_model *m, char *buf, size_t len)
 
 /* the race at anchor @i: "256 KiB: ring 47.7 us (predicted 38.5), shm ..." */
 void ibc_tune_race_text(const struct ibc_tune_model *m, int i, char *buf, size_t len);
+
+/* ---- the tuner of one communicator (tuner.c, tune_retime.c) ------------- */
+
+#define TUNE_CACHE 8                    /* decisions cached per collective */
+#define RETIME_CLASSES 64               /* all-reduce size classes: floor(log2(bytes)) */
+
+/* one cached decision */
+struct tune_cache_ent {
+	size_t nbytes;
+	size_t esz;             /* element bytes: the empty-message count depends on it */
+	int valid;
+	struct ibc_algo_choice c;
+};
+
+/* one all-reduce size class of the re-timing (tune_retime.c, "Re-timing") */
+struct tune_retime {
+	uint64_t calls;         /* all-reduce calls of this size class so far */
+	uint64_t next;          /* call count of the next checkpoint (valid) */
+	uint64_t gap;           /* calls between the last two checkpoints */
+	int valid;              /* timed: @algo runs this class */
+	int algo;               /* enum ibc_algo */
+	double ratio;           /* its measured / predicted time at the last timing */
+	double seen;            /* this rank's fastest measured / predicted since the last
+				 * checkpoint; 0: none */
+};
+
+/* the tuner of one communicator (tune.h) */
+struct ibc_tuner {
+	struct ibc_coll *coll;          /* the communicator's coll layer */
+	int ready;                      /* model agreed */
+	struct ibc_tune_model m;        /* the agreed model */
+	struct ibc_tune_model meff;     /* m with this process's forced choices */
+	int force_algo;                 /* ibc_tuner_force(): -1 = none */
+	int force_proto;
+	size_t force_chunk;
+	struct tune_cache_ent cache[IBC_TUNE_COLL_COUNT][TUNE_CACHE];
+	unsigned cache_next[IBC_TUNE_COLL_COUNT];
+	uint64_t logged[IBC_TUNE_COLL_COUNT]; /* log2(size) buckets already logged */
+	int told_na[IBC_TUNE_COLL_COUNT];     /* "forced algorithm does not apply" logged */
+	struct tune_retime rt[RETIME_CLASSES]; /* all-reduce, per size class (floor log2) */
+};
+/* an internal operation on the same sequence number as @op (agreement, probe, race) */
+void ibc_tune_internal_req(const struct ibc_op *op, int coll, void *buf, size_t count,
+			   ibc_dtype_t dtype, struct ibc_op *out);
+
+/* 1 where the re-timing runs for @nbytes: the same verdict on every rank */
+int ibc_tune_retime_on(const struct ibc_tuner *t, size_t nbytes);
+/* the size class of @nbytes > 0: floor(log2), at most RETIME_CLASSES - 1 */
+int ibc_tune_retime_class(size_t nbytes);
+/*
+ * count an all-reduce of @nbytes in its class; 1 where that call times or
+ * checks (ibc_tune_retime_tick(), collective, due at the same call on every rank)
+ */
+int ibc_tune_retime_count(struct ibc_tuner *t, size_t nbytes);
+ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t nbytes);
 
 #endif /* IBC_TUNE_INTERNAL_H */

@@ -130,6 +130,8 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 	m->force_chunk = ibc_param_tree_chunk_bytes();
 	m->probe = (int32_t)ibc_param_tuning_probe();
 	m->race_ms = (int32_t)ibc_param_tuning_race_ms();
+	m->retime = (int32_t)ibc_param_tuning_retime();
+	m->retime_max = (int64_t)ibc_param_tuning_retime_max_bytes();
 	m->shm_chunk = IBC_ALIGN_UP(ibc_param_shm_allreduce_chunk_bytes(), 64);
 	m->shm_small = IBC_MIN(ibc_param_shm_allreduce_small_bytes(), m->shm_chunk);
 	/* the slowest link is shm: every rank shares this host (a communicator

@@ -5,7 +5,9 @@
  * it (the probe: latency, bandwidth and reduction speed) and time the
  * candidates the model cannot tell apart (the race); then each all-reduce,
  * broadcast and reduce gets the model's choice, cached per size and logged
- * once per size class (docs/tuning.md).
+ * once per size class (docs/tuning.md), and each all-reduce size class is
+ * timed again once the job runs and whenever its calls drift from that
+ * timing (the re-timing, tune_retime.c).
  */
 #include "config.h"
 
@@ -18,6 +20,7 @@
 
 #include "base/alloc.h"
 #include "base/check.h"
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/param.h"
 #include "base/status.h"
@@ -29,7 +32,6 @@
 #include "tune/tune_internal.h"
 #include "transport/transport.h"
 
-#define TUNE_CACHE 8                            /* decisions cached per collective */
 #define PROBE_SMALL 8                           /* bytes of a latency probe message */
 #define PROBE_LARGE (512u << 10)                /* bytes of a bandwidth probe message */
 #define PROBE_GAMMA (2u << 20)                  /* bytes reduced by the gamma probe (below) */
@@ -42,26 +44,7 @@
 /* per communicator                                                         */
 /* ------------------------------------------------------------------------ */
 
-struct tune_cache_ent {
-	size_t nbytes;
-	size_t esz;             /* element bytes: the empty-message count depends on it */
-	int valid;
-	struct ibc_algo_choice c;
-};
-
-struct ibc_tuner {
-	struct ibc_coll *coll;          /* the communicator's coll layer */
-	int ready;                      /* model agreed */
-	struct ibc_tune_model m;        /* the agreed model */
-	struct ibc_tune_model meff;     /* m with this process's forced choices */
-	int force_algo;                 /* ibc_tuner_force(): -1 = none */
-	int force_proto;
-	size_t force_chunk;
-	struct tune_cache_ent cache[IBC_TUNE_COLL_COUNT][TUNE_CACHE];
-	unsigned cache_next[IBC_TUNE_COLL_COUNT];
-	uint64_t logged[IBC_TUNE_COLL_COUNT]; /* log2(size) buckets already logged */
-	int told_na[IBC_TUNE_COLL_COUNT];     /* "forced algorithm does not apply" logged */
-};
+/* struct tune_cache_ent, struct tune_retime, struct ibc_tuner: tune_internal.h */
 
 void ibc_tuner_destroy(struct ibc_tuner *t)
 {
@@ -133,21 +116,7 @@ static int tp_rank(int tp)
 	return tp == IBC_TUNE_TP_TCP ? 2 : tp == IBC_TUNE_TP_IB ? 1 : 0;
 }
 
-/* an internal operation on the same sequence number as @op (agreement, probe) */
-static void internal_req(const struct ibc_op *op, int coll, void *buf, size_t count,
-			 ibc_dtype_t dtype, struct ibc_op *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->coll = coll;
-	out->sendbuf = buf;
-	out->recvbuf = buf;
-	out->count = count;
-	out->dtype = dtype;
-	out->redop = IBC_SUM;
-	out->root = coll == IBC_COLL_BROADCAST ? 0 : -1;
-	out->seq = op->seq;
-	out->user = op;
-}
+
 
 /* the median of @n > 0 values (the upper one of an even count), sorting @x in place */
 static double probe_median(double *x, int n)
@@ -276,7 +245,7 @@ static ibc_status_t probe_lone(struct ibc_coll *cl, struct ibc_op *op,
 					 PROBE_SMALL, 40, PROBE_LONE_NS, sbuf, sbuf + PROBE_SMALL,
 					 &lone));
 	}
-	internal_req(op, IBC_COLL_BROADCAST, &lone, 1, IBC_FLOAT64, &br);
+	ibc_tune_internal_req(op, IBC_COLL_BROADCAST, &lone, 1, IBC_FLOAT64, &br);
 	IBC_CHECK(ibc_ring_broadcast(cl, &br));
 	IBC_LOG_DEBUG(TUNING, "probe lone pair 0-1: 8 B one-way %.2f us", lone);
 	*lone_us_p = lone;
@@ -398,7 +367,7 @@ static ibc_status_t tuner_probe(struct ibc_coll *cl, struct ibc_op *op,
 		}
 	}
 	v[PV_NRANK] = 1;
-	internal_req(op, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
+	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
 	IBC_CHECK(ibc_ring_allreduce(cl, &ar));
 	if (m->share > 1 && cl->net->nranks >= 4)
 		IBC_CHECK(probe_lone(cl, op, m, &lone));
@@ -494,7 +463,7 @@ static ibc_status_t tuner_race(struct ibc_coll *cl, struct ibc_op *op,
 		 */
 		took[0] = (double)(ibc_time_ns() - t0) / 1000.0;
 		took[1] = slow;
-		internal_req(op, IBC_COLL_ALLREDUCE, took, 2, IBC_FLOAT64, &ar);
+		ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, took, 2, IBC_FLOAT64, &ar);
 		ar.redop = IBC_MAX;
 		IBC_CHECK_GOTO(ibc_ring_allreduce(cl, &ar), st, out);
 		if (took[0] + p->cost_us * IBC_MAX(1.0, took[1] / RACE_COST_FACTOR) >
@@ -509,8 +478,9 @@ static ibc_status_t tuner_race(struct ibc_coll *cl, struct ibc_op *op,
 				int it;
 
 				for (it = 0; it < p->iters; it++) {
-					internal_req(op, IBC_COLL_ALLREDUCE, buf,
-						     (size_t)p->nbytes / 4, IBC_FLOAT32, &ar);
+					ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, buf,
+							      (size_t)p->nbytes / 4,
+							      IBC_FLOAT32, &ar);
 					ar.recvbuf = buf + maxb;
 					ibc_shmar_announce(cl, &ar);
 					IBC_CHECK_GOTO(ibc_coll_run_choice(cl, &ar, &p->c[k]), st,
@@ -539,8 +509,8 @@ static ibc_status_t tuner_race(struct ibc_coll *cl, struct ibc_op *op,
 	 * leaves before every rank has entered it (and so announced @op).
 	 */
 	ibc_shmar_announce(cl, op);
-	internal_req(op, IBC_COLL_ALLREDUCE, fast, (size_t)np * IBC_ALGO_COUNT, IBC_FLOAT64,
-		     &ar);
+	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, fast, (size_t)np * IBC_ALGO_COUNT,
+			      IBC_FLOAT64, &ar);
 	ar.redop = IBC_MAX;
 	IBC_CHECK(ibc_ring_allreduce(cl, &ar));
 	for (i = 0; i < np; i++) {
@@ -658,7 +628,7 @@ static ibc_status_t tuner_init(struct ibc_coll *cl, struct ibc_tuner *t, struct 
 				     path, nrows, ibc_tune_tp_name(tp), cl->net->nranks);
 	}
 	/* everyone adopts rank 0's settings and file rows */
-	internal_req(op, IBC_COLL_BROADCAST, &m, sizeof(m), IBC_UINT8, &br);
+	ibc_tune_internal_req(op, IBC_COLL_BROADCAST, &m, sizeof(m), IBC_UINT8, &br);
 	IBC_CHECK(ibc_ring_broadcast(cl, &br));
 	if (m.probe && !(m.source & IBC_TUNE_SRC_FILE)) {
 		uint64_t tp0 = ibc_time_ns();
@@ -747,6 +717,18 @@ ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc
 	}
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	nbytes = op->count * esz;
+	t->meff.elem_bytes = (int32_t)esz;
+	if (coll == IBC_TUNE_ALLREDUCE && ibc_tune_retime_count(t, nbytes)) {
+		ibc_status_t st;
+
+		/* as at init: the internal operations' traffic is not @op's */
+		__atomic_store_n(&cl->net->cur_tuning, 2, __ATOMIC_RELAXED);
+		st = ibc_tune_retime_tick(t, op, nbytes);
+		__atomic_store_n(&cl->net->cur_tuning, 0, __ATOMIC_RELAXED);
+		IBC_CHECK(st);
+		__atomic_store_n(&cl->net->cur_bytes_done, 0, __ATOMIC_RELAXED);
+		cl->net->cur_bytes_total = 0;
+	}
 	for (i = 0; i < TUNE_CACHE; i++) {
 		const struct tune_cache_ent *e = &t->cache[coll][i];
 
@@ -755,8 +737,14 @@ ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc
 			return IBC_OK;
 		}
 	}
-	t->meff.elem_bytes = (int32_t)esz;
 	ibc_tune_choose(&t->meff, coll, nbytes, c);
+	if (coll == IBC_TUNE_ALLREDUCE && ibc_tune_retime_on(t, nbytes)) {
+		const struct tune_retime *r = &t->rt[ibc_tune_retime_class(nbytes)];
+
+		/* the re-timed algorithm, with its best protocol and chunk for this size */
+		if (r->valid && r->algo != c->algo)
+			ibc_tune_best_for_algo(&t->meff, coll, r->algo, nbytes, c);
+	}
 	if (t->meff.force_algo >= 0 && !ibc_tune_algo_ok(&t->meff, coll, t->meff.force_algo) &&
 	    !t->told_na[coll]) {
 		t->told_na[coll] = 1;

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tune_retime.c - the tuner's re-timing: each all-reduce size class timed
+ * for real once the job runs, and again when its calls drift from that
+ * timing (below, "Re-timing"); the tuner (tuner.c) counts the calls and
+ * asks here.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/check.h"
+#include "base/fault.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "base/util.h"
+#include "coll/coll.h"
+#include "coll/algo.h"
+#include "tune/tune.h"
+#include "tune/tune_internal.h"
+
+/*
+ * Re-timing (IBC_TUNING_RETIME). The probe and the race take 30-50 ms at
+ * the first collective, when a host is busiest (other ranks starting, data
+ * loading, an interpreter importing), and the model they leave can be off
+ * by 2x for the whole job: 2 shm ranks started while three other processes
+ * were busy kept 8-byte all-reduces at 102 us instead of 0.6 us for good,
+ * and the model prices the shm all-reduce above the ring at 16-64 MiB,
+ * where it runs in half the time (issue 22). So each all-reduce size class
+ * (a power of two of bytes) is timed for real at its IBC_TUNING_RETIME-th
+ * call, on the operation's own input, with every algorithm the model
+ * prices within RETIME_MARGIN of its best (tuner_retime()); the fastest,
+ * the slowest rank's fastest repetition, runs the class from then on
+ * (the current choice stands within RETIME_KEEP of it). Every rank counts
+ * the same calls, so every rank times at the same operation, and the times
+ * are agreed by a max all-reduce, so every rank decides alike.
+ * Afterwards each rank keeps the fastest measured / predicted ratio of the
+ * calls that ran the choice (ibc_tuner_observe(): the fastest, because a
+ * call also waits for the slowest rank to arrive); at checkpoints, 256
+ * calls apart and then twice as far each time up to 65536, the ranks
+ * agree (max all-reduce of two doubles) whether it is over RETIME_DRIFT
+ * times the re-timing's ratio, or under 1 / RETIME_DRIFT of it (the
+ * timing ran under load), and time the class again if so. A checkpoint
+ * costs one 16-byte all-reduce; a re-timing, about 16 operations of the
+ * size.
+ */
+#define RETIME_MARGIN 3.0               /* candidates: predicted <= this x the model's best */
+#define RETIME_KEEP 1.05                /* the current choice stands within this x the fastest */
+#define RETIME_DRIFT 1.5                /* a checkpoint times again beyond this factor */
+#define RETIME_FIRST_GAP 256            /* calls from a re-timing to the first checkpoint */
+#define RETIME_MAX_GAP 65536            /* checkpoint gaps double up to this */
+#define RETIME_REP_US 200.0             /* a timed repetition: this long, predicted (<= 64 calls) */
+
+
+/* an internal operation on the same sequence number as @op (agreement, probe) */
+void ibc_tune_internal_req(const struct ibc_op *op, int coll, void *buf, size_t count,
+			   ibc_dtype_t dtype, struct ibc_op *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->coll = coll;
+	out->sendbuf = buf;
+	out->recvbuf = buf;
+	out->count = count;
+	out->dtype = dtype;
+	out->redop = IBC_SUM;
+	out->root = coll == IBC_COLL_BROADCAST ? 0 : -1;
+	out->seq = op->seq;
+	out->user = op;
+}
+
+
+/* 1 where the re-timing runs: the same verdict on every rank (agreed model) */
+int ibc_tune_retime_on(const struct ibc_tuner *t, size_t nbytes)
+{
+	const struct ibc_tune_model *m = &t->meff;
+
+	return m->retime > 0 && m->probe && !(m->source & IBC_TUNE_SRC_FILE) &&
+	       m->force_algo < 0 && m->force_proto < 0 && m->force_chunk <= 0 &&
+	       nbytes > 0 && (int64_t)nbytes <= m->retime_max && m->nranks > 1;
+}
+
+/* the size class of @nbytes > 0: floor(log2) */
+int ibc_tune_retime_class(size_t nbytes)
+{
+	int b = 0;
+
+	while (b < RETIME_CLASSES - 1 && ((size_t)2 << b) <= nbytes)
+		b++;
+	return b;
+}
+
+/* "2 MiB", "512 B": the lower bound of a size class */
+static void class_text(int b, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = IBC_MIN(b / 10, 4);
+
+	snprintf(buf, len, "%llu %s", (unsigned long long)(1ull << (b - 10 * u)), unit[u]);
+}
+
+/*
+ * Time every all-reduce algorithm the model prices within RETIME_MARGIN of
+ * its best on @op's size, dtype and operation, reading @op's input (an
+ * operation's input is never written) into @op's output, or into a
+ * temporary buffer where @op is in place; the results are thrown away and
+ * @op runs afterwards. A warm-up and IBC_TUNE_RACE_REPS repetitions, the
+ * candidates interleaved within a repetition, each rank's fastest
+ * repetition, the slowest rank's (max all-reduce). The shm all-reduce is
+ * last in enum order, never the first of two or more candidates, as in
+ * the race (tuner_race(): the same announcement rule). Collective.
+ */
+static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t nbytes,
+				 struct tune_retime *r, const char *why)
+{
+	struct ibc_coll *cl = t->coll;
+	struct ibc_algo_choice c[IBC_ALGO_COUNT];
+	struct ibc_algo_choice own;
+	double fast[IBC_ALGO_COUNT];
+	double v[IBC_ALGO_COUNT];
+	double best = HUGE_VAL;
+	struct ibc_op ar;
+	ibc_status_t st = IBC_OK;
+	void *tmp = NULL;
+	void *out = op->recvbuf;
+	int before;
+	int iters;
+	int win;
+	int n = 0;
+	int a;
+	int k;
+	int rep;
+
+	before = r->valid ? r->algo : -1;
+	ibc_tune_choose(&t->meff, IBC_TUNE_ALLREDUCE, nbytes, &own);
+	if (before < 0)
+		before = own.algo;
+	for (a = 0; a < IBC_ALGO_COUNT; a++) {
+		v[a] = HUGE_VAL;
+		if (ibc_tune_algo_ok(&t->meff, IBC_TUNE_ALLREDUCE, a))
+			v[a] = ibc_tune_best_for_algo(&t->meff, IBC_TUNE_ALLREDUCE, a, nbytes, &c[a]);
+		best = IBC_MIN(best, v[a]);
+	}
+	for (a = 0; a < IBC_ALGO_COUNT; a++)
+		if (v[a] <= RETIME_MARGIN * best || a == before)
+			c[n++] = c[a];
+	r->valid = 1;
+	r->algo = before;
+	r->ratio = 0;
+	r->seen = 0;
+	r->gap = r->gap ? IBC_MIN(2 * r->gap, (uint64_t)RETIME_MAX_GAP) : RETIME_FIRST_GAP;
+	r->next = r->calls + r->gap;
+	if (n < 2)
+		return IBC_OK;  /* nothing to choose between: no checkpoints (ratio 0) */
+	if (op->sendbuf == op->recvbuf) {
+		tmp = ibc_aligned_alloc(4096, nbytes, "tuner re-timing");
+		if (!tmp)
+			return ibc_net_fail(cl->net, IBC_ERR_NO_MEMORY, -1,
+					     "cannot allocate %zu bytes to time the all-reduce algorithms",
+					     nbytes);
+		out = tmp;
+	}
+	iters = (int)IBC_MIN(64.0, IBC_MAX(1.0, ceil(RETIME_REP_US / IBC_MAX(best, 0.01))));
+	for (k = 0; k < n; k++)
+		fast[k] = HUGE_VAL;
+	for (rep = -1; rep < IBC_TUNE_RACE_REPS; rep++)
+		for (k = 0; k < n; k++) {
+			uint64_t ts = ibc_time_ns();
+			int it;
+
+			for (it = 0; it < iters; it++) {
+				ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, op->recvbuf,
+						      op->count, op->dtype, &ar);
+				ar.sendbuf = op->sendbuf;
+				ar.recvbuf = out;
+				ar.redop = op->redop;
+				ibc_shmar_announce(cl, &ar);
+				IBC_CHECK_GOTO(ibc_coll_run_choice(cl, &ar, &c[k]), st, done);
+			}
+			if (rep >= 0)
+				fast[k] = IBC_MIN(fast[k],
+						  (double)(ibc_time_ns() - ts) / 1000.0 / iters);
+		}
+	/* tests: a timing taken under load (IBC_FAULT_INJECT=retime:<n>) */
+	if (ibc_fault_hit(IBC_FAULT_RETIME, "the tuner's re-timing"))
+		for (k = 0; k < n; k++)
+			fast[k] *= 4;
+	/* @op again before the agreement (tuner_race(): a rank leaving it may run @op) */
+	ibc_shmar_announce(cl, op);
+	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, fast, (size_t)n, IBC_FLOAT64, &ar);
+	ar.redop = IBC_MAX;
+	IBC_CHECK_GOTO(ibc_ring_allreduce(cl, &ar), st, done);
+	win = 0;
+	for (k = 1; k < n; k++)
+		if (fast[k] < fast[win])
+			win = k;
+	for (k = 0; k < n; k++)
+		if (c[k].algo == before && fast[k] <= RETIME_KEEP * fast[win])
+			win = k;
+	r->algo = c[win].algo;
+	r->ratio = c[win].predicted_us > 0 ? fast[win] / c[win].predicted_us : 0;
+	memset(t->cache[IBC_TUNE_ALLREDUCE], 0, sizeof(t->cache[IBC_TUNE_ALLREDUCE]));
+	if (cl->net->rank == 0 && ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_TUNING)) {
+		char txt[512];
+		char cls[32];
+		size_t len = 0;
+
+		txt[0] = '\0';
+		for (k = 0; k < n && len < sizeof(txt); k++)
+			len += (size_t)snprintf(txt + len, sizeof(txt) - len, "%s%s %.1f us (predicted %.1f)",
+						k ? ", " : "", ibc_algo_name(c[k].algo), fast[k],
+						c[k].predicted_us);
+		class_text(ibc_tune_retime_class(nbytes), cls, sizeof(cls));
+		IBC_LOG_INFO(TUNING, "re-timed all-reduce of %zu bytes on %d ranks over %s (size class from %s, call %llu, %s): %s; %s -> %s",
+			     nbytes, t->m.nranks, ibc_tune_tp_name(t->m.tp), cls,
+			     (unsigned long long)r->calls, why, txt, ibc_algo_name(before),
+			     ibc_algo_name(r->algo));
+	}
+done:
+	ibc_free(tmp);
+	return st;
+}
+
+/*
+ * Count an all-reduce of @nbytes in its size class. Returns 1 where it is
+ * the class's first timing call or a checkpoint (the same call on every
+ * rank), 0 otherwise.
+ */
+int ibc_tune_retime_count(struct ibc_tuner *t, size_t nbytes)
+{
+	struct tune_retime *r;
+
+	if (!ibc_tune_retime_on(t, nbytes))
+		return 0;
+	r = &t->rt[ibc_tune_retime_class(nbytes)];
+	r->calls++;
+	if (!r->valid)
+		return r->calls == (uint64_t)t->meff.retime;
+	return r->ratio > 0 && r->calls >= r->next;
+}
+
+/*
+ * At the first timing call, time (tuner_retime()); at a checkpoint, agree on
+ * the largest fastest ratio over the re-timing's ratio and its inverse,
+ * over ranks, and time again beyond RETIME_DRIFT. Collective.
+ */
+ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t nbytes)
+{
+	struct tune_retime *r = &t->rt[ibc_tune_retime_class(nbytes)];
+	struct ibc_op ar;
+	double d[2] = { 0, 0 };
+	char why[96];
+
+	if (!r->valid)
+		return tuner_retime(t, op, nbytes, r, "first");
+	if (r->seen > 0) {
+		d[0] = r->seen / r->ratio;
+		d[1] = r->ratio / r->seen;
+	}
+	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, d, 2, IBC_FLOAT64, &ar);
+	ar.redop = IBC_MAX;
+	IBC_CHECK(ibc_ring_allreduce(t->coll, &ar));
+	r->seen = 0;
+	if (d[0] > RETIME_DRIFT || d[1] > RETIME_DRIFT) {
+		snprintf(why, sizeof(why), "its calls ran at %.2fx the last timing",
+			 d[0] > RETIME_DRIFT ? d[0] : 1.0 / d[1]);
+		return tuner_retime(t, op, nbytes, r, why);
+	}
+	r->gap = IBC_MIN(2 * r->gap, (uint64_t)RETIME_MAX_GAP);
+	r->next = r->calls + r->gap;
+	return IBC_OK;
+}
+
+void ibc_tuner_observe(struct ibc_tuner *t, const struct ibc_op *op,
+		       const struct ibc_algo_choice *c, double us)
+{
+	struct tune_retime *r;
+	size_t esz;
+	size_t nbytes;
+	double x;
+
+	if (!t || !t->ready || ibc_tune_coll_of(op->coll) != IBC_TUNE_ALLREDUCE ||
+	    ibc_dtype_size(op->dtype, &esz) != IBC_OK)
+		return;
+	nbytes = op->count * esz;
+	if (!ibc_tune_retime_on(t, nbytes) || c->predicted_us <= 0)
+		return;
+	r = &t->rt[ibc_tune_retime_class(nbytes)];
+	if (!r->valid || r->algo != c->algo)
+		return;
+	x = us / c->predicted_us;
+	if (r->seen == 0 || x < r->seen)
+		r->seen = x;
+}
