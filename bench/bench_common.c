@@ -90,6 +90,40 @@ double bench_busbw_factor(int coll, int nranks)
 	}
 }
 
+double bench_floor_traffic(int coll, int nranks, uint64_t bytes)
+{
+	double n = nranks;
+	double N = (double)bytes;
+
+	if (nranks < 2 && coll != BENCH_SENDRECV)
+		return 0.0;
+	switch (coll) {
+	case BENCH_ALLREDUCE:
+	case BENCH_BROADCAST:
+	case BENCH_SENDRECV:
+		return 2.0 * N;
+	case BENCH_ALLGATHER:
+	case BENCH_ALLTOALL:
+		return 2.0 * (n - 1.0) / n * N;
+	case BENCH_REDUCE_SCATTER:
+	case BENCH_REDUCE:
+		return N + N / n;
+	default:
+		return 0.0;
+	}
+}
+
+double bench_floor_us(int coll, int nranks, uint64_t bytes, double copy_GBps, int nlocal,
+		      int ncores)
+{
+	double share = ncores > 0 && nlocal > ncores ? (double)nlocal / ncores : 1.0;
+
+	if (!(copy_GBps > 0.0))
+		return 0.0;
+	/* traffic / (2 x GB/s x 1e9 B/s) s = traffic / (2 x GB/s) / 1e3 us */
+	return bench_floor_traffic(coll, nranks, bytes) / (2.0 * copy_GBps) / 1e3 * share;
+}
+
 int bench_coll_sizes(int coll, uint64_t req_bytes, int nranks, size_t esz, struct bench_sizes *sz)
 {
 	uint64_t n = (uint64_t)nranks;

@@ -103,6 +103,32 @@ int bench_coll_rooted(int coll);        /* takes a root */
 double bench_busbw_factor(int coll, int nranks);
 
 /*
+ * bench_floor_traffic() - the memory traffic, bytes read plus bytes
+ * written, that one rank of @nranks on one host must cause at the least
+ * for @coll of a row of @bytes (nccl-tests' size convention, above) when
+ * every rank can read and write its peers' buffers (a mapping or a
+ * single-copy kernel transfer): all-reduce 2 N (a rank reduces N / n of n
+ * inputs, N read, and writes its reduced N / n into n outputs, N written),
+ * all-gather and all-to-all 2 (n-1)/n N (a rank copies the n-1 blocks it
+ * lacks), reduce-scatter and reduce N + N / n (n blocks of N / n read, N / n
+ * written; reduce spread over the ranks), broadcast and sendrecv 2 N (the
+ * receiver's copy; for broadcast the busiest rank is a non-root), barrier
+ * and one rank 0 (nothing crosses). The floor of a row is this / (2 x the
+ * measured memcpy rate: a copy of B bytes is 2 B of traffic) x the ranks
+ * per core (bench_floor_us()).
+ */
+double bench_floor_traffic(int coll, int nranks, uint64_t bytes);
+
+/*
+ * bench_floor_us() - the floor time of a row, us: bench_floor_traffic() /
+ * (2 @copy_GBps) x max(1, @nlocal / @ncores) (ranks sharing a core each get
+ * a share of its copy rate). @copy_GBps: one core's memcpy rate, 1e9 B/s of
+ * bytes copied. 0 when it or the traffic is 0.
+ */
+double bench_floor_us(int coll, int nranks, uint64_t bytes, double copy_GBps, int nlocal,
+		      int ncores);
+
+/*
  * bench_coll_sizes() - fill @sz for a requested size of @req_bytes bytes of
  * @esz-byte elements on @nranks ranks. Returns 0, or -1 for bad arguments
  * (@nranks < 1, @esz == 0, or sizes that overflow 64 bits).

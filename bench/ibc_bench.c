@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -98,6 +99,7 @@ struct bench_row {
 	double mbusbw;
 	double mcpu_us;
 	uint64_t mwrong;
+	double floor_us;                /* bench_floor_us(); 0: none */
 };
 
 struct bench_ctx {
@@ -120,6 +122,9 @@ struct bench_ctx {
 	FILE *json;
 	int json_rows;
 	uint64_t wrong_total;
+	double copy_GBps;               /* rank 0's one-core memcpy rate (measure_floor()) */
+	int nlocal;                     /* ranks on rank 0's host */
+	int ncores;                     /* CPUs rank 0 may run on */
 };
 
 static struct bench_ctx *g_ctx;         /* for bench_die() */
@@ -755,6 +760,9 @@ static void run_row(struct bench_ctx *ctx, const struct bench_call *c, const str
 	bench_stats_across(ctx->tvals, ctx->nranks, &row->t);
 	row->algbw = bench_algbw_GBps(sz->bytes, row->t.mean);
 	row->busbw = bench_busbw_GBps(c->coll, ctx->nranks, sz->bytes, row->t.mean);
+	row->floor_us = ctx->nhosts == 1 ? bench_floor_us(c->coll, ctx->nranks, sz->bytes,
+							  ctx->copy_GBps, ctx->nlocal, ctx->ncores)
+					 : 0.0;
 	if (row->mpi) {
 		stat_column(ctx, STAT_MTIME);
 		bench_stats_across(ctx->tvals, ctx->nranks, &row->mt);
@@ -829,15 +837,23 @@ static void print_header(struct bench_ctx *ctx, int argc, char **argv)
 	printf("# columns   : time = mean us per call (mean over ranks of each rank's mean),\n");
 	printf("#             min/max = fastest/slowest rank; GB/s = 1e9 B/s;\n");
 	printf("#             wrong = elements differing from the exact result, all ranks;\n");
-	printf("#             cpu_us = process CPU time (all threads) per call, mean over ranks%s\n",
+	printf("#             cpu_us = process CPU time (all threads) per call, mean over ranks;\n");
+	printf("#             floor = %% of the memory floor reached: floor time / time%s\n",
 	       ctx->mpi ? ";\n#             ratio = ibcoll time / MPI time" : "");
+	if (ctx->nhosts == 1 && ctx->copy_GBps > 0)
+		printf("# floor     : memcpy %.2f GB/s on one core (rank 0, 64 MiB, fastest of 5); floor time = the memory traffic a rank must cause (bench_common.h) / (2 x %.2f GB/s) x max(1, %d ranks / %d cores)\n",
+		       ctx->copy_GBps, ctx->copy_GBps, ctx->nlocal, ctx->ncores);
+	else
+		printf("# floor     : none (%s)\n", ctx->nhosts == 1 ? "memcpy not measured" :
+		       "ranks on several hosts: the network, not memory, is the limit");
 }
 
 static void print_table_head(struct bench_ctx *ctx, int coll)
 {
 	printf("#\n# %s\n", bench_coll_name(coll));
-	printf("# %10s %12s %8s %6s %5s %10s %10s %10s %8s %8s %7s %9s", "bytes", "count", "type",
-	       "redop", "root", "time_us", "min_us", "max_us", "algbw", "busbw", "wrong", "cpu_us");
+	printf("# %10s %12s %8s %6s %5s %10s %10s %10s %8s %8s %7s %9s %6s", "bytes", "count", "type",
+	       "redop", "root", "time_us", "min_us", "max_us", "algbw", "busbw", "wrong", "cpu_us",
+	       "floor");
 	if (ctx->mpi)
 		printf(" | %10s %8s %7s %9s %6s", "mpi_us", "mpi_bus", "wrong", "mpi_cpu", "ratio");
 	printf("\n");
@@ -863,6 +879,10 @@ static void print_row(struct bench_ctx *ctx, const struct bench_row *row)
 	       bench_coll_reduces(row->coll) ? bench_op_name(o->op) : "none",
 	       bench_coll_rooted(row->coll) ? o->root : -1, row->t.mean, row->t.min, row->t.max,
 	       row->algbw, row->busbw, w, row->cpu_us);
+	if (row->floor_us > 0 && row->t.mean > 0)
+		printf(" %5.0f%%", 100.0 * row->floor_us / row->t.mean);
+	else
+		printf(" %6s", "-");
 	if (ctx->mpi && row->mpi) {
 		fmt_wrong(w, sizeof(w), checked, row->mwrong);
 		printf(" | %10.2f %8.3f %7s %9.2f %6.2f", row->mt.mean, row->mbusbw, w, row->mcpu_us,
@@ -886,7 +906,7 @@ static void csv_open(struct bench_ctx *ctx)
 	fprintf(ctx->csv, "coll,nranks,nhosts,transport,algo,blocking,bytes,count,dtype,op,root,"
 		"time_us,min_us,max_us,algbw_GBps,busbw_GBps,wrong,"
 		"mpi_time_us,mpi_min_us,mpi_max_us,mpi_algbw_GBps,mpi_busbw_GBps,mpi_wrong,ratio,"
-		"cpu_us,mpi_cpu_us\n");
+		"cpu_us,mpi_cpu_us,floor_us,floor_frac\n");
 }
 
 static void csv_row(struct bench_ctx *ctx, const struct bench_row *row)
@@ -912,11 +932,15 @@ static void csv_row(struct bench_ctx *ctx, const struct bench_row *row)
 			row->malgbw, row->mbusbw);
 		if (checked)
 			fprintf(ctx->csv, "%" PRIu64, row->mwrong);
-		fprintf(ctx->csv, ",%.4f,%.3f,%.3f\n", row->mt.mean > 0 ? row->t.mean / row->mt.mean : 0.0,
+		fprintf(ctx->csv, ",%.4f,%.3f,%.3f,", row->mt.mean > 0 ? row->t.mean / row->mt.mean : 0.0,
 			row->cpu_us, row->mcpu_us);
 	} else {
-		fprintf(ctx->csv, ",,,,,,,%.3f,\n", row->cpu_us);
+		fprintf(ctx->csv, ",,,,,,,%.3f,,", row->cpu_us);
 	}
+	if (row->floor_us > 0 && row->t.mean > 0)
+		fprintf(ctx->csv, "%.3f,%.4f\n", row->floor_us, row->floor_us / row->t.mean);
+	else
+		fprintf(ctx->csv, ",\n");
 }
 
 /* a JSON string: the values we print are names without quotes or controls */
@@ -965,8 +989,8 @@ static void json_open(struct bench_ctx *ctx)
 	else
 		fprintf(f, "null");
 	fprintf(f, ",\n  \"iters\": %" PRIu64 ",\n  \"rounds\": %" PRIu64 ",\n  \"warmup\": %" PRIu64
-		",\n  \"blocking\": %d,\n  \"check\": %d,\n  \"loadavg\": ",
-		o->iters, o->rounds, o->warmup, o->blocking, o->check);
+		",\n  \"blocking\": %d,\n  \"check\": %d,\n  \"memcpy_GBps\": %.3f,\n  \"loadavg\": ",
+		o->iters, o->rounds, o->warmup, o->blocking, o->check, ctx->copy_GBps);
 	json_str(f, load);
 	fprintf(f, ",\n  \"rows\": [");
 }
@@ -991,6 +1015,8 @@ static void json_row(struct bench_ctx *ctx, const struct bench_row *row)
 		fprintf(f, "%" PRIu64, row->wrong);
 	else
 		fprintf(f, "null");
+	if (row->floor_us > 0)
+		fprintf(f, ", \"floor_us\": %.3f", row->floor_us);
 	if (row->mpi) {
 		fprintf(f, ", \"mpi\": {\"time_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f"
 			", \"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, \"cpu_us\": %.3f, \"wrong\": ",
@@ -1052,6 +1078,59 @@ static void comm_create(struct bench_ctx *ctx)
 	ibc_comm_rank(ctx->comm, &ctx->rank);
 	ibc_comm_size(ctx->comm, &ctx->nranks);
 	ibc_comm_transport(ctx->comm, &ctx->transport);
+}
+
+/*
+ * The memory floor's rate: rank 0 copies 64 MiB (beyond any cache) 5 times
+ * and keeps the fastest, while the other ranks wait in the broadcast of the
+ * result (they spin briefly, then sleep: the copy has the core); with the
+ * ranks on rank 0's host and the CPUs it may use.
+ */
+#define FLOOR_BYTES (64u << 20)
+static void measure_floor(struct bench_ctx *ctx)
+{
+	double v[3] = { 0, 0, 0 };
+	ibc_status_t st;
+	int i;
+
+	if (ctx->rank == 0) {
+		char *a = malloc(FLOOR_BYTES);
+		char *b = malloc(FLOOR_BYTES);
+		cpu_set_t cpus;
+		double best = 0;
+		volatile char sink;
+
+		if (a && b) {
+			memset(a, 1, FLOOR_BYTES);
+			memset(b, 2, FLOOR_BYTES);
+			for (i = 0; i < 5; i++) {
+				uint64_t t0 = now_ns();
+				double dt;
+
+				memcpy(i & 1 ? a : b, i & 1 ? b : a, FLOOR_BYTES);
+				dt = (double)(now_ns() - t0) / 1000.0;
+				sink = a[(size_t)i * 4096] + b[(size_t)i * 8192];
+				if (dt > 0 && FLOOR_BYTES / dt / 1e3 > best)
+					best = FLOOR_BYTES / dt / 1e3;
+			}
+			(void)sink;
+		}
+		free(a);
+		free(b);
+		v[0] = best;
+		v[1] = 0;
+		for (i = 0; i < ctx->nranks; i++)
+			v[1] += !strcmp(ctx->hosts + (size_t)i * BENCH_HOST_BYTES, ctx->hosts);
+		v[2] = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus)
+								     : sysconf(_SC_NPROCESSORS_ONLN);
+	}
+	st = ibc_broadcast(v, v, 3, IBC_FLOAT64, 0, ctx->comm);
+	if (st != IBC_OK)
+		bench_die("ibc_broadcast of the memcpy rate", st);
+	check_async(ctx, "ibc_broadcast of the memcpy rate");
+	ctx->copy_GBps = v[0];
+	ctx->nlocal = (int)v[1];
+	ctx->ncores = (int)v[2];
 }
 
 static void gather_hosts(struct bench_ctx *ctx)
@@ -1251,6 +1330,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	gather_hosts(&ctx);
+	measure_floor(&ctx);
 	alloc_buffers(&ctx);
 	if (ctx.rank == 0) {
 		print_header(&ctx, argc, argv);

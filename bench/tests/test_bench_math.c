@@ -454,8 +454,38 @@ static void test_values(void)
 	       "ranks 0 and 7 have different inputs");
 }
 
+/*
+ * The floor (bench_floor_traffic(), bench_floor_us()): the issue's figure,
+ * 2 ranks, 64 MiB all-reduce, 4 x 32 MiB of traffic per rank, 21.6 GB/s
+ * memcpy: 134217728 / 43.2e9 s = 3106.9 us; and the other collectives'
+ * traffic on 4 ranks of 1 MiB, exact in binary.
+ */
+static void test_floor(void)
+{
+	const uint64_t M = 1u << 20;
+	double want = 4.0 * 32 * M / (2 * 21.6e9) * 1e6;
+
+	tap_ok(near(bench_floor_us(BENCH_ALLREDUCE, 2, 64 * M, 21.6, 2, 2), want),
+	       "floor: 2 ranks 64 MiB all-reduce at 21.6 GB/s memcpy = %.1f us (got %.3f)", want,
+	       bench_floor_us(BENCH_ALLREDUCE, 2, 64 * M, 21.6, 2, 2));
+	tap_ok(near(bench_floor_us(BENCH_ALLREDUCE, 4, 64 * M, 21.6, 4, 2), 2 * want),
+	       "floor: 4 ranks on 2 cores take twice as long per rank");
+	tap_ok(bench_floor_traffic(BENCH_ALLGATHER, 4, M) == 1.5 * M &&
+	       bench_floor_traffic(BENCH_ALLTOALL, 4, M) == 1.5 * M &&
+	       bench_floor_traffic(BENCH_REDUCE_SCATTER, 4, M) == 1.25 * M &&
+	       bench_floor_traffic(BENCH_REDUCE, 4, M) == 1.25 * M &&
+	       bench_floor_traffic(BENCH_BROADCAST, 4, M) == 2.0 * M &&
+	       bench_floor_traffic(BENCH_SENDRECV, 1, M) == 2.0 * M,
+	       "floor traffic on 4 ranks of 1 MiB: all-gather/all-to-all 1.5 MiB, reduce-scatter/reduce 1.25 MiB, broadcast/sendrecv 2 MiB");
+	tap_ok(bench_floor_traffic(BENCH_BARRIER, 4, M) == 0 &&
+	       bench_floor_traffic(BENCH_ALLREDUCE, 1, M) == 0 &&
+	       bench_floor_us(BENCH_ALLREDUCE, 2, M, 0.0, 2, 2) == 0,
+	       "no floor: barrier, one rank, no memcpy figure");
+}
+
 int main(void)
 {
+	test_floor();
 	test_paper_values();
 	test_factors();
 	test_sizes();

@@ -54,6 +54,6 @@ IBC_TIMEOUT_MS=60000 timeout -k 5 120 $mpirun -np 3 -x IBC_TIMEOUT_MS "$bench" a
 ok $? "AVG under --vs-mpi exits 0"
 grep -q '| *n/a' "$tmp/avg.log"
 ok $? "AVG rows show n/a in the MPI columns"
-cat "$tmp/all.csv" "$tmp/avg.csv" | awk -F, '/^coll,/ { next } NF != 26 { bad = 1 } END { exit bad }'
-ok $? "CSV rows with and without MPI columns all have 26 fields"
+cat "$tmp/all.csv" "$tmp/avg.csv" | awk -F, '/^coll,/ { next } NF != 28 { bad = 1 } END { exit bad }'
+ok $? "CSV rows with and without MPI columns all have 28 fields"
 exit $fail

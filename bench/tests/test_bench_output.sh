@@ -21,7 +21,7 @@ if [ ! -x "$bench" ]; then
 	echo "1..0 # SKIP $bench not built"
 	exit 0
 fi
-echo "1..17"
+echo "1..18"
 n=0
 fail=0
 ok() {
@@ -43,8 +43,8 @@ ok $rc "2 ranks with --csv and --json exit 0"
 
 head -1 "$tmp/out.csv" | grep -q '^coll,nranks,nhosts,transport,algo,blocking,bytes,count,dtype,op,root,time_us,min_us,max_us,algbw_GBps,busbw_GBps,wrong,mpi_time_us'
 ok $? "CSV header"
-awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad || n != 26 }' "$tmp/out.csv"
-ok $? "CSV: every row has the 26 columns of the header"
+awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad || n != 28 }' "$tmp/out.csv"
+ok $? "CSV: every row has the 28 columns of the header"
 rows=$(awk -F, 'NR > 1 && $1 == "allreduce" && $2 == 2 && $17 == "0"' "$tmp/out.csv" | wc -l)
 [ "$rows" -eq 4 ]
 ok $? "CSV: 4 allreduce rows (1K 4K 16K 64K) with 0 wrong (got $rows)"
@@ -54,6 +54,15 @@ ok $? "CSV: bytes and count columns"
 awk -F, 'NR > 1 { d = $16 - $15 * 2 * (2 - 1) / 2; if (d > 1e-5 || d < -1e-5 || $12 <= 0) bad = 1 }
 	END { exit bad }' "$tmp/out.csv"
 ok $? "CSV: busbw = algbw * 2(n-1)/n, time > 0"
+# the floor: header's memcpy rate m GB/s; a 2-rank all-reduce of N bytes on
+# one host must move 2 N per rank: floor_us = 2 N / (2 m) / 1e3 (x 1: 2 cores
+# or more) and floor_frac = floor_us / time_us, in the text's floor column too
+m=$(sed -n 's/^# floor     : memcpy \([0-9.]*\) GB\/s on one core.*/\1/p' "$tmp/r0")
+[ -n "$m" ] && awk -F, -v m="$m" -v c="$(nproc)" 'NR > 1 { s = c >= 2 ? 1 : 2 / c; f = $7 / m / 1e3 * s
+	if ($27 <= 0 || ($27 - f) > 0.002 * f + 0.002 || (f - $27) > 0.002 * f + 0.002 || ($28 - $27 / $12) > 0.001 || ($27 / $12 - $28) > 0.001) bad = 1 }
+	END { exit bad || NR != 5 }' "$tmp/out.csv" &&
+	[ "$(awk '$1 ~ /^[0-9]+$/ && $13 ~ /%$/' "$tmp/r0" | wc -l)" = 4 ]
+ok $? "floor: memcpy ${m:-?} GB/s in the header; floor_us = 2 N / (2 memcpy) per row, floor_frac = floor_us / time_us, a floor % per text row"
 
 if command -v python3 >/dev/null 2>&1; then
 	python3 - "$tmp/out.json" <<'PY'
