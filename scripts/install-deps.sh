@@ -9,7 +9,8 @@
 # (free ports and the JSON check in bench/tests), libucx-dev (the header of
 # UCX's memory hooks, libucm, for the verbs registration cache), gnuplot-nox (bench/plot.sh,
 # trainer plots), iproute2 (ss: free ports), openmpi-bin (mpirun launcher
-# groups), nodejs (tokenizer), python3-torch + libtorch-dev + pybind11-dev
+# groups), mpich + libmpich-dev (bench/peers.sh's MPICH column; Debian keeps
+# Open MPI the default mpicc and mpirun, alternatives priority 50 against 40), nodejs (tokenizer), python3-torch + libtorch-dev + pybind11-dev
 # (bindings/torch and tests/torch; only where Debian has them for this
 # architecture). Without them those tests SKIP.
 #
@@ -19,7 +20,7 @@ set -eu
 
 pkgs="autoconf automake libtool pkg-config make gcc libc6-dev libssl-dev
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest
-      libhwloc-dev hwloc openmpi-bin libopenmpi-dev libucx-dev
+      libhwloc-dev hwloc openmpi-bin libopenmpi-dev mpich libmpich-dev libucx-dev
       fortunes jargon-text gnuplot-nox xz-utils file procps iproute2 kmod
       valgrind clang libclang-rt-14-dev python3"
 [ "${1:-}" = "--vm" ] && pkgs="$pkgs qemu-system-x86 linux-image-amd64 busybox-static cpio"
