@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -489,6 +490,72 @@ out:
 	return best;
 }
 
+/*
+ * The job's peak fp32 matmul rate (GFLOP/s) for the utilisation column,
+ * per host: the host's lowest rank times a matmul on 1 thread while the
+ * host's other ranks wait in the all-reduce below, and the host's peak is
+ * that x the cores its ranks can use, min(CPUs online, ranks on the host x
+ * threads per rank); the job's is the sum over hosts. Each rank timing
+ * itself counted a core as many times as ranks happened to time alone on
+ * it: 4 ranks of 1 thread on 2 cores printed 884 GFLOP/s (4 x 221), where
+ * one rank with 2 threads measures 392 (issue 22). Collective over the
+ * job's @R ranks (two all-reduces); *@peak_p on every rank. Returns 0, or
+ * -1 where an all-reduce failed.
+ */
+static int measure_job_peak(struct dp *dp, int R, int rank, double *peak_p)
+{
+	char host[256] = "";
+	uint32_t hash = 2166136261u;      /* FNV-1a of the host name */
+	double *h;
+	double mine;
+	double sum = 0;
+	int nlocal = 0;
+	int leader = -1;
+	int threads = omp_threads();
+
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		snprintf(host, sizeof(host), "unknown");
+	for (const char *p = host; *p; p++)
+		hash = (hash ^ (uint8_t)*p) * 16777619u;
+	h = calloc((size_t)R, sizeof(double));
+	if (!h)
+		return -1;
+	mine = (double)hash + 1;
+	h[rank] = mine;
+	if (R > 1 && dp->ops->allreduce_sum_f64(dp->ctx, h, (size_t)R) != 0) {
+		free(h);
+		return -1;
+	}
+	for (int r = 0; r < R; r++)
+		if (h[r] == mine) {
+			nlocal++;
+			if (leader < 0)
+				leader = r;
+		}
+	free(h);
+	if (rank == leader) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		double one;
+
+#ifdef _OPENMP
+		omp_set_num_threads(1);
+#endif
+		one = measure_peak_gflops();
+#ifdef _OPENMP
+		omp_set_num_threads(threads);
+#endif
+		long cores = (long)nlocal * threads;
+
+		if (ncpu > 0 && ncpu < cores)
+			cores = ncpu;
+		sum = one * (double)cores;
+	}
+	if (R > 1 && dp->ops->allreduce_sum_f64(dp->ctx, &sum, 1) != 0)
+		return -1;
+	*peak_p = sum;
+	return 0;
+}
+
 /* ---- sampling ---- */
 
 static uint64_t rng_next(uint64_t *s)
@@ -772,13 +839,17 @@ int main(int argc, char **argv)
 				why);
 	}
 
-	/* peak: each rank measures itself (all at once, so sharing counts) */
-	peak = o.peak_gflops > 0 ? o.peak_gflops : measure_peak_gflops();
-	/* (a replacement joins a job that did this long ago) */
-	if (R > 1 && !o.join && dp.ops->allreduce_sum_f64(dp.ctx, &peak, 1) != 0)
+	/*
+	 * peak: given per rank, or measured per host (measure_job_peak()); a
+	 * replacement joins a job that did this long ago, and prints nothing
+	 * with it (rank 0 prints), so it times its own threads alone
+	 */
+	if (o.peak_gflops > 0)
+		peak = o.peak_gflops * R;
+	else if (o.join)
+		peak = measure_peak_gflops() * R;
+	else if (measure_job_peak(&dp, R, dp.rank, &peak) != 0)
 		goto out_tok;
-	if (R == 1 || o.peak_gflops > 0)
-		peak = o.peak_gflops > 0 ? o.peak_gflops * R : peak;
 	V = tr.cfg.vranks;
 	flops_per_step = gpt2_flops_per_token(&model->cfg, o.tc.T) * V * o.tc.B * o.tc.G * o.tc.T;
 
@@ -807,7 +878,7 @@ int main(int argc, char **argv)
 		       "(%s)\n",
 		       o.train_pattern, tr.train.nsamples, tr.train.nshards,
 		       tr.have_val ? o.val_pattern : "none", peak,
-		       o.peak_gflops > 0 ? "given" : "measured, all ranks");
+		       o.peak_gflops > 0 ? "given" : "measured: 1 thread x the cores of each host");
 		if (o.log_csv) {
 			csv = fopen(o.log_csv, "w");
 			if (!csv) {
