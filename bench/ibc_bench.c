@@ -1087,6 +1087,7 @@ static void comm_create(struct bench_ctx *ctx)
  * ranks on rank 0's host and the CPUs it may use.
  */
 #define FLOOR_BYTES (64u << 20)
+#define IBC_BENCH_MIN(a, b) ((a) < (b) ? (a) : (b))
 static void measure_floor(struct bench_ctx *ctx)
 {
 	double v[3] = { 0, 0, 0 };
@@ -1121,8 +1122,14 @@ static void measure_floor(struct bench_ctx *ctx)
 		v[1] = 0;
 		for (i = 0; i < ctx->nranks; i++)
 			v[1] += !strcmp(ctx->hosts + (size_t)i * BENCH_HOST_BYTES, ctx->hosts);
-		v[2] = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus)
-								     : sysconf(_SC_NPROCESSORS_ONLN);
+		/*
+		 * cores: rank 0's CPUs, or, where a launcher bound each rank to
+		 * fewer CPUs than there are local ranks (Open MPI binds to a core
+		 * by default), as many as ranks up to the CPUs online
+		 */
+		v[2] = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+		if (v[2] < v[1])
+			v[2] = IBC_BENCH_MIN(v[1], (double)sysconf(_SC_NPROCESSORS_ONLN));
 	}
 	st = ibc_broadcast(v, v, 3, IBC_FLOAT64, 0, ctx->comm);
 	if (st != IBC_OK)

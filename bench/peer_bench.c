@@ -18,9 +18,11 @@
  *
  * usage: mpirun -n N peer_bench LIB COLL MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP
  *   LIB: mpi or ibc; COLL: allreduce allgather reduce_scatter broadcast alltoall
- * output (rank 0): "LIB COLL BYTES MEDIAN_US" per size, then "# library ..."
+ * output (rank 0): "LIB COLL BYTES MEDIAN_US" per size (BYTES: what moved, in
+ * whole float32 elements per rank), then "# library ..."
  */
 #include <mpi.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,8 +254,23 @@ int main(int argc, char **argv)
 
 		if (!s || !r || !t)
 			die("malloc");
-		if (n == 0)
-			break;  /* fewer bytes than ranks' elements: nothing to time */
+		if (n == 0) {
+			/* fewer elements than ranks: no whole block to time at this size */
+			free(s);
+			free(r);
+			free(t);
+			continue;
+		}
+		if (sn > INT_MAX || rn > INT_MAX) {
+			/* MPI counts are int: larger calls need derived datatypes */
+			if (rank == 0)
+				fprintf(stderr, "peer_bench: %llu bytes: over 2^31 - 1 elements per call; stopping\n",
+					(unsigned long long)bytes);
+			free(s);
+			free(r);
+			free(t);
+			break;
+		}
 		for (i = 0; i < sn; i++)
 			s[i] = input(rank, i);
 		memset(r, 0, rn * sizeof(float));
@@ -272,9 +289,10 @@ int main(int argc, char **argv)
 		bad = (long)check(coll, r, n);
 		MPI_Reduce(&med, &slow, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 		MPI_Allreduce(&bad, &allbad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+		/* the bytes that moved: whole elements per rank, as ibc_bench rounds */
 		if (rank == 0)
 			printf("%s %s %llu %.3f\n", argv[1], coll_names[coll],
-			       (unsigned long long)bytes, slow);
+			       (unsigned long long)(n * 4 * (whole ? 1 : (size_t)nranks)), slow);
 		fflush(stdout);
 		free(s);
 		free(r);

@@ -40,8 +40,9 @@ def rank_main(rank, n, outdir, coll, minb, maxb, factor, iters, warmup):
     while b <= maxb:
         whole = coll in ("allreduce", "broadcast")
         m = b // 4 if whole else b // 4 // n          # elements per block
-        if m == 0:
-            break
+        if m == 0:          # fewer elements than ranks: no whole block at this size
+            b *= factor
+            continue
         if coll == "allreduce":
             # in place (all_reduce has no other form) on zeros, which stay
             # exact call after call; the checked call below starts from inputs
@@ -75,6 +76,7 @@ def rank_main(rank, n, outdir, coll, minb, maxb, factor, iters, warmup):
             def call():
                 dist.all_to_all_single(out, src)
         else:
+            dist.destroy_process_group()
             return rows     # reduce_scatter: not in Gloo (PyTorch 1.13)
         for _ in range(warmup):
             call()
@@ -94,7 +96,7 @@ def rank_main(rank, n, outdir, coll, minb, maxb, factor, iters, warmup):
         dist.all_reduce(med, op=dist.ReduceOp.MAX)
         if int(bad):
             raise RuntimeError("gloo %s of %d bytes: %d wrong elements" % (coll, b, int(bad)))
-        rows.append([b, med.item()])
+        rows.append([m * 4 * (1 if whole else n), med.item()])
         b *= factor
     dist.destroy_process_group()
     return rows

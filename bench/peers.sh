@@ -74,11 +74,13 @@ if [ -n "$out" ]; then
 else
 	tmp=$(mktemp -d) || exit 2
 	trap 'rm -rf "$tmp"' EXIT
+	trap 'exit 130' INT TERM
 fi
 cores=$(nproc)
 notes=$tmp/notes
 : > "$notes"
 : > "$tmp/raw"
+: > "$tmp/versions"
 
 # what runs: each library's command prefix, or a reason in the notes
 peer=$b/bench/peer_bench
@@ -105,9 +107,9 @@ else
 	echo "gloo: no torch.distributed with Gloo for $py (Debian: python3-torch)" >> "$notes"
 fi
 if [ "$tp" = shm ]; then
-	ompi_mca="--mca btl self,vader"
+	ompi_mca="--mca pml ob1 --mca btl self,vader"
 else
-	ompi_mca="--mca btl self,tcp --mca btl_tcp_if_include lo"
+	ompi_mca="--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo"
 fi
 
 # one library's run: $1 library, $2 ranks, $3 collective; lines go to raw with the round
@@ -140,7 +142,7 @@ run_lib() {
 		tail -n 5 "$log" >&2
 		return 1
 	fi
-	sed -n "s/^\(mpi\|ibc\|gloo\) $coll /$lib $nr $coll /p" "$log" >> "$tmp/raw"
+	awk -v lib="$lib" -v nr="$nr" -v c="$coll" '($1 == "mpi" || $1 == "ibc" || $1 == "gloo") && $2 == c { print lib, nr, c, $3, $4 }' "$log" >> "$tmp/raw"
 	grep '^# library' "$log" | sed "s/^# library [a-z]*:/$lib:/" | head -n 1 >> "$tmp/versions"
 }
 

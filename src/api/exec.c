@@ -290,7 +290,7 @@ static ibc_status_t exec_host(void *arg, struct ibc_op *op)
 		IBC_CHECK(ibc_tuner_select(comm->tuner, op, &c));
 		t0 = ibc_time_ns();
 		st = ibc_coll_run(&comm->coll, op, &c);
-		/* the re-timing's checkpoints compare this with its timing (tuner.c) */
+		/* the re-timing's checkpoints compare this with its timing (tune_retime.c) */
 		if (st == IBC_OK)
 			ibc_tuner_observe(comm->tuner, op, &c, (double)(ibc_time_ns() - t0) / 1000.0);
 		return st;

@@ -4,7 +4,7 @@
  * n-th call (counting from 1, per process) at <site> fail as if the system
  * had refused it. Sites: alloc, sock, shm, verbs, reg, cuda; agree_crash
  * kills the process in an agreement (ibc_fault_crash()); retime makes the
- * tuner's re-timing report 4x its times (tuner.c). Unarmed, the
+ * tuner's re-timing report 4x its times (tune_retime.c). Unarmed, the
  * cost is one predictable branch per call site (util.h).
  */
 #include "config.h"

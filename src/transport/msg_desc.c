@@ -51,7 +51,7 @@ void ibc_msg_desc_text(const struct ibc_msg_desc *d, size_t nbytes, char *buf, s
 
 	if ((d->flags & IBC_DESC_F_INTERNAL) && n > 0 && (size_t)n < len)
 		/* the tuner's exchange: name the user's call it belongs to */
-		snprintf(buf + n, len - (size_t)n, " of the tuner's start-up exchange for %s count %llu %s",
+		snprintf(buf + n, len - (size_t)n, " of the tuner's own exchanges for %s count %llu %s",
 			 ibc_coll_name((int)(d->reserved >> 56)),
 			 (unsigned long long)(d->reserved & 0xffffffffffffull),
 			 ibc_dtype_name((ibc_dtype_t)((d->reserved >> 48) & 0xff)));

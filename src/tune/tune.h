@@ -221,20 +221,34 @@ void ibc_tuner_destroy(struct ibc_tuner *t);
 
 /*
  * ibc_tuner_select() - the algorithm for @op (all-reduce, broadcast or
- * reduce) on @t's communicator. The first call on a communicator of more
- * than one rank is collective: rank 0's settings and tuning file are
- * shared, then (with IBC_TUNING_PROBE=1 and no file rows for this
- * transport) every rank measures latency and bandwidth with a partner and
- * reduction speed locally, and the averages become the model, so all ranks
- * decide alike. Logs each new decision (per collective and power-of-two
- * size) once at INFO TUNING. Returns IBC_OK or the net layer's error.
+ * reduce) on @t's communicator; the executor's call, once per operation,
+ * in operation order. The first call on a communicator of more than one
+ * rank is collective: rank 0's settings and tuning file are shared, then
+ * (with IBC_TUNING_PROBE=1 and no file rows for this transport) every rank
+ * measures latency and bandwidth with a partner and reduction speed
+ * locally, and the averages become the model, so all ranks decide alike.
+ * All-reduce calls are counted per size class, and the calls at which the
+ * re-timing times or checks a class are collective too (tune_retime.c):
+ * only real operations, which every rank runs, may come here. Logs each
+ * new decision (per collective and power-of-two size) once at INFO TUNING.
+ * Returns IBC_OK or the net layer's error.
  */
 ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc_algo_choice *c);
 
 /*
+ * ibc_tuner_peek() - the choice ibc_tuner_select() would make for a
+ * collective of kind @kind (enum ibc_coll_type) on @nbytes of @esz-byte
+ * elements, without counting a call or communicating (benchmarks label
+ * their runs with it). Local. Returns IBC_OK, or IBC_ERR_INVALID_USAGE
+ * before the first tuned collective or for a kind the tuner does not decide.
+ */
+ibc_status_t ibc_tuner_peek(struct ibc_tuner *t, int kind, size_t nbytes, size_t esz,
+			    struct ibc_algo_choice *c);
+
+/*
  * ibc_tuner_observe() - tell @t that @op ran with @c in @us microseconds
  * (this rank's execution time, from start to completion on this rank).
- * The re-timing (IBC_TUNING_RETIME, tuner.c "Re-timing") compares the
+ * The re-timing (IBC_TUNING_RETIME, tune_retime.c "Re-timing") compares the
  * fastest such call of a size class with the time it measured there. Local,
  * no communication; the executor calls it after each tuned operation.
  */

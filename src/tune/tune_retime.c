@@ -39,13 +39,16 @@
  * are agreed by a max all-reduce, so every rank decides alike.
  * Afterwards each rank keeps the fastest measured / predicted ratio of the
  * calls that ran the choice (ibc_tuner_observe(): the fastest, because a
- * call also waits for the slowest rank to arrive); at checkpoints, 256
- * calls apart and then twice as far each time up to 65536, the ranks
- * agree (max all-reduce of two doubles) whether it is over RETIME_DRIFT
- * times the re-timing's ratio, or under 1 / RETIME_DRIFT of it (the
- * timing ran under load), and time the class again if so. A checkpoint
- * costs one 16-byte all-reduce; a re-timing, about 16 operations of the
- * size.
+ * call also waits for the slowest rank to arrive); at checkpoints, the
+ * first 256 calls after the first timing and each gap twice the last (after
+ * a checkpoint and after a timing alike) up to 65536, the ranks agree
+ * (max all-reduce) on the slowest rank's ratio, and time the class again
+ * where it is over RETIME_DRIFT times the timing's, or under 1 /
+ * RETIME_DRIFT of it (the timing ran under load). A checkpoint costs one
+ * 16-byte all-reduce; a timing, an 8-byte all-reduce (every rank has the
+ * buffers), about 16 operations of the size and the agreement on their
+ * times. With one candidate, or where a rank has no memory for an in-place
+ * call's second buffer, the class keeps the model's choice, untimed.
  */
 #define RETIME_MARGIN 3.0               /* candidates: predicted <= this x the model's best */
 #define RETIME_KEEP 1.05                /* the current choice stands within this x the fastest */
@@ -133,10 +136,8 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 	int k;
 	int rep;
 
-	before = r->valid ? r->algo : -1;
 	ibc_tune_choose(&t->meff, IBC_TUNE_ALLREDUCE, nbytes, &own);
-	if (before < 0)
-		before = own.algo;
+	before = r->valid && r->algo >= 0 ? r->algo : own.algo;
 	for (a = 0; a < IBC_ALGO_COUNT; a++) {
 		v[a] = HUGE_VAL;
 		if (ibc_tune_algo_ok(&t->meff, IBC_TUNE_ALLREDUCE, a))
@@ -146,21 +147,33 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 	for (a = 0; a < IBC_ALGO_COUNT; a++)
 		if (v[a] <= RETIME_MARGIN * best || a == before)
 			c[n++] = c[a];
+	/* until timed: the model's choice (algo -1), no checkpoints (ratio 0) */
 	r->valid = 1;
-	r->algo = before;
+	r->algo = -1;
 	r->ratio = 0;
 	r->seen = 0;
 	r->gap = r->gap ? IBC_MIN(2 * r->gap, (uint64_t)RETIME_MAX_GAP) : RETIME_FIRST_GAP;
 	r->next = r->calls + r->gap;
 	if (n < 2)
-		return IBC_OK;  /* nothing to choose between: no checkpoints (ratio 0) */
+		return IBC_OK;  /* nothing to choose between (the same n on every rank) */
+	/*
+	 * An in-place call needs a buffer for the results; every rank agrees
+	 * that all have one (a min all-reduce, also where this rank's call is
+	 * out of place, so that every rank runs the same operations), and
+	 * where one has not, the class keeps the model's choice.
+	 */
 	if (op->sendbuf == op->recvbuf) {
 		tmp = ibc_aligned_alloc(4096, nbytes, "tuner re-timing");
-		if (!tmp)
-			return ibc_net_fail(cl->net, IBC_ERR_NO_MEMORY, -1,
-					     "cannot allocate %zu bytes to time the all-reduce algorithms",
-					     nbytes);
 		out = tmp;
+	}
+	fast[0] = out ? 1 : 0;
+	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, fast, 1, IBC_FLOAT64, &ar);
+	ar.redop = IBC_MIN;
+	IBC_CHECK_GOTO(ibc_ring_allreduce(cl, &ar), st, done);
+	if (fast[0] == 0) {
+		IBC_LOG_WARN(TUNING, "all-reduce of %zu bytes: a rank has no memory for a second buffer of its size; the tuner keeps the model's choice (%s) for its size class instead of timing the algorithms",
+			     nbytes, ibc_algo_name(own.algo));
+		goto done;
 	}
 	iters = (int)IBC_MIN(64.0, IBC_MAX(1.0, ceil(RETIME_REP_US / IBC_MAX(best, 0.01))));
 	for (k = 0; k < n; k++)
@@ -243,8 +256,9 @@ int ibc_tune_retime_count(struct ibc_tuner *t, size_t nbytes)
 
 /*
  * At the first timing call, time (tuner_retime()); at a checkpoint, agree on
- * the largest fastest ratio over the re-timing's ratio and its inverse,
- * over ranks, and time again beyond RETIME_DRIFT. Collective.
+ * the slowest rank's fastest measured / predicted ratio since the last one,
+ * and time again where it is over RETIME_DRIFT times the timing's or under
+ * 1 / RETIME_DRIFT of it. Collective.
  */
 ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t nbytes)
 {
@@ -255,17 +269,20 @@ ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t
 
 	if (!r->valid)
 		return tuner_retime(t, op, nbytes, r, "first");
-	if (r->seen > 0) {
-		d[0] = r->seen / r->ratio;
-		d[1] = r->ratio / r->seen;
-	}
+	/*
+	 * The slowest rank's fastest call, as the timing's ratio is the slowest
+	 * rank's fastest repetition (the rank that arrives last at a call finds
+	 * its peers' data waiting and times less than the operation takes);
+	 * d[1] > 0: some rank ran no call of the choice, no verdict.
+	 */
+	d[0] = r->seen;
+	d[1] = r->seen > 0 ? 0 : 1;
 	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, d, 2, IBC_FLOAT64, &ar);
 	ar.redop = IBC_MAX;
 	IBC_CHECK(ibc_ring_allreduce(t->coll, &ar));
 	r->seen = 0;
-	if (d[0] > RETIME_DRIFT || d[1] > RETIME_DRIFT) {
-		snprintf(why, sizeof(why), "its calls ran at %.2fx the last timing",
-			 d[0] > RETIME_DRIFT ? d[0] : 1.0 / d[1]);
+	if (d[1] == 0 && (d[0] > RETIME_DRIFT * r->ratio || d[0] * RETIME_DRIFT < r->ratio)) {
+		snprintf(why, sizeof(why), "its calls ran at %.2fx the last timing", d[0] / r->ratio);
 		return tuner_retime(t, op, nbytes, r, why);
 	}
 	r->gap = IBC_MIN(2 * r->gap, (uint64_t)RETIME_MAX_GAP);

@@ -689,6 +689,34 @@ static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 		     t->meff.force_algo >= 0 || t->meff.force_proto >= 0 ? " [forced]" : "");
 }
 
+/* the model's choice, or the re-timed algorithm with its best protocol and chunk */
+static void tuner_choose(struct ibc_tuner *t, int coll, size_t nbytes, struct ibc_algo_choice *c)
+{
+	ibc_tune_choose(&t->meff, coll, nbytes, c);
+	if (coll == IBC_TUNE_ALLREDUCE && ibc_tune_retime_on(t, nbytes)) {
+		const struct tune_retime *r = &t->rt[ibc_tune_retime_class(nbytes)];
+
+		if (r->valid && r->algo >= 0 && r->algo != c->algo)
+			ibc_tune_best_for_algo(&t->meff, coll, r->algo, nbytes, c);
+	}
+}
+
+ibc_status_t ibc_tuner_peek(struct ibc_tuner *t, int kind, size_t nbytes, size_t esz,
+			    struct ibc_algo_choice *c)
+{
+	int coll = ibc_tune_coll_of(kind);
+
+	if (!t || !t->ready || coll < 0 || esz == 0) {
+		IBC_LOG_ERROR(TUNING, "ibc_tuner_peek: %s", !t || !t->ready ?
+			      "no tuned collective ran on this communicator yet" :
+			      "not an all-reduce, broadcast or reduce, or no element size");
+		return IBC_ERR_INVALID_USAGE;
+	}
+	t->meff.elem_bytes = (int32_t)esz;
+	tuner_choose(t, coll, nbytes, c);
+	return IBC_OK;
+}
+
 ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc_algo_choice *c)
 {
 	struct ibc_coll *cl = t->coll;
@@ -737,14 +765,7 @@ ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc
 			return IBC_OK;
 		}
 	}
-	ibc_tune_choose(&t->meff, coll, nbytes, c);
-	if (coll == IBC_TUNE_ALLREDUCE && ibc_tune_retime_on(t, nbytes)) {
-		const struct tune_retime *r = &t->rt[ibc_tune_retime_class(nbytes)];
-
-		/* the re-timed algorithm, with its best protocol and chunk for this size */
-		if (r->valid && r->algo != c->algo)
-			ibc_tune_best_for_algo(&t->meff, coll, r->algo, nbytes, c);
-	}
+	tuner_choose(t, coll, nbytes, c);
 	if (t->meff.force_algo >= 0 && !ibc_tune_algo_ok(&t->meff, coll, t->meff.force_algo) &&
 	    !t->told_na[coll]) {
 		t->told_na[coll] = 1;

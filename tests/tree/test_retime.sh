@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# test_retime.sh - the tuner's re-timing (src/tune/tuner.c, "Re-timing"):
+# test_retime.sh - the tuner's re-timing (src/tune/tune_retime.c, "Re-timing"):
 # at the IBC_TUNING_RETIME-th all-reduce of each size class every rank times
 # the candidates at the same call, logs them on rank 0, and runs the class
 # with the fastest (the choice it had stands within 5 %); a timing that
