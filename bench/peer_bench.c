@@ -311,7 +311,16 @@ int main(int argc, char **argv)
 
 		MPI_Get_library_version(v, &len);
 		v[strcspn(v, "\n")] = '\0';
-		printf("# library %s: %s\n", argv[1], use_ibc ? "ibcoll" : v);
+#ifdef PEER_WITH_IBC
+		if (use_ibc) {
+			int ver = 0;
+
+			ibc_get_version(&ver);
+			snprintf(v, sizeof(v), "ibcoll %d.%d.%d", ver / 10000, ver / 100 % 100,
+				 ver % 100);
+		}
+#endif
+		printf("# library %s: %s\n", argv[1], v);
 	}
 #ifdef PEER_WITH_IBC
 	if (use_ibc)

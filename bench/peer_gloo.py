@@ -109,6 +109,10 @@ def main():
     n = int(sys.argv[1])
     coll = sys.argv[2]
     minb, maxb, factor, iters, warmup = (int(x) for x in sys.argv[3:8])
+    if n < 1 or minb < 4 or maxb < minb or factor < 2 or iters < 1 or warmup < 0:
+        print("peer_gloo: bad arguments (NRANKS >= 1, 4 <= MIN <= MAX, FACTOR >= 2, ITERS >= 1)",
+              file=sys.stderr)
+        return 2
     results, outdir, codes = tt_common.spawn_ranks(
         rank_main, n, 1800, (coll, minb, maxb, factor, iters, warmup))
     shutil.rmtree(outdir, ignore_errors=True)

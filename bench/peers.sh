@@ -56,7 +56,7 @@ while getopts n:c:b:e:f:i:w:R:t:o: opt; do
 	esac
 done
 shift $((OPTIND - 1))
-b=$(cd "${1:-$top/build}" && pwd) || exit 2
+b=$(cd "${1:-$top/build}" 2>/dev/null && pwd) || { echo "peers.sh: no build directory ${1:-$top/build}" >&2; exit 2; }
 case $tp in shm|tcp) ;; *) echo "peers.sh: -t $tp: shm or tcp" >&2; exit 2 ;; esac
 bytes() {
 	case $1 in
@@ -68,14 +68,34 @@ bytes() {
 }
 minb=$(bytes "$minb")
 maxb=$(bytes "$maxb")
+usage_err() { echo "peers.sh: $*" >&2; exit 2; }
+isnum() { case $1 in ''|*[!0-9]*) return 1 ;; esac; }
+for v in "$minb" "$maxb" "$fac" "$iters" "$warm" "$rounds"; do
+	isnum "$v" || usage_err "'$v' is not a whole number (sizes may end in K, M or G)"
+done
+[ "$minb" -ge 4 ] || usage_err "-b $minb: at least 4 bytes (one float)"
+[ "$maxb" -ge "$minb" ] || usage_err "-e $maxb is smaller than -b $minb"
+[ "$fac" -ge 2 ] || usage_err "-f $fac: the size must grow, at least 2"
+[ "$iters" -ge 1 ] && [ "$rounds" -ge 1 ] || usage_err "-i and -R: at least 1"
+for nr in $ranks; do
+	isnum "$nr" && [ "$nr" -ge 2 ] || usage_err "-n $nr: rank counts of at least 2"
+done
+for c in $colls; do
+	case $c in allreduce|allgather|reduce_scatter|broadcast|alltoall) ;;
+	*) usage_err "-c $c: allreduce, allgather, reduce_scatter, broadcast or alltoall" ;;
+	esac
+done
 if [ -n "$out" ]; then
 	mkdir -p "$out" || exit 2
 	tmp=$out
 else
 	tmp=$(mktemp -d) || exit 2
 	trap 'rm -rf "$tmp"' EXIT
-	trap 'exit 130' INT TERM
 fi
+# each library runs in the background and is waited for, so that INT and
+# TERM (a user's Ctrl-C, an outer timeout) stop it instead of waiting for it
+child=
+trap '[ -n "$child" ] && kill "$child" 2>/dev/null; exit 130' INT TERM
 cores=$(nproc)
 notes=$tmp/notes
 : > "$notes"
@@ -120,23 +140,26 @@ run_lib() {
 	ibc)
 		IBC_TRANSPORT=$tp IBC_TIMEOUT_MS=120000 timeout -k 5 900 \
 			mpirun --allow-run-as-root --oversubscribe -n "$nr" $ompi_mca -x IBC_TRANSPORT \
-			-x IBC_TIMEOUT_MS "$peer" ibc "$coll" "$minb" "$maxb" "$fac" "$iters" "$warm" > "$log" 2>&1 ;;
+			-x IBC_TIMEOUT_MS "$peer" ibc "$coll" "$minb" "$maxb" "$fac" "$iters" "$warm" > "$log" 2>&1 & ;;
 	ompi)
 		timeout -k 5 900 mpirun --allow-run-as-root --oversubscribe -n "$nr" $ompi_mca \
-			"$peer" mpi "$coll" "$minb" "$maxb" "$fac" "$iters" "$warm" > "$log" 2>&1 ;;
+			"$peer" mpi "$coll" "$minb" "$maxb" "$fac" "$iters" "$warm" > "$log" 2>&1 & ;;
 	mpich)
 		[ -n "$mpich" ] || return 0
 		[ "$nr" -le "$cores" ] || return 0
 		timeout -k 5 900 mpiexec.mpich -n "$nr" "$mpich" mpi "$coll" "$minb" "$maxb" "$fac" \
-			"$iters" "$warm" > "$log" 2>&1 ;;
+			"$iters" "$warm" > "$log" 2>&1 & ;;
 	gloo)
 		[ -n "$gloo" ] || return 0
 		[ "$coll" = reduce_scatter ] && return 0
 		OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1 timeout -k 5 900 \
 			"$py" "$top/bench/peer_gloo.py" "$nr" "$coll" "$minb" "$maxb" "$fac" "$iters" "$warm" \
-			> "$log" 2>&1 ;;
+			> "$log" 2>&1 & ;;
 	esac
+	child=$!
+	wait "$child"
 	rc=$?
+	child=
 	if [ $rc != 0 ]; then
 		echo "peers.sh: $lib $coll on $nr ranks failed (status $rc):" >&2
 		tail -n 5 "$log" >&2
@@ -173,7 +196,7 @@ for nr in $ranks; do
 done
 echo "# $(uptime)"
 sort -u "$tmp/versions" 2>/dev/null | sed 's/^/# /'
-echo "# method: float32 sum, each call after a barrier, per-rank median of $iters calls ($warm warm-up), slowest rank; median of $rounds rounds; transport $tp; us"
+echo "# method: float32 sum, each call after a barrier, per-rank median of $iters calls ($warm warm-up), slowest rank; median of $rounds round(s); transport $tp; us"
 echo "# ratio = ibcoll / the fastest peer that ran the size"
 printf "%5s %-15s %12s %10s %10s %10s %10s %6s\n" ranks collective bytes ibcoll openmpi mpich gloo ratio
 awk '{ print $2, $3, $4 }' "$tmp/raw" | sort -u > "$tmp/keys"

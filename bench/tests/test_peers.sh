@@ -19,7 +19,7 @@ if [ ! -x "$top_builddir/bench/peer_bench" ] || ! command -v mpirun >/dev/null 2
 	echo "1..0 # SKIP no bench/peer_bench (configure found no Open MPI)"
 	exit 0
 fi
-echo "1..10"
+echo "1..11"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; sed 's/^/# /' "$tmp/out" | tail -n 20; fi; }
 
@@ -65,3 +65,13 @@ else
 	ok $? "$nr ranks: Gloo missing: the notes say so"
 fi
 done
+
+# bad options end at once with the reason (a factor of 1 once looped for ever)
+bad=0
+for a in "-f 1" "-e 4 -b 8" "-n 1" "-c foo" "-b x" "-t foo"; do
+	timeout 20 sh "$top_srcdir/bench/peers.sh" $a "$top_builddir" > "$tmp/out" 2>&1
+	rc=$?
+	{ [ $rc = 2 ] && grep -q '^peers.sh: ' "$tmp/out"; } || { bad=1; echo "# $a: rc $rc"; }
+done
+[ $bad = 0 ]
+ok $? "bad options (-f 1, -e below -b, -n 1, -c foo, -b x, -t foo): exit 2 with a one-line reason"
