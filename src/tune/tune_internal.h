@@ -95,7 +95,20 @@ struct ibc_tuner {
 	uint64_t logged[IBC_TUNE_COLL_COUNT]; /* log2(size) buckets already logged */
 	int told_na[IBC_TUNE_COLL_COUNT];     /* "forced algorithm does not apply" logged */
 	struct tune_retime rt[RETIME_CLASSES]; /* all-reduce, per size class (floor log2) */
+	double *agree;                  /* TUNE_AGREE_DOUBLES: the buffer of the probe's and
+					 * the re-timing's agreements, kept for the
+					 * communicator's life so that a verbs transport
+					 * registers it once, at the probe, and later
+					 * agreements cost no registration */
 };
+#define TUNE_AGREE_DOUBLES 64
+
+/*
+ * an all-reduce (@redop) of @n <= TUNE_AGREE_DOUBLES doubles @v in place,
+ * through t->agree, on @op's sequence number (tune_retime.c)
+ */
+ibc_status_t ibc_tune_agree(struct ibc_tuner *t, const struct ibc_op *op, double *v, size_t n,
+			    ibc_redop_t redop);
 /* an internal operation on the same sequence number as @op (agreement, probe, race) */
 void ibc_tune_internal_req(const struct ibc_op *op, int coll, void *buf, size_t count,
 			   ibc_dtype_t dtype, struct ibc_op *out);

@@ -31,8 +31,11 @@
  * and the model prices the shm all-reduce above the ring at 16-64 MiB,
  * where it runs in half the time (issue 22). So each all-reduce size class
  * (a power of two of bytes) is timed for real at its IBC_TUNING_RETIME-th
- * call, on the operation's own input, with every algorithm the model
- * prices within RETIME_MARGIN of its best (tuner_retime()); the fastest,
+ * call, on the operation's own input, with every algorithm that applies
+ * (tuner_retime(); not only those the model prices near its best: a probe
+ * run under load prices message steps at hundreds of us, 375 us once in a
+ * make check, and would leave the shm all-reduce the only candidate at
+ * every size, untimed); the fastest,
  * the slowest rank's fastest repetition, runs the class from then on
  * (the current choice stands within RETIME_KEEP of it). Every rank counts
  * the same calls, so every rank times at the same operation, and the times
@@ -48,9 +51,8 @@
  * 16-byte all-reduce; a timing, an 8-byte all-reduce (every rank has the
  * buffers), about 16 operations of the size and the agreement on their
  * times. With one candidate, or where a rank has no memory for an in-place
- * call's second buffer, the class keeps the model's choice, untimed.
+ * call's copy of its input, the class keeps the model's choice, untimed.
  */
-#define RETIME_MARGIN 3.0               /* candidates: predicted <= this x the model's best */
 #define RETIME_KEEP 1.05                /* the current choice stands within this x the fastest */
 #define RETIME_DRIFT 1.5                /* a checkpoint times again beyond this factor */
 #define RETIME_FIRST_GAP 256            /* calls from a re-timing to the first checkpoint */
@@ -104,12 +106,28 @@ static void class_text(int b, char *buf, size_t len)
 	snprintf(buf, len, "%llu %s", (unsigned long long)(1ull << (b - 10 * u)), unit[u]);
 }
 
+ibc_status_t ibc_tune_agree(struct ibc_tuner *t, const struct ibc_op *op, double *v, size_t n,
+			    ibc_redop_t redop)
+{
+	struct ibc_op ar;
+
+	if (n > TUNE_AGREE_DOUBLES)
+		return ibc_net_fail(t->coll->net, IBC_ERR_INTERNAL, -1,
+				     "tuner agreement of %zu values (at most %d)", n,
+				     TUNE_AGREE_DOUBLES);
+	memcpy(t->agree, v, n * sizeof(double));
+	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, t->agree, n, IBC_FLOAT64, &ar);
+	ar.redop = redop;
+	IBC_CHECK(ibc_ring_allreduce(t->coll, &ar));
+	memcpy(v, t->agree, n * sizeof(double));
+	return IBC_OK;
+}
+
 /*
- * Time every all-reduce algorithm the model prices within RETIME_MARGIN of
- * its best on @op's size, dtype and operation, reading @op's input (an
- * operation's input is never written) into @op's output, or into a
- * temporary buffer where @op is in place; the results are thrown away and
- * @op runs afterwards. A warm-up and IBC_TUNE_RACE_REPS repetitions, the
+ * Time every all-reduce algorithm that applies on @op's size, dtype and
+ * operation, on @op's own buffers (in place where @op is, with its input
+ * saved and put back); the results are thrown away and @op runs
+ * afterwards. A warm-up and IBC_TUNE_RACE_REPS repetitions, the
  * candidates interleaved within a repetition, each rank's fastest
  * repetition, the slowest rank's (max all-reduce). The shm all-reduce is
  * last in enum order, never the first of two or more candidates, as in
@@ -145,7 +163,7 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 		best = IBC_MIN(best, v[a]);
 	}
 	for (a = 0; a < IBC_ALGO_COUNT; a++)
-		if (v[a] <= RETIME_MARGIN * best || a == before)
+		if (v[a] < HUGE_VAL)
 			c[n++] = c[a];
 	/* until timed: the model's choice (algo -1), no checkpoints (ratio 0) */
 	r->valid = 1;
@@ -157,21 +175,26 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 	if (n < 2)
 		return IBC_OK;  /* nothing to choose between (the same n on every rank) */
 	/*
-	 * An in-place call needs a buffer for the results; every rank agrees
-	 * that all have one (a min all-reduce, also where this rank's call is
-	 * out of place, so that every rank runs the same operations), and
+	 * An in-place call is timed in place, on the user's buffer, which the
+	 * transports already know (a second buffer for the results would be
+	 * one more verbs registration per timing, which the registration
+	 * cache exists to avoid, tests/rxe "registration cache"): its input
+	 * is kept in a copy and put back before @op runs. Every rank agrees
+	 * that all have the copy (a min all-reduce, also where this rank's
+	 * call is out of place, so that every rank runs the same operations);
 	 * where one has not, the class keeps the model's choice.
 	 */
 	if (op->sendbuf == op->recvbuf) {
 		tmp = ibc_aligned_alloc(4096, nbytes, "tuner re-timing");
-		out = tmp;
+		if (tmp)
+			memcpy(tmp, op->recvbuf, nbytes);
+		else
+			out = NULL;
 	}
 	fast[0] = out ? 1 : 0;
-	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, fast, 1, IBC_FLOAT64, &ar);
-	ar.redop = IBC_MIN;
-	IBC_CHECK_GOTO(ibc_ring_allreduce(cl, &ar), st, done);
+	IBC_CHECK_GOTO(ibc_tune_agree(t, op, fast, 1, IBC_MIN), st, done);
 	if (fast[0] == 0) {
-		IBC_LOG_WARN(TUNING, "all-reduce of %zu bytes: a rank has no memory for a second buffer of its size; the tuner keeps the model's choice (%s) for its size class instead of timing the algorithms",
+		IBC_LOG_WARN(TUNING, "all-reduce of %zu bytes: a rank has no memory for a copy of its in-place input; the tuner keeps the model's choice (%s) for its size class instead of timing the algorithms",
 			     nbytes, ibc_algo_name(own.algo));
 		goto done;
 	}
@@ -196,15 +219,15 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 				fast[k] = IBC_MIN(fast[k],
 						  (double)(ibc_time_ns() - ts) / 1000.0 / iters);
 		}
+	if (tmp)
+		memcpy(op->recvbuf, tmp, nbytes);       /* the in-place call's input again */
 	/* tests: a timing taken under load (IBC_FAULT_INJECT=retime:<n>) */
 	if (ibc_fault_hit(IBC_FAULT_RETIME, "the tuner's re-timing"))
 		for (k = 0; k < n; k++)
 			fast[k] *= 4;
 	/* @op again before the agreement (tuner_race(): a rank leaving it may run @op) */
 	ibc_shmar_announce(cl, op);
-	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, fast, (size_t)n, IBC_FLOAT64, &ar);
-	ar.redop = IBC_MAX;
-	IBC_CHECK_GOTO(ibc_ring_allreduce(cl, &ar), st, done);
+	IBC_CHECK_GOTO(ibc_tune_agree(t, op, fast, (size_t)n, IBC_MAX), st, done);
 	win = 0;
 	for (k = 1; k < n; k++)
 		if (fast[k] < fast[win])
@@ -263,7 +286,6 @@ int ibc_tune_retime_count(struct ibc_tuner *t, size_t nbytes)
 ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t nbytes)
 {
 	struct tune_retime *r = &t->rt[ibc_tune_retime_class(nbytes)];
-	struct ibc_op ar;
 	double d[2] = { 0, 0 };
 	char why[96];
 
@@ -277,9 +299,7 @@ ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t
 	 */
 	d[0] = r->seen;
 	d[1] = r->seen > 0 ? 0 : 1;
-	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, d, 2, IBC_FLOAT64, &ar);
-	ar.redop = IBC_MAX;
-	IBC_CHECK(ibc_ring_allreduce(t->coll, &ar));
+	IBC_CHECK(ibc_tune_agree(t, op, d, 2, IBC_MAX));
 	r->seen = 0;
 	if (d[1] == 0 && (d[0] > RETIME_DRIFT * r->ratio || d[0] * RETIME_DRIFT < r->ratio)) {
 		snprintf(why, sizeof(why), "its calls ran at %.2fx the last timing", d[0] / r->ratio);

@@ -48,6 +48,8 @@
 
 void ibc_tuner_destroy(struct ibc_tuner *t)
 {
+	if (t)
+		ibc_free(t->agree);
 	ibc_free(t);
 }
 
@@ -57,6 +59,12 @@ ibc_status_t ibc_tuner_create(struct ibc_coll *coll, struct ibc_tuner **t_p)
 
 	if (!t)
 		return IBC_ERR_NO_MEMORY;
+	t->agree = ibc_aligned_alloc(4096, TUNE_AGREE_DOUBLES * sizeof(double), "tuner agreements");
+	if (!t->agree) {
+		ibc_free(t);
+		return IBC_ERR_NO_MEMORY;
+	}
+	memset(t->agree, 0, TUNE_AGREE_DOUBLES * sizeof(double));
 	t->coll = coll;
 	t->force_algo = -1;
 	t->force_proto = -1;
@@ -268,12 +276,11 @@ enum { PV_ALPHA, PV_ALPHA_LL, PV_BETA, PV_NPAIR, PV_NLL, PV_GAMMA, PV_GAMMA_CACH
  * (the connection set-up before it is not counted: the first collective
  * would pay it anyway).
  */
-static ibc_status_t tuner_probe(struct ibc_coll *cl, struct ibc_op *op,
+static ibc_status_t tuner_probe(struct ibc_tuner *t, struct ibc_coll *cl, struct ibc_op *op,
 				struct ibc_tune_model *m, double *probe_ms_p)
 {
 	double v[PV_COUNT] = { 0 };
 	const struct ibc_transport_ops *ops = NULL;
-	struct ibc_op ar;
 	double lone = 0;
 	double a = 0;
 	double all = 0;
@@ -367,8 +374,7 @@ static ibc_status_t tuner_probe(struct ibc_coll *cl, struct ibc_op *op,
 		}
 	}
 	v[PV_NRANK] = 1;
-	ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, v, PV_COUNT, IBC_FLOAT64, &ar);
-	IBC_CHECK(ibc_ring_allreduce(cl, &ar));
+	IBC_CHECK(ibc_tune_agree(t, op, v, PV_COUNT, IBC_SUM));
 	if (m->share > 1 && cl->net->nranks >= 4)
 		IBC_CHECK(probe_lone(cl, op, m, &lone));
 	*probe_ms_p = (double)(ibc_time_ns() - t0) / 1e6;
@@ -634,7 +640,7 @@ static ibc_status_t tuner_init(struct ibc_coll *cl, struct ibc_tuner *t, struct 
 		uint64_t tp0 = ibc_time_ns();
 		uint64_t tr;
 
-		IBC_CHECK(tuner_probe(cl, op, &m, &probe_ms));
+		IBC_CHECK(tuner_probe(t, cl, op, &m, &probe_ms));
 		tr = ibc_time_ns();
 		IBC_CHECK(tuner_race(cl, op, &m, tp0));
 		race_took_ms = (double)(ibc_time_ns() - tr) / 1e6;
