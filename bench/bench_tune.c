@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "bench_clock.h"
 #include "bench_tune.h"
 #include "api/api.h"
 
@@ -26,13 +27,6 @@ static ibc_status_t run_op(ibc_comm_h comm, int coll, void *s, void *r, size_t c
 	}
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a;
-	double y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* time @iters operations; the slowest rank's time per operation, us, on every rank */
 static ibc_status_t time_ops(ibc_comm_h comm, int coll, void *s, void *r, size_t count,
@@ -166,7 +160,7 @@ ibc_status_t bench_tune_measure(ibc_comm_h comm, int coll, void *sendbuf, void *
 		for (k = 0; k < BENCH_TUNE_NCFG; k++) {
 			if (!loc[k].valid)
 				continue;
-			qsort(t[k], (size_t)reps, sizeof(double), cmp_double);
+			qsort(t[k], (size_t)reps, sizeof(double), bench_cmp_double);
 			loc[k].med_us = t[k][reps / 2];
 			loc[k].min_us = t[k][0];
 			loc[k].max_us = t[k][reps - 1];

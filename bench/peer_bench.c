@@ -29,6 +29,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
+
 #ifdef PEER_WITH_IBC
 #include "ibcoll.h"
 static ibc_comm_h comm;
@@ -42,21 +44,7 @@ static int use_ibc;
 static int rank;
 static int nranks;
 
-static double now_us(void)
-{
-	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a;
-	double y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void die(const char *what)
 {
@@ -280,11 +268,11 @@ int main(int argc, char **argv)
 			double t0;
 
 			barrier();
-			t0 = now_us();
+			t0 = bench_clock_us();
 			run(coll, s, r, n);
-			t[it] = now_us() - t0;
+			t[it] = bench_clock_us() - t0;
 		}
-		qsort(t, (size_t)iters, sizeof(double), cmp_double);
+		qsort(t, (size_t)iters, sizeof(double), bench_cmp_double);
 		med = t[iters / 2];
 		bad = (long)check(coll, r, n);
 		MPI_Reduce(&med, &slow, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

@@ -15,26 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "ibcoll.h"
 
-static double now_us(void)
-{
-	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a;
-	double y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
@@ -74,14 +60,14 @@ int main(int argc, char **argv)
 			double t0;
 
 			st = ibc_barrier(comm);
-			t0 = now_us();
+			t0 = bench_clock_us();
 			if (st == IBC_OK)
 				st = ibc_allreduce(buf, buf, b / 4, IBC_FLOAT32, IBC_SUM, comm);
-			t[it] = now_us() - t0;
+			t[it] = bench_clock_us() - t0;
 		}
 		if (st != IBC_OK)
 			break;
-		qsort(t, (size_t)iters, sizeof(double), cmp_double);
+		qsort(t, (size_t)iters, sizeof(double), bench_cmp_double);
 		med = t[iters / 2];
 		st = ibc_allreduce(&med, &slow, 1, IBC_FLOAT64, IBC_MAX, comm);
 		if (st == IBC_OK && rank == 0)

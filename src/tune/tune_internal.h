@@ -37,6 +37,14 @@ void ibc_tune_shape(const struct ibc_tune_model *m, int coll, int algo, double N
 double ibc_tune_best_for_algo(const struct ibc_tune_model *m, int coll, int algo, size_t nbytes,
 				 struct ibc_algo_choice *c);
 
+/*
+ * every algorithm's best protocol and chunk for @coll on @nbytes: @v its
+ * predicted time (HUGE_VAL where it does not apply), @t the choice; returns
+ * the first algorithm with the lowest time (ties: enum order), or -1
+ */
+int ibc_tune_price_all(const struct ibc_tune_model *m, int coll, size_t nbytes,
+		       double v[IBC_ALGO_COUNT], struct ibc_algo_choice t[IBC_ALGO_COUNT]);
+
 /* @algo implements @coll and can run on this communicator (shm: one host) */
 int ibc_tune_algo_ok(const struct ibc_tune_model *m, int coll, int algo);
 
@@ -50,6 +58,9 @@ void ibc_tune_ranges(const struct ibc_tune_model *m, int coll, ibc_tune_range_fn
 
 void ibc_tune_range_text(size_t lo, size_t hi, const struct ibc_algo_choice *c, char *buf,
 		       size_t len);
+
+/* "16 MiB", "3 KiB", "100 B": @v bytes in the largest unit that divides it */
+void ibc_tune_bytes_text(size_t v, char *buf, size_t len);
 
 void ibc_tune_source_text(const struct ibc_tune_model *m, char *buf, size_t len);
 
@@ -115,8 +126,11 @@ void ibc_tune_internal_req(const struct ibc_op *op, int coll, void *buf, size_t 
 
 /* 1 where the re-timing runs for @nbytes: the same verdict on every rank */
 int ibc_tune_retime_on(const struct ibc_tuner *t, size_t nbytes);
-/* the size class of @nbytes > 0: floor(log2), at most RETIME_CLASSES - 1 */
-int ibc_tune_retime_class(size_t nbytes);
+/*
+ * the size class of @nbytes > 0: floor(log2), at most RETIME_CLASSES - 1
+ * (63); the re-timing's classes and the decision log's (tuner.c)
+ */
+int ibc_tune_size_class(size_t nbytes);
 /*
  * count an all-reduce of @nbytes in its class; 1 where that call times or
  * checks (ibc_tune_retime_tick(), collective, due at the same call on every rank)

@@ -621,8 +621,8 @@ int ibc_tune_algo_ok(const struct ibc_tune_model *m, int coll, int algo)
  * predicted time (HUGE_VAL where it does not apply), @t the choice. Returns
  * the first algorithm with the lowest finite time (ties: enum order), or -1.
  */
-static int tune_price_all(const struct ibc_tune_model *m, int coll, size_t nbytes,
-			  double v[IBC_ALGO_COUNT], struct ibc_algo_choice t[IBC_ALGO_COUNT])
+int ibc_tune_price_all(const struct ibc_tune_model *m, int coll, size_t nbytes,
+		       double v[IBC_ALGO_COUNT], struct ibc_algo_choice t[IBC_ALGO_COUNT])
 {
 	int best = -1;
 	int a;
@@ -685,7 +685,7 @@ int ibc_tune_race_plan(const struct ibc_tune_model *m,
 		double v[IBC_ALGO_COUNT];
 		double best;
 		double sum = 0;
-		int a = tune_price_all(m, IBC_TUNE_ALLREDUCE, nb, v, t);
+		int a = ibc_tune_price_all(m, IBC_TUNE_ALLREDUCE, nb, v, t);
 
 		best = a < 0 ? HUGE_VAL : v[a];
 		if (!(best > 0) || best == HUGE_VAL)
@@ -741,7 +741,7 @@ void ibc_tune_choose(const struct ibc_tune_model *m, int coll, size_t nbytes,
 		ibc_tune_best_for_algo(m, coll, m->force_algo, nbytes, c);
 		return;
 	}
-	own = tune_price_all(m, coll, nbytes, v, t);
+	own = ibc_tune_price_all(m, coll, nbytes, v, t);
 	if (own < 0)
 		return;
 	*c = t[own];

@@ -27,7 +27,7 @@
 /* printing                                                                 */
 /* ------------------------------------------------------------------------ */
 
-static void fmt_bytes(size_t v, char *buf, size_t len)
+void ibc_tune_bytes_text(size_t v, char *buf, size_t len)
 {
 	if (v >= (1u << 30) && v % (1u << 30) == 0)
 		snprintf(buf, len, "%zu GiB", v >> 30);
@@ -75,9 +75,9 @@ void ibc_tune_range_text(size_t lo, size_t hi, const struct ibc_algo_choice *c, 
 	char b[32];
 	char ch[32];
 
-	fmt_bytes(lo, a, sizeof(a));
-	fmt_bytes(hi, b, sizeof(b));
-	fmt_bytes(c->chunk_bytes, ch, sizeof(ch));
+	ibc_tune_bytes_text(lo, a, sizeof(a));
+	ibc_tune_bytes_text(hi, b, sizeof(b));
+	ibc_tune_bytes_text(c->chunk_bytes, ch, sizeof(ch));
 	if (c->algo == IBC_ALGO_RING)
 		snprintf(buf, len, "%9s .. %-9s %s %s", a, b, ibc_algo_name(c->algo),
 			 ibc_proto_name(c->proto));
@@ -110,7 +110,7 @@ void ibc_tune_race_text(const struct ibc_tune_model *m, int i, char *buf, size_t
 	size_t n;
 	int a;
 
-	fmt_bytes((size_t)r->nbytes, buf, len);
+	ibc_tune_bytes_text((size_t)r->nbytes, buf, len);
 	n = strlen(buf);
 	for (a = 0; a < IBC_ALGO_COUNT && n < len; a++) {
 		struct ibc_algo_choice c;

@@ -88,22 +88,13 @@ int ibc_tune_retime_on(const struct ibc_tuner *t, size_t nbytes)
 }
 
 /* the size class of @nbytes > 0: floor(log2) */
-int ibc_tune_retime_class(size_t nbytes)
+int ibc_tune_size_class(size_t nbytes)
 {
 	int b = 0;
 
 	while (b < RETIME_CLASSES - 1 && ((size_t)2 << b) <= nbytes)
 		b++;
 	return b;
-}
-
-/* "2 MiB", "512 B": the lower bound of a size class */
-static void class_text(int b, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	int u = IBC_MIN(b / 10, 4);
-
-	snprintf(buf, len, "%llu %s", (unsigned long long)(1ull << (b - 10 * u)), unit[u]);
 }
 
 ibc_status_t ibc_tune_agree(struct ibc_tuner *t, const struct ibc_op *op, double *v, size_t n,
@@ -156,12 +147,8 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 
 	ibc_tune_choose(&t->meff, IBC_TUNE_ALLREDUCE, nbytes, &own);
 	before = r->valid && r->algo >= 0 ? r->algo : own.algo;
-	for (a = 0; a < IBC_ALGO_COUNT; a++) {
-		v[a] = HUGE_VAL;
-		if (ibc_tune_algo_ok(&t->meff, IBC_TUNE_ALLREDUCE, a))
-			v[a] = ibc_tune_best_for_algo(&t->meff, IBC_TUNE_ALLREDUCE, a, nbytes, &c[a]);
-		best = IBC_MIN(best, v[a]);
-	}
+	a = ibc_tune_price_all(&t->meff, IBC_TUNE_ALLREDUCE, nbytes, v, c);
+	best = a < 0 ? HUGE_VAL : v[a];
 	for (a = 0; a < IBC_ALGO_COUNT; a++)
 		if (v[a] < HUGE_VAL)
 			c[n++] = c[a];
@@ -248,7 +235,7 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 			len += (size_t)snprintf(txt + len, sizeof(txt) - len, "%s%s %.1f us (predicted %.1f)",
 						k ? ", " : "", ibc_algo_name(c[k].algo), fast[k],
 						c[k].predicted_us);
-		class_text(ibc_tune_retime_class(nbytes), cls, sizeof(cls));
+		ibc_tune_bytes_text((size_t)1 << ibc_tune_size_class(nbytes), cls, sizeof(cls));
 		IBC_LOG_INFO(TUNING, "re-timed all-reduce of %zu bytes on %d ranks over %s (size class from %s, call %llu, %s): %s; %s -> %s",
 			     nbytes, t->m.nranks, ibc_tune_tp_name(t->m.tp), cls,
 			     (unsigned long long)r->calls, why, txt, ibc_algo_name(before),
@@ -270,7 +257,7 @@ int ibc_tune_retime_count(struct ibc_tuner *t, size_t nbytes)
 
 	if (!ibc_tune_retime_on(t, nbytes))
 		return 0;
-	r = &t->rt[ibc_tune_retime_class(nbytes)];
+	r = &t->rt[ibc_tune_size_class(nbytes)];
 	r->calls++;
 	if (!r->valid)
 		return r->calls == (uint64_t)t->meff.retime;
@@ -285,7 +272,7 @@ int ibc_tune_retime_count(struct ibc_tuner *t, size_t nbytes)
  */
 ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t nbytes)
 {
-	struct tune_retime *r = &t->rt[ibc_tune_retime_class(nbytes)];
+	struct tune_retime *r = &t->rt[ibc_tune_size_class(nbytes)];
 	double d[2] = { 0, 0 };
 	char why[96];
 
@@ -324,7 +311,7 @@ void ibc_tuner_observe(struct ibc_tuner *t, const struct ibc_op *op,
 	nbytes = op->count * esz;
 	if (!ibc_tune_retime_on(t, nbytes) || c->predicted_us <= 0)
 		return;
-	r = &t->rt[ibc_tune_retime_class(nbytes)];
+	r = &t->rt[ibc_tune_size_class(nbytes)];
 	if (!r->valid || r->algo != c->algo)
 		return;
 	x = us / c->predicted_us;

@@ -660,11 +660,9 @@ static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 	const struct ibc_tune_race *r;
 	char alt[384];
 	size_t len = 0;
-	int bucket = 0;
+	int bucket = ibc_tune_size_class(nbytes);
 	int a;
 
-	while (bucket < 63 && ((size_t)2 << bucket) <= nbytes)
-		bucket++;
 	if (t->logged[coll] & (1ull << bucket))
 		return;
 	t->logged[coll] |= 1ull << bucket;
@@ -695,12 +693,33 @@ static void tuner_log_decision(struct ibc_tuner *t, int coll, size_t nbytes,
 		     t->meff.force_algo >= 0 || t->meff.force_proto >= 0 ? " [forced]" : "");
 }
 
+/*
+ * The tuner's own exchanges inside an operation (@kind 1: the start-up
+ * probe and race, 2: a re-timing): errors during them say so instead of
+ * counting their bytes as the operation's, and after them the operation's
+ * "bytes moved" starts from 0 (net.h cur_tuning). tuning_end() returns @st.
+ */
+static void tuning_begin(struct ibc_net *net, int kind)
+{
+	__atomic_store_n(&net->cur_tuning, kind, __ATOMIC_RELAXED);
+}
+
+static ibc_status_t tuning_end(struct ibc_net *net, ibc_status_t st)
+{
+	__atomic_store_n(&net->cur_tuning, 0, __ATOMIC_RELAXED);
+	if (st != IBC_OK)
+		return st;
+	__atomic_store_n(&net->cur_bytes_done, 0, __ATOMIC_RELAXED);
+	net->cur_bytes_total = 0;
+	return IBC_OK;
+}
+
 /* the model's choice, or the re-timed algorithm with its best protocol and chunk */
 static void tuner_choose(struct ibc_tuner *t, int coll, size_t nbytes, struct ibc_algo_choice *c)
 {
 	ibc_tune_choose(&t->meff, coll, nbytes, c);
 	if (coll == IBC_TUNE_ALLREDUCE && ibc_tune_retime_on(t, nbytes)) {
-		const struct tune_retime *r = &t->rt[ibc_tune_retime_class(nbytes)];
+		const struct tune_retime *r = &t->rt[ibc_tune_size_class(nbytes)];
 
 		if (r->valid && r->algo >= 0 && r->algo != c->algo)
 			ibc_tune_best_for_algo(&t->meff, coll, r->algo, nbytes, c);
@@ -738,30 +757,15 @@ ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc
 		return IBC_OK;
 	}
 	if (!t->ready) {
-		ibc_status_t st;
-
-		/* errors during it say so instead of counting its bytes as the operation's */
-		__atomic_store_n(&cl->net->cur_tuning, 1, __ATOMIC_RELAXED);
-		st = tuner_init(cl, t, op);
-		__atomic_store_n(&cl->net->cur_tuning, 0, __ATOMIC_RELAXED);
-		IBC_CHECK(st);
-		/* the probe's traffic is not the operation's: "bytes moved" in errors */
-		__atomic_store_n(&cl->net->cur_bytes_done, 0, __ATOMIC_RELAXED);
-		cl->net->cur_bytes_total = 0;
+		tuning_begin(cl->net, 1);
+		IBC_CHECK(tuning_end(cl->net, tuner_init(cl, t, op)));
 	}
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	nbytes = op->count * esz;
 	t->meff.elem_bytes = (int32_t)esz;
 	if (coll == IBC_TUNE_ALLREDUCE && ibc_tune_retime_count(t, nbytes)) {
-		ibc_status_t st;
-
-		/* as at init: the internal operations' traffic is not @op's */
-		__atomic_store_n(&cl->net->cur_tuning, 2, __ATOMIC_RELAXED);
-		st = ibc_tune_retime_tick(t, op, nbytes);
-		__atomic_store_n(&cl->net->cur_tuning, 0, __ATOMIC_RELAXED);
-		IBC_CHECK(st);
-		__atomic_store_n(&cl->net->cur_bytes_done, 0, __ATOMIC_RELAXED);
-		cl->net->cur_bytes_total = 0;
+		tuning_begin(cl->net, 2);
+		IBC_CHECK(tuning_end(cl->net, ibc_tune_retime_tick(t, op, nbytes)));
 	}
 	for (i = 0; i < TUNE_CACHE; i++) {
 		const struct tune_cache_ent *e = &t->cache[coll][i];
