@@ -19,6 +19,50 @@
 #include "base/util.h"
 #include "net/net.h"
 
+/* polls of a wait before its first clock read, where spinning is allowed */
+#define NET_FAST_POLLS 32
+/* adaptive spinning (ibc_net_wait_spin_ns()) */
+#define NET_SPIN_COLO 2         /* waits in a row that mark a co-located peer */
+#define NET_SPIN_YIELDS 4       /* "at its first yields": at most this many */
+#define NET_SPIN_SKIP 1024      /* waits that then do not spin */
+
+uint64_t ibc_net_wait_spin_ns(struct ibc_net *net)
+{
+	return __atomic_load_n(&net->spin_skip, __ATOMIC_RELAXED) ? 0 : net->spin_ns;
+}
+
+void ibc_net_wait_spin_end(struct ibc_net *net, uint64_t spin_ns, int polled, int yields,
+			   int slept)
+{
+	unsigned skip = __atomic_load_n(&net->spin_skip, __ATOMIC_RELAXED);
+	unsigned colo;
+
+	if (!polled || !net->spin_ns)
+		return;         /* nothing to wait for, or never spinning */
+	if (skip) {             /* a wait that did not spin: one fewer to skip */
+		__atomic_store_n(&net->spin_skip, skip - 1, __ATOMIC_RELAXED);
+		return;
+	}
+	/* no verdict: a peer busy elsewhere */
+	if (slept || yields > NET_SPIN_YIELDS)
+		return;
+	if (yields == 0) {
+		/* it ended while this rank spun: the peer runs on another core */
+		__atomic_store_n(&net->spin_colo, 0, __ATOMIC_RELAXED);
+		return;
+	}
+	colo = __atomic_load_n(&net->spin_colo, __ATOMIC_RELAXED) + 1;
+	if (colo < NET_SPIN_COLO) {
+		__atomic_store_n(&net->spin_colo, colo, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_store_n(&net->spin_colo, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&net->spin_skip, NET_SPIN_SKIP, __ATOMIC_RELAXED);
+	if (!__atomic_exchange_n(&net->spin_logged, 1, __ATOMIC_RELAXED))
+		IBC_LOG_INFO(NET, "%d waits in a row spun %llu us and ended at the first yield: a peer shares this rank's core; the next %d waits yield at once (logged once)",
+			     NET_SPIN_COLO, (unsigned long long)(spin_ns / 1000), NET_SPIN_SKIP);
+}
+
 static void *net_ctx(struct ibc_net *net, const struct ibc_transport_ops *ops)
 {
 	int i;
@@ -283,17 +327,18 @@ static ibc_status_t net_timeout(struct ibc_net *net, struct ibc_treq *const *req
 
 /* @any: 0 all, 1 any, 2 any or a p2p operation at the queue head (IBC_INPROGRESS) */
 static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *reqs, int n,
-				  int any)
+				  int any, uint64_t spin_ns, int *polled_p, int *yields_p,
+				  int *slept_p)
 {
-	uint64_t spin_ns = net->spin_ns;
 	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
-	uint64_t now = ibc_time_ns();
-	uint64_t last_ns = now;
+	uint64_t now;
+	uint64_t last_ns = 0;
 	uint64_t probe_ns = 0;
 	int ndone_prev = -1;
 	int idle_us = 20;
+	int fast = spin_ns ? NET_FAST_POLLS : 0;
 
-	for (;;) {
+	for (;; *polled_p = 1) {
 		ibc_status_t st = ibc_net_progress(net);
 		int ndone = 0;
 		int i;
@@ -309,13 +354,6 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 				return reqs[i]->status;
 			ndone++;
 		}
-		now = ibc_time_ns();
-		if (ndone != ndone_prev) {
-			last_ns = now;
-			idle_us = 20;
-			ndone_prev = ndone;
-			ibc_net_wait_publish(net, net_waited_peer(reqs, n), now / 1000000);
-		}
 		if (any && ndone > 0)
 			return IBC_OK;
 		if (any == 2 && __atomic_load_n(&net->yield_p2p, __ATOMIC_ACQUIRE))
@@ -325,6 +363,20 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 				break;
 		if (i == n)
 			return IBC_OK;
+		/* where spinning is allowed, the first polls go without the clock
+		 * (the wait of a small message ends within a few of them) */
+		if (fast > 0) {
+			fast--;
+			ibc_cpu_relax();
+			continue;
+		}
+		now = ibc_time_ns();
+		if (ndone != ndone_prev) {
+			last_ns = now;
+			idle_us = 20;
+			ndone_prev = ndone;
+			ibc_net_wait_publish(net, net_waited_peer(reqs, n), now / 1000000);
+		}
 		if (__atomic_load_n(&net->aborting, __ATOMIC_ACQUIRE))
 			return ibc_net_status(net) != IBC_OK ? ibc_net_status(net)
 								       : IBC_ERR_REMOTE;
@@ -338,6 +390,7 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 		}
 		if (now - last_ns < yield_ns) {
 			sched_yield();
+			(*yields_p)++;
 			continue;
 		}
 		/* a wait that lasts: is a peer's message for another call waiting? */
@@ -351,6 +404,7 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 			IBC_CHECK(ibc_net_stall_probe(net, peer, is_send));
 		}
 		ibc_net_idle(net, idle_us);
+		*slept_p = 1;
 		idle_us = IBC_MIN(idle_us * 2, 2000);
 	}
 }
@@ -358,9 +412,14 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 /* net_wait_body() with this rank's wait published for peers' wait-for queries */
 static ibc_status_t net_wait(struct ibc_net *net, struct ibc_treq *const *reqs, int n, int any)
 {
-	ibc_status_t st = net_wait_body(net, reqs, n, any);
+	uint64_t spin_ns = ibc_net_wait_spin_ns(net);
+	int polled = 0;
+	int yields = 0;
+	int slept = 0;
+	ibc_status_t st = net_wait_body(net, reqs, n, any, spin_ns, &polled, &yields, &slept);
 
 	ibc_net_wait_clear(net);
+	ibc_net_wait_spin_end(net, spin_ns, polled, yields, slept);
 	return st;
 }
 
@@ -455,7 +514,11 @@ static ibc_status_t net_stray(struct ibc_net *net, int peer, const struct ibc_ms
 
 ibc_status_t ibc_net_check_strays(struct ibc_net *net, unsigned min_gap_us)
 {
-	uint64_t now = ibc_time_ns();
+	return ibc_net_check_strays_at(net, min_gap_us, ibc_time_ns());
+}
+
+ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, uint64_t now)
+{
 	int p;
 
 	if (min_gap_us && now - net->stray_check_ns < (uint64_t)min_gap_us * 1000)

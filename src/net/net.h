@@ -138,6 +138,11 @@ struct ibc_net {
 	char transport_name[32];              /* "shm", "tcp", "shm+ib", ... */
 	int64_t timeout_ms;                   /* IBC_TIMEOUT_MS */
 	uint64_t spin_ns;                     /* IBC_SPIN_US, 0 when oversubscribed */
+	/* adaptive spinning (ibc_net_wait_spin_ns()); atomic, relaxed */
+	unsigned spin_skip;                   /* waits left that do not spin */
+	unsigned spin_colo;                   /* waits in a row that ended at their first
+					       * yields after spinning the whole budget */
+	int spin_logged;                      /* the INFO line was written */
 
 	/* the operation being executed, named in error texts (under @lock) */
 	pthread_mutex_t lock;
@@ -268,6 +273,32 @@ static inline ibc_status_t ibc_net_status(const struct ibc_net *net)
 const char *ibc_net_peer_host(const struct ibc_net *net, int peer);
 
 /*
+ * ibc_net_wait_spin_ns() - How long a wait starting now may busy-poll, ns:
+ * IBC_SPIN_US (0 when oversubscribed), or 0 for the next 1024 waits after
+ * 2 waits in a row spun their whole budget and then ended at their first
+ * 4 yields (net.c: NET_SPIN_SKIP, NET_SPIN_COLO, NET_SPIN_YIELDS). That
+ * is the mark of a peer that shares this rank's core: it cannot run while
+ * this rank spins, so every wait would cost the whole budget (a 2-rank 8-byte all-reduce took 41-55 us instead of 0.5 us
+ * while a compiler at nice 19 ran on the host's other core and the
+ * scheduler kept both ranks on one). The scheduler may separate them later:
+ * spinning is tried again after the skipped waits.
+ * Threading: the thread executing @net's operations (races only blur the
+ * heuristic). A wait that finds what it waits for at its first check, or
+ * that sleeps (a peer busy elsewhere), is no evidence either way.
+ */
+uint64_t ibc_net_wait_spin_ns(struct ibc_net *net);
+
+/*
+ * ibc_net_wait_spin_end() - Tell the spinning heuristic how a wait that
+ * started with budget @spin_ns ended: @polled 0 when there was nothing to
+ * wait for at its first check (no verdict), else after @yields calls of
+ * sched_yield() and, where @slept, a sleep (no verdict: a peer busy
+ * elsewhere).
+ */
+void ibc_net_wait_spin_end(struct ibc_net *net, uint64_t spin_ns, int polled, int yields,
+			   int slept);
+
+/*
  * ibc_net_wait_publish() - this rank's executing operation now waits on
  * @peer, whose last progress was at @since_ms (ibc_time_ms()); peers'
  * wait-for queries see it. ibc_net_wait_clear(): it waits on nobody.
@@ -361,6 +392,13 @@ void ibc_net_op_done(struct ibc_net *net, const struct ibc_op *op);
  * transports' receive state).
  */
 ibc_status_t ibc_net_check_strays(struct ibc_net *net, unsigned min_gap_us);
+
+/*
+ * ibc_net_check_strays_at() - ibc_net_check_strays() with the caller's
+ * reading of ibc_time_ns() (@now_ns), for a caller that reads the clock
+ * anyway: one clock read is 20-25 ns in a VM, a tenth of a small call.
+ */
+ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, uint64_t now_ns);
 
 /*
  * ibc_net_stall_probe() - a wait inside the user's collective has made no
