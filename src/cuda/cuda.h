@@ -150,6 +150,26 @@ ibc_status_t ibc_cuda_device_sync(void);
 /* cudaLaunchHostFunc: @fn(@arg) runs after the work queued on @stream so far */
 ibc_status_t ibc_cuda_launch_host_func(void *stream, void (*fn)(void *), void *arg);
 
+/**
+ * ibc_cuda_ptr_alloc() - The CUDA allocation that holds device pointer
+ * @ptr: its range (cuMemGetAddressRange()) and its buffer id
+ * (CU_POINTER_ATTRIBUTE_BUFFER_ID, unique over the process's lifetime: an
+ * allocation made after a cudaFree() at the same address has another id).
+ * @ptr:         [in]  device or managed memory.
+ * @base_p:      [out] start of the allocation (<= @ptr).
+ * @nbytes_p:    [out] its size, bytes.
+ * @buffer_id_p: [out] its buffer id, never 0.
+ *
+ * Creates no context (driver calls through cuda_mem.c's dlopen table).
+ * Threading: thread-safe. Outputs are written only on success.
+ * Return: IBC_OK; IBC_ERR_CUDA when @ptr is no (longer a) CUDA allocation
+ *         (logged at DEBUG only: callers use this to see memory freed);
+ *         IBC_ERR_UNSUPPORTED (no driver, or it lacks the calls);
+ *         IBC_ERR_INVALID_ARG.
+ */
+ibc_status_t ibc_cuda_ptr_alloc(const void *ptr, uintptr_t *base_p, size_t *nbytes_p,
+				uint64_t *buffer_id_p);
+
 /* GPUDirect helpers: dma-buf export support of @dev, and a dma-buf fd for a range */
 ibc_status_t ibc_cuda_dmabuf_supported(int dev, int *yes_p);
 /**
@@ -356,6 +376,16 @@ static inline ibc_status_t ibc_cuda_launch_host_func(void *stream, void (*fn)(vo
 	(void)stream;
 	(void)fn;
 	(void)arg;
+	return IBC_ERR_UNSUPPORTED;
+}
+
+static inline ibc_status_t ibc_cuda_ptr_alloc(const void *ptr, uintptr_t *base_p,
+					      size_t *nbytes_p, uint64_t *buffer_id_p)
+{
+	(void)ptr;
+	(void)base_p;
+	(void)nbytes_p;
+	(void)buffer_id_p;
 	return IBC_ERR_UNSUPPORTED;
 }
 

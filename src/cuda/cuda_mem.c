@@ -48,6 +48,8 @@ static struct {
 	PFN_cuCtxGetCurrent_v4000 ctx_get_current;
 	PFN_cuCtxGetDevice_v2000 ctx_get_device;
 	PFN_cuDeviceGetPCIBusId_v4010 device_get_pci_bus_id;
+	/* optional: the allocation holding a device pointer (registration cache) */
+	PFN_cuMemGetAddressRange_v3020 mem_get_address_range;
 #if IBC_CUDA_HAVE_DMABUF_API
 	PFN_cuMemGetHandleForAddressRange_v11070 mem_get_handle_for_address_range;
 #endif
@@ -70,6 +72,8 @@ static void drv_load(void)
 	drv.ctx_get_device = (PFN_cuCtxGetDevice_v2000)dlsym(drv.handle, "cuCtxGetDevice");
 	drv.device_get_pci_bus_id = (PFN_cuDeviceGetPCIBusId_v4010)dlsym(drv.handle,
 									"cuDeviceGetPCIBusId");
+	drv.mem_get_address_range = (PFN_cuMemGetAddressRange_v3020)dlsym(drv.handle,
+									 "cuMemGetAddressRange_v2");
 #if IBC_CUDA_HAVE_DMABUF_API
 	/* absent from drivers older than CUDA 11.7: dma-buf then stays off */
 	drv.mem_get_handle_for_address_range = (PFN_cuMemGetHandleForAddressRange_v11070)dlsym(
@@ -464,6 +468,35 @@ out:
 /* ------------------------------------------------------------------------ */
 /* GPUDirect RDMA helpers                                                   */
 /* ------------------------------------------------------------------------ */
+
+ibc_status_t ibc_cuda_ptr_alloc(const void *ptr, uintptr_t *base_p, size_t *nbytes_p,
+				uint64_t *buffer_id_p)
+{
+	unsigned long long id = 0;
+	CUdeviceptr base = 0;
+	size_t size = 0;
+	CUresult r;
+
+	if (!ptr || !base_p || !nbytes_p || !buffer_id_p)
+		return IBC_ERR_INVALID_ARG;
+	if (!drv_ready() || !drv.mem_get_address_range)
+		return IBC_ERR_UNSUPPORTED;
+	r = drv.pointer_get_attributes(1, (CUpointer_attribute[]){ CU_POINTER_ATTRIBUTE_BUFFER_ID },
+				       (void *[]){ &id }, (CUdeviceptr)(uintptr_t)ptr);
+	if (r == CUDA_SUCCESS)
+		r = drv.mem_get_address_range(&base, &size, (CUdeviceptr)(uintptr_t)ptr);
+	if (r != CUDA_SUCCESS || !id || !size) {
+		/* freed since, or never CUDA memory: not an allocation */
+		IBC_LOG_DEBUG(CUDA, "allocation of %p (buffer id, cuMemGetAddressRange): %s", ptr,
+			      r != CUDA_SUCCESS ? drv_err(r) : "no CUDA allocation");
+		return IBC_ERR_CUDA;
+	}
+	*base_p = (uintptr_t)base;
+	*nbytes_p = size;
+	*buffer_id_p = id;
+	return IBC_OK;
+}
+
 
 ibc_status_t ibc_cuda_dmabuf_supported(int dev, int *yes_p)
 {
