@@ -187,11 +187,12 @@ static struct gdr_entry {
 	char nic[64];
 	enum ibc_gdr_mode mode;
 	ibc_status_t st;
+	char why[512];          /* the reason, as logged */
 } gdr_cache[GDR_CACHE_MAX];
 static int gdr_n;
 
 ibc_status_t ibc_gdr_mode_get(int dev, const char *nic, int dmabuf_nic,
-			      enum ibc_gdr_mode *mode_p)
+			      enum ibc_gdr_mode *mode_p, char *why_out, size_t why_len)
 {
 	struct ibc_gdr_facts f;
 	char why[512];
@@ -206,6 +207,7 @@ ibc_status_t ibc_gdr_mode_get(int dev, const char *nic, int dmabuf_nic,
 		if (gdr_cache[i].dev == dev && !strcmp(gdr_cache[i].nic, nic)) {
 			st = gdr_cache[i].st;
 			*mode_p = gdr_cache[i].mode;
+			why_set(why_out, why_len, "%s", gdr_cache[i].why);
 			pthread_mutex_unlock(&gdr_lock);
 			return st;
 		}
@@ -224,9 +226,11 @@ ibc_status_t ibc_gdr_mode_get(int dev, const char *nic, int dmabuf_nic,
 		snprintf(gdr_cache[gdr_n].nic, sizeof(gdr_cache[gdr_n].nic), "%s", nic);
 		gdr_cache[gdr_n].mode = mode;
 		gdr_cache[gdr_n].st = st;
+		snprintf(gdr_cache[gdr_n].why, sizeof(gdr_cache[gdr_n].why), "%s", why);
 		gdr_n++;
 	}
 	pthread_mutex_unlock(&gdr_lock);
+	why_set(why_out, why_len, "%s", why);
 	*mode_p = mode;
 	return st;
 }

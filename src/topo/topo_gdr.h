@@ -95,12 +95,17 @@ ibc_status_t ibc_gdr_facts_probe(int dev, const char *nic, int dmabuf_nic,
  * decide, and log the decision and its reason once per pair at INFO
  * (subsystem CUDA); later calls return the cached result.
  * @dev, @nic, @dmabuf_nic: as for ibc_gdr_facts_probe().
- * @mode_p: [out] the mode.
+ * @mode_p:  [out] the mode.
+ * @why:     [out] the reason logged with the decision (as ibc_gdr_decide()
+ *                 writes it, at most 511 characters), for the
+ *                 caller's own messages; may be NULL.
+ * @why_len: [in]  size of @why in bytes.
  * Threading: thread-safe. Return: as ibc_gdr_decide() (the error is logged
- *            at WARN), IBC_ERR_NO_MEMORY.
+ *            at WARN; @why is written then too), IBC_ERR_INVALID_ARG (NULL
+ *            @nic or @mode_p).
  */
 ibc_status_t ibc_gdr_mode_get(int dev, const char *nic, int dmabuf_nic,
-			      enum ibc_gdr_mode *mode_p);
+			      enum ibc_gdr_mode *mode_p, char *why, size_t why_len);
 
 const char *ibc_gdr_mode_name(enum ibc_gdr_mode mode);
 

@@ -199,8 +199,8 @@ static void this_machine(const char *logfile)
 	else
 		tap_diag("GPU 0 - mlx5_0: distance class %d", f.dist);
 
-	st = ibc_gdr_mode_get(0, "mlx5_0", -1, &mode);
-	st2 = ibc_gdr_mode_get(0, "mlx5_0", -1, &mode2);
+	st = ibc_gdr_mode_get(0, "mlx5_0", -1, &mode, NULL, 0);
+	st2 = ibc_gdr_mode_get(0, "mlx5_0", -1, &mode2, NULL, 0);
 	tap_ok(st == st2 && mode == mode2, "the decision is cached (%s, %s)", ibc_status_str(st),
 	       ibc_gdr_mode_name(mode));
 	if (ndev == 0)
@@ -215,13 +215,13 @@ static void this_machine(const char *logfile)
 	/* IBC_GDR=1 without any mechanism (no GPU here): an error, logged at WARN */
 	setenv("IBC_GDR", "1", 1);
 	ibc_param_reset_all();
-	st = ibc_gdr_mode_get(1, "mlx5_1", -1, &mode);
+	st = ibc_gdr_mode_get(1, "mlx5_1", -1, &mode, NULL, 0);
 	if (ndev == 0)
 		tap_ok(st == IBC_ERR_UNSUPPORTED && mode == IBC_GDR_OFF,
 		       "IBC_GDR=1 without a GPU: IBC_ERR_UNSUPPORTED (%s)", ibc_status_str(st));
 	setenv("IBC_GDR", "0", 1);
 	ibc_param_reset_all();
-	st = ibc_gdr_mode_get(2, "mlx5_2", -1, &mode);
+	st = ibc_gdr_mode_get(2, "mlx5_2", -1, &mode, NULL, 0);
 	tap_ok(st == IBC_OK && mode == IBC_GDR_OFF, "IBC_GDR=0: off");
 	tap_is_int(ibc_gdr_facts_probe(0, "mlx5_0", -1, &f), IBC_OK, "probe with IBC_GDR=0");
 	tap_is_int(f.force, 0, "IBC_GDR=0 read");
