@@ -153,7 +153,8 @@ static void cache_steady_and_hazard(int hooks)
 {
 	const size_t n = 64 << 20;
 	struct fake f = { 0, 0 };
-	struct ibc_ib_mr_backend be = { fake_reg, fake_dereg, &f, "fake0" };
+	struct ibc_ib_mr_backend be = { .reg = fake_reg, .dereg = fake_dereg, .arg = &f,
+					.name = "fake0" };
 	struct ibc_ib_mr_cache c;
 	struct ibc_ib_mr *mr;
 	size_t keep;
@@ -228,7 +229,8 @@ static void cache_slots_keep(void)
 {
 	const size_t n = 1 << 20;
 	struct fake f = { 0, 0 };
-	struct ibc_ib_mr_backend be = { fake_reg, fake_dereg, &f, "fake0" };
+	struct ibc_ib_mr_backend be = { .reg = fake_reg, .dereg = fake_dereg, .arg = &f,
+					.name = "fake0" };
 	struct ibc_ib_mr_cache c;
 	struct ibc_ib_mr *mr;
 	static int taken[IBC_IB_MEMHOOK_SLOTS];

@@ -68,7 +68,7 @@ static int fake_dereg(void *arg, void *handle)
 int main(void)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	struct ibc_ib_mr_backend be = { fake_reg, fake_dereg, NULL, "fake0" };
+	struct ibc_ib_mr_backend be = { .reg = fake_reg, .dereg = fake_dereg, .name = "fake0" };
 	struct ibc_ib_mr_cache c;
 	struct ibc_ib_mr *m1;
 	struct ibc_ib_mr *m2;

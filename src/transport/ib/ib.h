@@ -2,7 +2,8 @@
 /*
  * ib.h - private interface of the InfiniBand verbs transport. Objects, one
  * file each: HCA selection and ports (ib_device.c), GID selection
- * (ib_gid.c, pure), the registration cache (ib_mr.c), the context with its
+ * (ib_gid.c, pure), the registration cache (ib_mr.c; CUDA device memory
+ * through GPUDirect and the probe behind IBC_TCAP_CUDA: ib_mr_dev.c), the context with its
  * CQ, progress engine and async events (ib_cq.c), RC queue pairs
  * (ib_qp.c), connections and their data path (ib_conn.c), and the ops
  * table over the transport's environment (ib_ops.c). Only ib_ops.c knows
@@ -46,6 +47,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cuda/cuda.h"
 #include "ibcoll.h"
 #include "transport/ib/ib_info.h"
 #include "transport/transport.h"
@@ -143,11 +145,17 @@ int ibc_ib_gid_agree(const struct ibc_ib_gid_cands *local, const struct ibc_ib_g
 #define IBC_IB_MR_NOKEEP   0x8  /* hooks on but no slot free: released at last put */
 #define IBC_IB_MR_KEEP     0x10 /* a whole ibc_mem_alloc() allocation: kept until it is freed */
 #define IBC_IB_MR_NEED_SLOT 0x20 /* ibc_ib_mr_get(): fail rather than register unprotected */
+#define IBC_IB_MR_DEVICE   0x40 /* CUDA device memory, registered by GPUDirect (reg_dev) */
 
-/* struct ibc_ib_mr - one cached registration of the page range [start, end) */
+/*
+ * struct ibc_ib_mr - one cached registration of [start, end): a page range
+ * of host memory, or the exact range of a CUDA allocation (IBC_IB_MR_DEVICE)
+ */
 struct ibc_ib_mr {
-	uintptr_t start;        /* page-aligned */
-	uintptr_t end;          /* page-aligned, exclusive */
+	uintptr_t start;        /* host: page-aligned; device: the allocation's start */
+	uintptr_t end;          /* exclusive; host: page-aligned; device: the allocation's end */
+	uint64_t buffer_id;     /* device: CU_POINTER_ATTRIBUTE_BUFFER_ID at registration; 0 host */
+	enum ibc_gdr_mode gdr_mode; /* device: the mode it was registered in; host: OFF */
 	uint32_t lkey;
 	uint32_t rkey;
 	void *handle;           /* struct ibv_mr *, or the fake backend's cookie */
@@ -159,9 +167,35 @@ struct ibc_ib_mr {
 };
 
 /*
+ * struct ibc_ib_mr_mem - what the backend's mem_query says of a range.
+ * @kind:      enum ibc_cuda_memkind (managed memory counts as device).
+ * @dev:       CUDA device ordinal of device memory, -1 for host.
+ * @base:      device: start of the CUDA allocation holding the range.
+ * @nbytes:    device: size of that allocation, bytes.
+ * @buffer_id: device: its CU_POINTER_ATTRIBUTE_BUFFER_ID (never 0); a
+ *             different id at the same address = freed and reallocated.
+ */
+struct ibc_ib_mr_mem {
+	int kind;
+	int dev;
+	uintptr_t base;
+	size_t nbytes;
+	uint64_t buffer_id;
+};
+
+/*
  * struct ibc_ib_mr_backend - how the cache registers memory: ibv_reg_mr on a
  * PD in the transport, a fake in unit tests. reg returns 0 or an errno and
  * fills lkey/rkey/handle; @writable selects local+remote write access.
+ * The device members may be NULL (then every range is host memory):
+ * @mem_query: the kind of [@addr, @addr + @nbytes) into *@mem_p; returns 0,
+ *             or an errno when device memory's allocation cannot be read
+ *             (e.g. freed): the range is then neither host nor device.
+ * @gdr_mode:  the GPUDirect mode (enum ibc_gdr_mode) for CUDA device @dev
+ *             and this backend's NIC into *@mode_p, with the reason in @why
+ *             (@why_len bytes); returns an ibc_status_t.
+ * @reg_dev:   register device memory in @mode (DMABUF or PEERMEM), like
+ *             reg; dereg releases it.
  */
 struct ibc_ib_mr_backend {
 	int (*reg)(void *arg, void *addr, size_t nbytes, int writable, uint32_t *lkey_p,
@@ -169,6 +203,11 @@ struct ibc_ib_mr_backend {
 	int (*dereg)(void *arg, void *handle);
 	void *arg;
 	const char *name;       /* device name for error messages */
+	int (*mem_query)(void *arg, const void *addr, size_t nbytes, struct ibc_ib_mr_mem *mem_p);
+	ibc_status_t (*gdr_mode)(void *arg, int dev, enum ibc_gdr_mode *mode_p, char *why,
+				 size_t why_len);
+	int (*reg_dev)(void *arg, void *addr, size_t nbytes, int writable, enum ibc_gdr_mode mode,
+		       uint32_t *lkey_p, uint32_t *rkey_p, void **handle_p);
 };
 
 struct ibc_ib_mr_cache_stats {
@@ -179,6 +218,8 @@ struct ibc_ib_mr_cache_stats {
 	uint64_t evictions;     /* idle registrations dropped by trimming */
 	uint64_t regs;          /* backend reg calls that succeeded */
 	uint64_t deregs;        /* backend dereg calls */
+	uint64_t dev_regs;      /* of regs, device memory through reg_dev (GPUDirect) */
+	uint64_t dev_reused;    /* device entries dropped: their buffer id changed (cudaFree) */
 };
 
 struct ibc_ib_mr_cache {
@@ -217,9 +258,22 @@ void ibc_ib_memhook_slot_put(int slot);
 void ibc_ib_memhook_counts(uint64_t *events_p, uint64_t *stale_p);
 size_t ibc_ib_reg_cache_budget(size_t param, int hooks);
 const char *ibc_ib_reg_cache_keep_text(size_t keep, char *buf, size_t len);
-int ibc_ib_mr_verbs_reg(void *pd, void *addr, size_t nbytes, int writable, uint32_t *lkey_p,
+int ibc_ib_mr_verbs_reg(void *arg, void *addr, size_t nbytes, int writable, uint32_t *lkey_p,
 			uint32_t *rkey_p, void **handle_p);
-int ibc_ib_mr_verbs_dereg(void *pd, void *handle);
+int ibc_ib_mr_verbs_dereg(void *arg, void *handle);
+
+/* ---------------------------------------------------------------------- */
+/* Device memory for the cache, and the GPUDirect probe (ib_mr_dev.c)     */
+/* ---------------------------------------------------------------------- */
+
+struct ibc_ib_ctx;
+void ibc_ib_mr_dev_backend(struct ibc_ib_ctx *ctx, struct ibc_ib_mr_backend *be);
+int ibc_ib_mr_dev_query(void *arg, const void *addr, size_t nbytes, struct ibc_ib_mr_mem *mem_p);
+ibc_status_t ibc_ib_mr_dev_gdr_mode(void *arg, int dev, enum ibc_gdr_mode *mode_p, char *why,
+				   size_t why_len);
+int ibc_ib_mr_dev_reg(void *arg, void *addr, size_t nbytes, int writable, enum ibc_gdr_mode mode,
+		      uint32_t *lkey_p, uint32_t *rkey_p, void **handle_p);
+void ibc_ib_ctx_gdr_probe(struct ibc_ib_ctx *ctx);
 
 /* ---------------------------------------------------------------------- */
 /* Parameters, context, CQ and progress (ib_cq.c)                         */
@@ -296,6 +350,9 @@ struct ibc_ib_ctx {
 	struct ibv_wc wc_stash[32];     /* completions polled by wait(), handled by progress() */
 	int nstash;
 	int ll_busy;            /* a connection polls LL memory: wait() must not sleep long */
+	unsigned caps;          /* IBC_TCAP_*: the ops table's, plus IBC_TCAP_CUDA when the
+				 * GPUDirect probe registered device memory (ib_mr_dev.c) */
+	int dmabuf_nic;         /* ibc_cuda_ib_dmabuf_probe() of the PD: 1, 0, -1 not built */
 };
 
 ibc_status_t ibc_ib_ctx_create(const char *dev_name, int port, const struct ibc_ib_params *prm,

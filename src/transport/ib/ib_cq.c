@@ -196,8 +196,9 @@ ibc_status_t ibc_ib_ctx_create(const char *dev_name, int port, const struct ibc_
 	memset(&be, 0, sizeof(be));
 	be.reg = ibc_ib_mr_verbs_reg;
 	be.dereg = ibc_ib_mr_verbs_dereg;
-	be.arg = ctx->pd;
+	be.arg = ctx;
 	be.name = ctx->dev_name;
+	ibc_ib_mr_dev_backend(ctx, &be);
 	ibc_ib_mr_cache_init(&ctx->mrc, &be, prm->reg_cache_bytes);
 	{
 		const char *why;
@@ -211,6 +212,7 @@ ibc_status_t ibc_ib_ctx_create(const char *dev_name, int port, const struct ibc_
 			     ibc_ib_reg_cache_keep_text(ctx->prm.reg_cache_bytes, keep, sizeof(keep)),
 			     why);
 	}
+	ibc_ib_ctx_gdr_probe(ctx);      /* IBC_TCAP_CUDA only when device memory registered */
 	ctx->next_async_check_ns = ibc_time_ns() + IB_ASYNC_CHECK_NS;
 	IBC_LOG_INFO(IB, "ib: port %s:%d open: %s, active mtu %s, lid %u, %d QPs per connection, %d credits, inline %d bytes, bounce %zu bytes",
 		     dev_name, port,

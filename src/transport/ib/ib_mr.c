@@ -25,6 +25,22 @@
  * one starts. Invalidation (deregistration) drops idle entries at once
  * and in-use ones at their last release. Lists are linear: a context
  * holds few registrations.
+ *
+ * CUDA device memory (the backend's mem_query says device) is registered
+ * through GPUDirect RDMA in the mode the backend's gdr_mode gives for
+ * (GPU, this NIC) (ibc_gdr_mode_get(): dma-buf or nvidia_peermem; OFF is
+ * refused with IBC_ERR_UNSUPPORTED), as the whole CUDA allocation
+ * (cuMemGetAddressRange(), as NCCL registers user buffers), never as
+ * rounded host pages. The memory hooks do not see cudaFree(), so a device
+ * entry records the allocation's CU_POINTER_ATTRIBUTE_BUFFER_ID (unique
+ * over the process's life) and every hit compares it with the id of the
+ * memory there now (UCX's cuda_ipc cache does the same): another id, or
+ * none, means freed (and reallocated), and the entry is dropped and the
+ * memory registered again. Idle device entries are budgeted and trimmed
+ * like host user entries, and trimming drops those whose memory is gone.
+ * The executor still stages every device buffer through host memory
+ * (src/api/cuda_stage.c); handing device buffers to the transport
+ * directly is the next step and is not built.
  */
 #include "config.h"
 
@@ -38,6 +54,7 @@
 #include "base/log.h"
 #include "base/memreg.h"
 #include "base/util.h"
+#include "topo/topo_gdr.h"
 #include "transport/ib/ib.h"
 
 static uintptr_t mr_page_size(void)
@@ -245,20 +262,27 @@ static void mr_reg_error(struct ibc_ib_mr_cache *cache, int err, size_t nbytes)
 /**
  * ibc_ib_mr_get() - Find or make a registration covering [@addr, @addr + @nbytes).
  * @cache:  [in,out] the cache.
- * @addr:   [in]  start of the buffer (host memory).
+ * @addr:   [in]  start of the buffer: host memory, or CUDA device memory
+ *                when the backend has mem_query (see the file header).
  * @nbytes: [in]  length in bytes; 0 is treated as 1.
- * @flags:  [in]  IBC_IB_MR_PERSIST for transport-owned memory;
- *                IBC_IB_MR_READONLY when the caller only reads (send side):
- *                a read-only buffer (e.g. in .rodata) is then registered
- *                without write access instead of failing.
+ * @flags:  [in]  IBC_IB_MR_PERSIST for transport-owned memory (always host:
+ *                not queried); IBC_IB_MR_READONLY when the caller only reads
+ *                (send side): a read-only host buffer (e.g. in .rodata) is
+ *                then registered without write access instead of failing
+ *                (device memory is always registered writable).
  * @mr_p:   [out] the entry, with one more reference, written on success.
  *
  * Blocking: a miss calls the backend (ibv_reg_mr pins pages: tens of us
- *           and more for large buffers). Threading: any thread (the
- *           cache's mutex, held across the backend call).
+ *           and more for large buffers); a lookup of user memory asks
+ *           mem_query (a few CUDA driver calls, no context created).
+ *           Threading: any thread (the cache's mutex, held across the
+ *           backend calls).
  * Return: IBC_OK; IBC_ERR_NO_MEMORY; IBC_ERR_VERBS when registration fails
  *         (cache->errbuf then holds the text, naming RLIMIT_MEMLOCK and
- *         its value when the error is ENOMEM). IBC_FAULT_INJECT=reg:N
+ *         its value when the error is ENOMEM); IBC_ERR_UNSUPPORTED for
+ *         device memory when GPUDirect RDMA is off for its GPU and this
+ *         NIC (errbuf names the reason: "IBC_GDR=0", ...); IBC_ERR_CUDA
+ *         when the device allocation cannot be read. IBC_FAULT_INJECT=reg:N
  *         makes the N-th registration fail with ENOMEM.
  */
 /*
@@ -286,6 +310,144 @@ static int mr_drop_idle(struct ibc_ib_mr_cache *cache)
 	return n;
 }
 
+/*
+ * 1 when the memory of device entry @mr is no longer the allocation it was
+ * registered for: the address is not CUDA memory any more, or holds an
+ * allocation with another buffer id (cudaFree and a new cudaMalloc)
+ */
+static int mr_dev_gone(struct ibc_ib_mr_cache *cache, const struct ibc_ib_mr *mr)
+{
+	struct ibc_ib_mr_mem mem;
+
+	memset(&mem, 0, sizeof(mem));
+	if (cache->be.mem_query(cache->be.arg, (const void *)mr->start, 1, &mem) != 0)
+		return 1;
+	return mem.kind == IBC_MEMKIND_HOST || mem.buffer_id != mr->buffer_id;
+}
+
+/* forget device entry @mr, whose allocation was freed (its buffer id changed) */
+static void mr_dev_reused(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	__atomic_add_fetch(&cache->stats.dev_reused, 1, __ATOMIC_RELAXED);
+	IBC_LOG_DEBUG(IB, "registration of CUDA memory 0x%lx-0x%lx (buffer id %llu) on %s: memory freed since, dropped",
+		      (unsigned long)mr->start, (unsigned long)mr->end,
+		      (unsigned long long)mr->buffer_id, cache->be.name);
+	mr_invalidate_one(cache, mr);
+}
+
+/*
+ * mr_get_dev_locked() - ibc_ib_mr_get() for CUDA device memory (@mem from
+ * the backend's mem_query; managed memory is refused): a hit needs an
+ * entry of the same allocation
+ * (buffer id); a miss asks the backend for the GPUDirect mode of
+ * (@mem->dev, this NIC) and registers the whole allocation through reg_dev.
+ * Return: IBC_OK; IBC_ERR_UNSUPPORTED (GPUDirect off for this GPU and NIC,
+ * or a backend without device callbacks); IBC_ERR_VERBS; IBC_ERR_NO_MEMORY.
+ * cache->errbuf holds the text of an error.
+ */
+static ibc_status_t mr_get_dev_locked(struct ibc_ib_mr_cache *cache, const void *addr,
+				      size_t nbytes, unsigned flags, const struct ibc_ib_mr_mem *mem,
+				      struct ibc_ib_mr **mr_p)
+{
+	uintptr_t a = (uintptr_t)addr;
+	uintptr_t b = a + (nbytes ? nbytes : 1);
+	int need_write = !(flags & IBC_IB_MR_READONLY);
+	enum ibc_gdr_mode mode = IBC_GDR_OFF;
+	struct ibc_ib_mr *mr;
+	uintptr_t start = a;
+	uintptr_t end = b;
+	char why[256];
+	ibc_status_t st;
+	int ret;
+
+	if (mem->kind == IBC_MEMKIND_MANAGED) {
+		/* neither dma-buf export nor nvidia_peermem covers cudaMallocManaged memory */
+		snprintf(cache->errbuf, sizeof(cache->errbuf),
+			 "CUDA managed memory (%zu bytes at %p) cannot be registered with %s: GPUDirect RDMA covers device memory only",
+			 nbytes, addr, cache->be.name);
+		IBC_LOG_DEBUG(IB, "%s", cache->errbuf);
+		return IBC_ERR_UNSUPPORTED;
+	}
+	for (mr = cache->head; mr; ) {
+		struct ibc_ib_mr *next = mr->next;
+
+		if (!(mr->flags & IBC_IB_MR_DEVICE) || (mr->flags & IBC_IB_MR_STALE) ||
+		    mr->start > a || mr->end < b) {
+			mr = next;
+			continue;
+		}
+		if (mr->buffer_id != mem->buffer_id) {
+			mr_dev_reused(cache, mr);
+			mr = next;
+			continue;
+		}
+		if (need_write && (mr->flags & IBC_IB_MR_READONLY)) {
+			mr = next;
+			continue;
+		}
+		if (mr_is_idle_user(mr))
+			cache->idle_user_bytes -= mr_bytes(mr);
+		mr->refcnt++;
+		mr_unlink(cache, mr);
+		mr_push_front(cache, mr);
+		__atomic_add_fetch(&cache->stats.hits, 1, __ATOMIC_RELAXED);
+		*mr_p = mr;
+		return IBC_OK;
+	}
+	__atomic_add_fetch(&cache->stats.misses, 1, __ATOMIC_RELAXED);
+	why[0] = '\0';
+	if (!cache->be.gdr_mode || !cache->be.reg_dev)
+		snprintf(why, sizeof(why), "the registration backend has no GPUDirect path");
+	else if ((st = cache->be.gdr_mode(cache->be.arg, mem->dev, &mode, why, sizeof(why))) !=
+		 IBC_OK && !why[0])
+		snprintf(why, sizeof(why), "%s", ibc_status_str(st));
+	if (mode != IBC_GDR_DMABUF && mode != IBC_GDR_PEERMEM) {
+		snprintf(cache->errbuf, sizeof(cache->errbuf),
+			 "CUDA device memory (%zu bytes at %p, CUDA device %d) cannot be registered with %s: GPUDirect RDMA is off for this GPU and NIC: %s",
+			 nbytes, addr, mem->dev, cache->be.name, why);
+		IBC_LOG_DEBUG(IB, "%s", cache->errbuf);
+		return IBC_ERR_UNSUPPORTED;
+	}
+	if (mem->nbytes && mem->base <= a && b <= mem->base + mem->nbytes) {
+		start = mem->base;
+		end = mem->base + mem->nbytes;
+	}
+	mr = ibc_calloc(1, sizeof(*mr), "registration cache entry");
+	if (!mr)
+		return IBC_ERR_NO_MEMORY;
+	mr->slot = -1;  /* the hooks cannot see cudaFree: the buffer id protects the entry */
+	if (ibc_fault_hit(IBC_FAULT_REG, "GPUDirect registration")) {
+		ret = ENOMEM;
+	} else {
+		ret = cache->be.reg_dev(cache->be.arg, (void *)start, end - start, 1, mode, &mr->lkey,
+					&mr->rkey, &mr->handle);
+		if (ret == ENOMEM && mr_drop_idle(cache) > 0)
+			ret = cache->be.reg_dev(cache->be.arg, (void *)start, end - start, 1, mode,
+						&mr->lkey, &mr->rkey, &mr->handle);
+	}
+	if (ret) {
+		snprintf(cache->errbuf, sizeof(cache->errbuf),
+			 "%s registration of CUDA device memory (%zu bytes at 0x%lx, CUDA device %d) on %s failed: %s",
+			 ibc_gdr_mode_name(mode), (size_t)(end - start), (unsigned long)start,
+			 mem->dev, cache->be.name, strerror(ret));
+		IBC_LOG_DEBUG(IB, "%s", cache->errbuf);
+		ibc_free(mr);
+		return IBC_ERR_VERBS;
+	}
+	__atomic_add_fetch(&cache->stats.regs, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&cache->stats.dev_regs, 1, __ATOMIC_RELAXED);
+	mr->start = start;
+	mr->end = end;
+	mr->buffer_id = mem->buffer_id;
+	mr->gdr_mode = mode;
+	mr->refcnt = 1;
+	mr->flags = IBC_IB_MR_DEVICE;
+	mr_push_front(cache, mr);
+	cache->nentries++;
+	*mr_p = mr;
+	return IBC_OK;
+}
+
 static ibc_status_t mr_get_locked(struct ibc_ib_mr_cache *cache, const void *addr, size_t nbytes,
 				  unsigned flags, struct ibc_ib_mr **mr_p)
 {
@@ -299,10 +461,25 @@ static ibc_status_t mr_get_locked(struct ibc_ib_mr_cache *cache, const void *add
 	uintptr_t mend;
 	int ret;
 
+	if (!(flags & IBC_IB_MR_PERSIST) && cache->be.mem_query) {
+		struct ibc_ib_mr_mem mem;
+
+		memset(&mem, 0, sizeof(mem));
+		ret = cache->be.mem_query(cache->be.arg, addr, nbytes, &mem);
+		if (ret) {
+			snprintf(cache->errbuf, sizeof(cache->errbuf),
+				 "the CUDA allocation holding %zu bytes at %p cannot be read (freed?): %s",
+				 nbytes, addr, strerror(ret));
+			IBC_LOG_DEBUG(IB, "%s", cache->errbuf);
+			return IBC_ERR_CUDA;
+		}
+		if (mem.kind != IBC_MEMKIND_HOST)
+			return mr_get_dev_locked(cache, addr, nbytes, flags, &mem, mr_p);
+	}
 	for (mr = cache->head; mr; ) {
 		struct ibc_ib_mr *next = mr->next;
 
-		if ((mr->flags & IBC_IB_MR_STALE) || mr->start > a ||
+		if ((mr->flags & (IBC_IB_MR_STALE | IBC_IB_MR_DEVICE)) || mr->start > a ||
 		    mr->end < a + (nbytes ? nbytes : 1)) {
 			mr = next;
 			continue;
@@ -465,6 +642,9 @@ static void mr_trim_locked(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
 		if (mr->refcnt == 0 && !(mr->flags & IBC_IB_MR_STALE) &&
 		    ibc_ib_memhook_slot_stale(mr->slot))
 			mr_released(cache, mr);
+		else if (mr->refcnt == 0 && (mr->flags & IBC_IB_MR_DEVICE) &&
+			 !(mr->flags & IBC_IB_MR_STALE) && mr_dev_gone(cache, mr))
+			mr_dev_reused(cache, mr);  /* cudaFree'd: unpin (and unmap the dma-buf) now */
 		mr = next;
 	}
 	if (cache->idle_user_bytes <= keep_bytes)
@@ -505,21 +685,23 @@ static void mr_fini_locked(struct ibc_ib_mr_cache *cache)
 
 /**
  * ibc_ib_mr_verbs_reg() - The ibv_reg_mr backend of the cache.
- * @pd:       [in]  struct ibv_pd *.
+ * @arg:      [in]  struct ibc_ib_ctx * (its PD); the device callbacks of
+ *                  ib_mr_dev.c get the same arg.
  * @addr:     [in]  page-aligned start.
  * @nbytes:   [in]  page-aligned length.
  * @writable: [in]  1: local write + remote write access; 0: read only.
  * @lkey_p, @rkey_p, @handle_p: [out] keys and the struct ibv_mr *.
  * Return: 0 or the errno of ibv_reg_mr (ENOMEM when over RLIMIT_MEMLOCK).
  */
-int ibc_ib_mr_verbs_reg(void *pd, void *addr, size_t nbytes, int writable, uint32_t *lkey_p,
+int ibc_ib_mr_verbs_reg(void *arg, void *addr, size_t nbytes, int writable, uint32_t *lkey_p,
 			uint32_t *rkey_p, void **handle_p)
 {
+	struct ibc_ib_ctx *ctx = arg;
 	int access = writable ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : 0;
 	struct ibv_mr *mr;
 
 	errno = 0;
-	mr = ibv_reg_mr(pd, addr, nbytes, access);
+	mr = ibv_reg_mr(ctx->pd, addr, nbytes, access);
 	if (!mr)
 		return errno ? errno : EIO;
 	*lkey_p = mr->lkey;
@@ -528,10 +710,10 @@ int ibc_ib_mr_verbs_reg(void *pd, void *addr, size_t nbytes, int writable, uint3
 	return 0;
 }
 
-/* ibc_ib_mr_verbs_dereg() - ibv_dereg_mr() of @handle; 0 or its errno */
-int ibc_ib_mr_verbs_dereg(void *pd, void *handle)
+/* ibc_ib_mr_verbs_dereg() - ibv_dereg_mr() of @handle (host or device memory); 0 or its errno */
+int ibc_ib_mr_verbs_dereg(void *arg, void *handle)
 {
-	(void)pd;
+	(void)arg;
 	return ibv_dereg_mr(handle);
 }
 
