@@ -225,7 +225,7 @@ struct ibc_treq {
 
 /* transport capabilities and properties */
 #define IBC_TCAP_HOST    0x1    /* host memory */
-#define IBC_TCAP_CUDA    0x2    /* CUDA device memory directly (GPUDirect) */
+#define IBC_TCAP_CUDA    0x2    /* CUDA device memory directly (GPUDirect); per context */
 #define IBC_TCAP_DMABUF  0x4
 #define IBC_TCAP_LL      0x8    /* has a low-latency path for IBC_DESC_F_LL messages */
 #define IBC_TCAP_LOCAL   0x10   /* peers share this host's memory (/dev/shm) */
@@ -286,6 +286,10 @@ enum ibc_tclass {
  *              keep it registered (*@reg_p) until @mem_deregister; any
  *              thread. NULL for transports that register no memory.
  * @mem_deregister: release what @mem_register returned.
+ * @ctx_caps:   IBC_TCAP_* flags this context has beyond @caps, found at
+ *              init (the verbs transport: IBC_TCAP_CUDA when a probe
+ *              registration of device memory succeeded); NULL: none. Read
+ *              them through ibc_transport_caps().
  */
 struct ibc_transport_ops {
 	const char *name;
@@ -307,7 +311,20 @@ struct ibc_transport_ops {
 	void (*reg_stats)(void *ctx, struct ibc_reg_stats *acc);
 	ibc_status_t (*mem_register)(void *ctx, void *buf, size_t nbytes, void **reg_p);
 	void (*mem_deregister)(void *ctx, void *reg);
+	unsigned (*ctx_caps)(void *ctx);
 };
+
+/**
+ * ibc_transport_caps() - The capabilities of one transport context.
+ * @ops: [in] the transport's table.
+ * @ctx: [in] a context from @ops->init; NULL: the table's static caps only.
+ * Return: @ops->caps, plus @ops->ctx_caps(@ctx) when the transport has it.
+ * Threading: any thread once init returned (the answer does not change).
+ */
+static inline unsigned ibc_transport_caps(const struct ibc_transport_ops *ops, void *ctx)
+{
+	return ops->caps | (ctx && ops->ctx_caps ? ops->ctx_caps(ctx) : 0u);
+}
 
 extern const struct ibc_transport_ops ibc_sock_ops;
 extern const struct ibc_transport_ops ibc_shm_ops;

@@ -360,6 +360,18 @@ static const char *ib_ops_device(void *ctx)
 	return t->ib->dev_name;
 }
 
+/*
+ * ib_ops_ctx_caps() - IBC_TCAP_CUDA when the context's GPUDirect probe
+ * registered device memory (ibc_ib_ctx_gdr_probe()); nothing else is
+ * per context. The executor does not use it yet: device buffers are staged.
+ */
+static unsigned ib_ops_ctx_caps(void *ctx)
+{
+	struct ib_tctx *t = ctx;
+
+	return t->ib->caps;
+}
+
 static void ib_ops_wait(void *ctx, int timeout_us)
 {
 	struct ib_tctx *t = ctx;
@@ -385,4 +397,5 @@ const struct ibc_transport_ops ibc_ib_ops = {
 	.reg_stats = ib_ops_reg_stats,
 	.mem_register = ib_ops_mem_register,
 	.mem_deregister = ib_ops_mem_deregister,
+	.ctx_caps = ib_ops_ctx_caps,
 };
