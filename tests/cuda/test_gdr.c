@@ -4,8 +4,10 @@
  * injected facts: peer-memory module present or not, dma-buf built,
  * supported by the GPU and accepted by the NIC or not, GPU-NIC distance
  * class against IBC_NET_GDR_LEVEL, IBC_GDR forcing; the sysfs probe of the
- * peer-memory module on fake sysfs trees; the probe of this machine; and the
- * once-per-(GPU, NIC) INFO line. Needs no GPU and no NIC.
+ * peer-memory module on fake sysfs trees; the probe of this machine; the
+ * once-per-(GPU, NIC) INFO line; and on a GPU, what the registration cache
+ * relies on (allocation range and buffer id of device memory, dma-buf
+ * export). Needs no GPU and no NIC (--require-device: fail without a GPU).
  */
 #include "config.h"
 
@@ -238,10 +240,84 @@ static void this_machine(const char *logfile)
 	ibc_param_reset_all();
 }
 
-int main(void)
+/*
+ * device_export() - on a GPU: what the registration cache relies on, on
+ * real device memory: the kind, the allocation range and buffer id of a
+ * device pointer (ibc_cuda_ptr_alloc()), a new buffer id after cudaFree
+ * and a new allocation, and a dma-buf export (ibc_cuda_dmabuf_fd()) when
+ * the GPU supports it; then the decision for this machine, printed.
+ * @require: [in] 1 (--require-device): no GPU is a failure, not a skip.
+ */
+static void device_export(int require)
+{
+	const size_t nbytes = 4u << 20;
+	enum ibc_gdr_mode mode = IBC_GDR_MODE_COUNT;
+	uint64_t id = 0;
+	uint64_t id2 = 0;
+	uint64_t offset = 0;
+	uintptr_t base = 0;
+	uintptr_t base2 = 0;
+	size_t size = 0;
+	size_t size2 = 0;
+	char why[512] = "";
+	void *p = NULL;
+	void *q = NULL;
+	int ndev = 0;
+	int dev = -1;
+	int dmabuf = 0;
+	int fd = -1;
+	ibc_status_t st;
+	struct stat sb;
+
+	ibc_cuda_device_count(&ndev);
+	if (ndev == 0) {
+		tap_ok(!require, "device export: no GPU here%s",
+		       require ? " (--require-device)" : ", not checked");
+		return;
+	}
+	tap_is_int(ibc_cuda_dev_alloc(nbytes, &p), IBC_OK, "cudaMalloc of 4 MiB");
+	if (!p)
+		return;
+	tap_is_int(ibc_cuda_ptr_kind((char *)p + 100, &dev), IBC_MEMKIND_DEVICE, "device memory kind");
+	st = ibc_cuda_ptr_alloc((char *)p + 100, &base, &size, &id);
+	tap_is_int(st, IBC_OK, "ibc_cuda_ptr_alloc of an interior pointer");
+	tap_ok(base == (uintptr_t)p && size >= nbytes && id != 0,
+	       "the allocation: base %p, %zu bytes, buffer id %llu", (void *)base, size,
+	       (unsigned long long)id);
+	tap_ok(ibc_cuda_ptr_alloc(&sb, &base2, &size2, &id2) != IBC_OK,
+	       "host memory is no CUDA allocation");
+	ibc_cuda_dmabuf_supported(dev, &dmabuf);
+	st = ibc_cuda_dmabuf_fd((char *)p + 4096, 1u << 20, &fd, &offset);
+	if (dmabuf && IBC_CUDA_HAVE_DMABUF_API) {
+		tap_is_int(st, IBC_OK, "dma-buf export of 1 MiB of device memory");
+		tap_ok(fd >= 0 && fstat(fd, &sb) == 0, "a valid dma-buf fd (%d)", fd);
+		tap_ok(offset < 4096, "offset inside the first page (%llu)", (unsigned long long)offset);
+	} else {
+		tap_ok(st != IBC_OK, "no dma-buf support (GPU %d, API built %d): export refused (%s)",
+		       dmabuf, IBC_CUDA_HAVE_DMABUF_API, ibc_status_str(st));
+	}
+	if (fd >= 0)
+		close(fd);
+	ibc_cuda_dev_free(p);
+	tap_ok(ibc_cuda_ptr_alloc(p, &base2, &size2, &id2) != IBC_OK || id2 != id,
+	       "after cudaFree the old buffer id is gone");
+	tap_is_int(ibc_cuda_dev_alloc(nbytes, &q), IBC_OK, "a new cudaMalloc of 4 MiB");
+	if (q && ibc_cuda_ptr_alloc(q, &base2, &size2, &id2) == IBC_OK)
+		tap_ok(id2 != id, "the new allocation (%s address) has a new buffer id (%llu -> %llu)",
+		       q == p ? "same" : "other", (unsigned long long)id, (unsigned long long)id2);
+	ibc_cuda_dev_free(q);
+	st = ibc_gdr_mode_get(dev, "mlx5_0", -1, &mode, why, sizeof(why));
+	tap_diag("GPUDirect RDMA decision for CUDA device %d - mlx5_0: %s, %s: %s", dev,
+		 ibc_status_str(st), ibc_gdr_mode_name(mode), why);
+	tap_ok(st == IBC_OK || st == IBC_ERR_UNSUPPORTED, "the decision was made (%s)",
+	       ibc_status_str(st));
+}
+
+int main(int argc, char **argv)
 {
 	char logfile[] = "/tmp/ibc-gdr-log-XXXXXX";
 	int fd = mkstemp(logfile);
+	int require = argc > 1 && !strcmp(argv[1], "--require-device");
 
 	if (fd < 0)
 		tap_bail_out("mkstemp failed");
@@ -255,6 +331,7 @@ int main(void)
 	decision_table();
 	peermem_probe();
 	this_machine(logfile);
+	device_export(require);
 	unlink(logfile);
 	return tap_done();
 }

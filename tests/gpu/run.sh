@@ -16,7 +16,12 @@
 #      shm and tcp, device buffers staged through pinned host memory, plus
 #      16 MiB buffers with the default 4 MiB segments (test_cuda_coll --large);
 #   6. stream-ordered calls on real CUDA streams (test_cuda_stream);
-#   7. the GPUDirect RDMA decision on this machine (test_gdr);
+#   7. the GPUDirect RDMA decision on this machine, printed, and what the
+#      verbs registration cache relies on, on real device memory: the
+#      allocation range and buffer id of a device pointer (a new id after
+#      cudaFree + cudaMalloc) and a dma-buf export of device memory
+#      (test_gdr --require-device; the cache itself: test_ib_mr_gdr in
+#      make check, with an injected backend);
 #   8. the reduction kernel against a device-to-device copy of 256 MiB
 #      (test_cuda_kernels --bench; target >= 80% of the copy bandwidth);
 #   9. the NCCL API library (bindings/nccl, libibcoll_nccl.so as
@@ -169,7 +174,9 @@ step "make check" 900 sh -c "cd '$obj' && make -j$(nproc) check > make-check.out
 step "kernels vs CPU (device)" 600 "$obj/tests/cuda/test_cuda_kernels" --require-device
 step "device-buffer collective matrix" 900 "$obj/tests/cuda/test_cuda_coll" --large
 step "stream-ordered calls" 300 "$obj/tests/cuda/test_cuda_stream"
-step "GPUDirect RDMA decision" 120 sh -c "IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=CUDA '$obj/tests/cuda/test_gdr'"
+step "GPUDirect RDMA decision, dma-buf export" 120 sh -c \
+	"IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=CUDA,IB '$obj/tests/cuda/test_gdr' --require-device"
+grep -h 'GPUDirect RDMA' "$bdir/last-step.out" 2>/dev/null | head -n 4 | tee -a "$log"
 step "reduction vs D2D copy, 256 MiB" 300 "$obj/tests/cuda/test_cuda_kernels" --bench
 step "NCCL API library, 2 ranks sharing the GPU (shm, tcp)" 300 sh -c "\
 	LD_LIBRARY_PATH='$obj/bindings/nccl:$obj/src/.libs' IBC_TIMEOUT_MS=20000 \
