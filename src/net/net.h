@@ -140,6 +140,7 @@ struct ibc_net {
 	uint64_t spin_ns;                     /* IBC_SPIN_US, 0 when oversubscribed */
 	/* adaptive spinning (ibc_net_wait_spin_ns()); atomic, relaxed */
 	unsigned spin_skip;                   /* waits left that do not spin */
+	unsigned spin_skip_len;               /* the next finding's skip (64 .. 1024) */
 	unsigned spin_colo;                   /* waits in a row that ended at their first
 					       * yields after spinning the whole budget */
 	int spin_logged;                      /* the INFO line was written */
@@ -274,11 +275,15 @@ const char *ibc_net_peer_host(const struct ibc_net *net, int peer);
 
 /*
  * ibc_net_wait_spin_ns() - How long a wait starting now may busy-poll, ns:
- * IBC_SPIN_US (0 when oversubscribed), or 0 for the next 1024 waits after
- * 2 waits in a row spun their whole budget and then ended at their first
- * 4 yields (net.c: NET_SPIN_SKIP, NET_SPIN_COLO, NET_SPIN_YIELDS). That
- * is the mark of a peer that shares this rank's core: it cannot run while
- * this rank spins, so every wait would cost the whole budget (a 2-rank 8-byte all-reduce took 41-55 us instead of 0.5 us
+ * IBC_SPIN_US (0 when oversubscribed), or 0 for the next 64 waits after 2
+ * waits in a row spun their whole budget and then gave the core away at
+ * their first yield (it took 2 us or more: net.c NET_SPIN_COLO,
+ * NET_SPIN_YIELD_AWAY_NS; 128, 256 .. 1024 waits
+ * for findings in a row, 64 again once a wait ends while spinning; each
+ * finding sleeps 20 us, so that the scheduler may wake the rank on an idle
+ * core). That is the mark of a peer that shares this rank's core: it
+ * cannot run while this rank spins, so every wait would cost the whole
+ * budget (a 2-rank 8-byte all-reduce took 41-55 us instead of 0.5 us
  * while a compiler at nice 19 ran on the host's other core and the
  * scheduler kept both ranks on one). The scheduler may separate them later:
  * spinning is tried again after the skipped waits.
@@ -291,12 +296,21 @@ uint64_t ibc_net_wait_spin_ns(struct ibc_net *net);
 /*
  * ibc_net_wait_spin_end() - Tell the spinning heuristic how a wait that
  * started with budget @spin_ns ended: @polled 0 when there was nothing to
- * wait for at its first check (no verdict), else after @yields calls of
- * sched_yield() and, where @slept, a sleep (no verdict: a peer busy
- * elsewhere).
+ * wait for at its first check (no verdict); @timed 1 when it went on past
+ * its first polls (NET_FAST_POLLS, no clock); after @yields calls of
+ * sched_yield(), the first of which took @yield1_ns. Verdicts: no yield
+ * and @timed: the peer progressed while this rank spun (another core); a
+ * first yield of 2 us or more: it ran another task on this core; anything
+ * else: none.
  */
-void ibc_net_wait_spin_end(struct ibc_net *net, uint64_t spin_ns, int polled, int yields,
-			   int slept);
+void ibc_net_wait_spin_end(struct ibc_net *net, uint64_t spin_ns, int polled, int timed,
+			   int yields, uint64_t yield1_ns);
+
+/*
+ * ibc_net_yield() - sched_yield() for a wait loop: counts it in *@yields_p
+ * and times the wait's first one into *@yield1_p (ns).
+ */
+void ibc_net_yield(int *yields_p, uint64_t *yield1_p);
 
 /*
  * ibc_net_wait_publish() - this rank's executing operation now waits on

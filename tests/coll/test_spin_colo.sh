@@ -30,7 +30,7 @@ cat >"$wrap" <<EOW
 exec taskset -c 0 "$b/tests/coll/coll_check" "\$@"
 EOW
 chmod +x "$wrap"
-line="a peer shares this rank's core"
+line="shares this rank's core"
 
 # check N NAME SPIN_US ARGS...: both ranks pass; N = ranks that must log the line
 check() {
