@@ -10,7 +10,8 @@
 # UCX's memory hooks, libucm, for the verbs registration cache), gnuplot-nox (bench/plot.sh,
 # trainer plots), iproute2 (ss: free ports), openmpi-bin (mpirun launcher
 # groups), mpich + libmpich-dev (bench/peers.sh's MPICH column; Debian keeps
-# Open MPI the default mpicc and mpirun, alternatives priority 50 against 40), nodejs (tokenizer), python3-torch + libtorch-dev + pybind11-dev
+# Open MPI the default mpicc and mpirun, alternatives priority 50 against 40), iperf3
+# (bench/tcp_vs_iperf3.sh's loopback reference), nodejs (tokenizer), python3-torch + libtorch-dev + pybind11-dev
 # (bindings/torch and tests/torch; only where Debian has them for this
 # architecture). Without them those tests SKIP.
 #
@@ -22,7 +23,7 @@ pkgs="autoconf automake libtool pkg-config make gcc libc6-dev libssl-dev
       rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest
       libhwloc-dev hwloc openmpi-bin libopenmpi-dev mpich libmpich-dev libucx-dev
       fortunes jargon-text gnuplot-nox xz-utils file procps iproute2 kmod
-      valgrind clang libclang-rt-14-dev python3"
+      valgrind clang libclang-rt-14-dev python3 iperf3"
 [ "${1:-}" = "--vm" ] && pkgs="$pkgs qemu-system-x86 linux-image-amd64 busybox-static cpio"
 
 missing=
