@@ -272,8 +272,6 @@ static ibc_status_t exec_host(void *arg, struct ibc_op *op)
 {
 	struct ibc_comm *comm = arg;
 	struct ibc_algo_choice c;
-	/* one clock read for the stray check and the tuner's observation */
-	uint64_t t0 = ibc_time_ns();
 
 	memset(&c, 0, sizeof(c));
 	/*
@@ -282,15 +280,15 @@ static ibc_status_t exec_host(void *arg, struct ibc_op *op)
 	 * it moved on) instead of waiting for its part (issue 20, case 2).
 	 */
 	ibc_coll_announce(&comm->coll, op);
-	IBC_CHECK(ibc_net_check_strays_at(&comm->net, 1000, t0));
+	IBC_CHECK(ibc_net_check_strays(&comm->net, 1000));
 	if (ibc_op_is_empty(op))
 		return IBC_OK;
 	if (ibc_coll_is_tuned(op->coll)) {
+		uint64_t t0;
 		ibc_status_t st;
 
-		/* the observed time includes the announcement and the tuner's
-		 * lookup (tens of ns): the checkpoints act on 1.5x */
 		IBC_CHECK(ibc_tuner_select(comm->tuner, op, &c));
+		t0 = ibc_time_ns();
 		st = ibc_coll_run(&comm->coll, op, &c);
 		/* the re-timing's checkpoints compare this with its timing (tune_retime.c) */
 		if (st == IBC_OK)

@@ -74,9 +74,12 @@ void ibc_net_wait_spin_end(struct ibc_net *net, uint64_t spin_ns, int polled, in
 		__atomic_store_n(&net->spin_skip_len, NET_SPIN_SKIP_MIN, __ATOMIC_RELAXED);
 		return;
 	}
-	/* no verdict: its first yield came back at once (a peer busy elsewhere) */
-	if (yield1_ns < NET_SPIN_YIELD_AWAY_NS)
+	if (yield1_ns < NET_SPIN_YIELD_AWAY_NS) {
+		/* its first yield came back at once: nothing else wanted this
+		 * core (the peer is busy elsewhere), which breaks a run of findings */
+		__atomic_store_n(&net->spin_colo, 0, __ATOMIC_RELAXED);
 		return;
+	}
 	colo = __atomic_load_n(&net->spin_colo, __ATOMIC_RELAXED) + 1;
 	if (colo < NET_SPIN_COLO) {
 		__atomic_store_n(&net->spin_colo, colo, __ATOMIC_RELAXED);
@@ -377,7 +380,7 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 	int idle_us = 20;
 	int fast = spin_ns ? NET_FAST_POLLS : 0;
 
-	for (;; *polled_p = 1) {
+	for (;;) {
 		ibc_status_t st = ibc_net_progress(net);
 		int ndone = 0;
 		int i;
@@ -402,6 +405,7 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 				break;
 		if (i == n)
 			return IBC_OK;
+		*polled_p = 1;  /* it had to wait */
 		/* where spinning is allowed, the first polls go without the clock
 		 * (the wait of a small message ends within a few of them) */
 		if (fast > 0) {
@@ -554,11 +558,7 @@ static ibc_status_t net_stray(struct ibc_net *net, int peer, const struct ibc_ms
 
 ibc_status_t ibc_net_check_strays(struct ibc_net *net, unsigned min_gap_us)
 {
-	return ibc_net_check_strays_at(net, min_gap_us, ibc_time_ns());
-}
-
-ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, uint64_t now)
-{
+	uint64_t now = ibc_time_ns();
 	int p;
 
 	if (min_gap_us && now - net->stray_check_ns < (uint64_t)min_gap_us * 1000)

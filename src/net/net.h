@@ -287,8 +287,8 @@ const char *ibc_net_peer_host(const struct ibc_net *net, int peer);
  * while a compiler at nice 19 ran on the host's other core and the
  * scheduler kept both ranks on one). The scheduler may separate them later:
  * spinning is tried again after the skipped waits.
- * Threading: the thread executing @net's operations (races only blur the
- * heuristic). A wait that finds what it waits for at its first check, or
+ * Threading: the thread executing @net's operations (one at a time: the
+ * executor's running flag; the fields are atomics all the same). A wait that finds what it waits for at its first check, or
  * that sleeps (a peer busy elsewhere), is no evidence either way.
  */
 uint64_t ibc_net_wait_spin_ns(struct ibc_net *net);
@@ -300,8 +300,9 @@ uint64_t ibc_net_wait_spin_ns(struct ibc_net *net);
  * its first polls (NET_FAST_POLLS, no clock); after @yields calls of
  * sched_yield(), the first of which took @yield1_ns. Verdicts: no yield
  * and @timed: the peer progressed while this rank spun (another core); a
- * first yield of 2 us or more: it ran another task on this core; anything
- * else: none.
+ * first yield under 2 us: nothing else wanted this core (ends a run of
+ * findings); 2 us or more: it ran another task on this core (a finding);
+ * a wait that ended within its first polls: none.
  */
 void ibc_net_wait_spin_end(struct ibc_net *net, uint64_t spin_ns, int polled, int timed,
 			   int yields, uint64_t yield1_ns);
@@ -406,13 +407,6 @@ void ibc_net_op_done(struct ibc_net *net, const struct ibc_op *op);
  * transports' receive state).
  */
 ibc_status_t ibc_net_check_strays(struct ibc_net *net, unsigned min_gap_us);
-
-/*
- * ibc_net_check_strays_at() - ibc_net_check_strays() with the caller's
- * reading of ibc_time_ns() (@now_ns), for a caller that reads the clock
- * anyway: one clock read is 20-25 ns in a VM, a tenth of a small call.
- */
-ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, uint64_t now_ns);
 
 /*
  * ibc_net_stall_probe() - a wait inside the user's collective has made no
