@@ -152,7 +152,7 @@ ibc_status_t ibc_cuda_launch_host_func(void *stream, void (*fn)(void *), void *a
 
 /**
  * ibc_cuda_ptr_alloc() - The CUDA allocation that holds device pointer
- * @ptr: its range (cuMemGetAddressRange()) and its buffer id
+ * @ptr: its range (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR/_SIZE) and its buffer id
  * (CU_POINTER_ATTRIBUTE_BUFFER_ID, unique over the process's lifetime: an
  * allocation made after a cudaFree() at the same address has another id).
  * @ptr:         [in]  device or managed memory.
@@ -160,11 +160,12 @@ ibc_status_t ibc_cuda_launch_host_func(void *stream, void (*fn)(void *), void *a
  * @nbytes_p:    [out] its size, bytes.
  * @buffer_id_p: [out] its buffer id, never 0.
  *
- * Creates no context (driver calls through cuda_mem.c's dlopen table).
+ * One cuPointerGetAttributes() (needs no current context, reads the three
+ * at one moment); creates no context.
  * Threading: thread-safe. Outputs are written only on success.
  * Return: IBC_OK; IBC_ERR_CUDA when @ptr is no (longer a) CUDA allocation
  *         (logged at DEBUG only: callers use this to see memory freed);
- *         IBC_ERR_UNSUPPORTED (no driver, or it lacks the calls);
+ *         IBC_ERR_UNSUPPORTED (no driver);
  *         IBC_ERR_INVALID_ARG.
  */
 ibc_status_t ibc_cuda_ptr_alloc(const void *ptr, uintptr_t *base_p, size_t *nbytes_p,

@@ -48,8 +48,6 @@ static struct {
 	PFN_cuCtxGetCurrent_v4000 ctx_get_current;
 	PFN_cuCtxGetDevice_v2000 ctx_get_device;
 	PFN_cuDeviceGetPCIBusId_v4010 device_get_pci_bus_id;
-	/* optional: the allocation holding a device pointer (registration cache) */
-	PFN_cuMemGetAddressRange_v3020 mem_get_address_range;
 #if IBC_CUDA_HAVE_DMABUF_API
 	PFN_cuMemGetHandleForAddressRange_v11070 mem_get_handle_for_address_range;
 #endif
@@ -72,8 +70,6 @@ static void drv_load(void)
 	drv.ctx_get_device = (PFN_cuCtxGetDevice_v2000)dlsym(drv.handle, "cuCtxGetDevice");
 	drv.device_get_pci_bus_id = (PFN_cuDeviceGetPCIBusId_v4010)dlsym(drv.handle,
 									"cuDeviceGetPCIBusId");
-	drv.mem_get_address_range = (PFN_cuMemGetAddressRange_v3020)dlsym(drv.handle,
-									 "cuMemGetAddressRange_v2");
 #if IBC_CUDA_HAVE_DMABUF_API
 	/* absent from drivers older than CUDA 11.7: dma-buf then stays off */
 	drv.mem_get_handle_for_address_range = (PFN_cuMemGetHandleForAddressRange_v11070)dlsym(
@@ -479,15 +475,21 @@ ibc_status_t ibc_cuda_ptr_alloc(const void *ptr, uintptr_t *base_p, size_t *nbyt
 
 	if (!ptr || !base_p || !nbytes_p || !buffer_id_p)
 		return IBC_ERR_INVALID_ARG;
-	if (!drv_ready() || !drv.mem_get_address_range)
+	if (!drv_ready())
 		return IBC_ERR_UNSUPPORTED;
-	r = drv.pointer_get_attributes(1, (CUpointer_attribute[]){ CU_POINTER_ATTRIBUTE_BUFFER_ID },
-				       (void *[]){ &id }, (CUdeviceptr)(uintptr_t)ptr);
-	if (r == CUDA_SUCCESS)
-		r = drv.mem_get_address_range(&base, &size, (CUdeviceptr)(uintptr_t)ptr);
+	/*
+	 * One cuPointerGetAttributes() for the id and the range together: it
+	 * needs no current context (cuMemGetAddressRange() does, and the
+	 * executor's threads usually have none), and the three are read at one
+	 * moment (not an id of one allocation and the range of the next).
+	 */
+	r = drv.pointer_get_attributes(3, (CUpointer_attribute[]){ CU_POINTER_ATTRIBUTE_BUFFER_ID,
+								  CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+								  CU_POINTER_ATTRIBUTE_RANGE_SIZE },
+				       (void *[]){ &id, &base, &size }, (CUdeviceptr)(uintptr_t)ptr);
 	if (r != CUDA_SUCCESS || !id || !size) {
 		/* freed since, or never CUDA memory: not an allocation */
-		IBC_LOG_DEBUG(CUDA, "allocation of %p (buffer id, cuMemGetAddressRange): %s", ptr,
+		IBC_LOG_DEBUG(CUDA, "allocation of %p (buffer id and range attributes): %s", ptr,
 			      r != CUDA_SUCCESS ? drv_err(r) : "no CUDA allocation");
 		return IBC_ERR_CUDA;
 	}

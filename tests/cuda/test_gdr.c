@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,24 @@ static void this_machine(const char *logfile)
  * the GPU supports it; then the decision for this machine, printed.
  * @require: [in] 1 (--require-device): no GPU is a failure, not a skip.
  */
+
+/* ibc_cuda_ptr_alloc() of @ptr in another thread (no CUDA context made current there) */
+struct alloc_q {
+	void *ptr;
+	uintptr_t base;
+	size_t size;
+	uint64_t id;
+	ibc_status_t st;
+};
+
+static void *alloc_in_thread(void *arg)
+{
+	struct alloc_q *q = arg;
+
+	q->st = ibc_cuda_ptr_alloc(q->ptr, &q->base, &q->size, &q->id);
+	return NULL;
+}
+
 static void device_export(int require)
 {
 	const size_t nbytes = 4u << 20;
@@ -286,6 +305,17 @@ static void device_export(int require)
 	       (unsigned long long)id);
 	tap_ok(ibc_cuda_ptr_alloc(&sb, &base2, &size2, &id2) != IBC_OK,
 	       "host memory is no CUDA allocation");
+	{
+		/* a thread with no current CUDA context (as the executor's are) */
+		struct alloc_q qa = { (char *)p + 100, 0, 0, 0, IBC_ERR_INTERNAL };
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, alloc_in_thread, &qa) == 0)
+			pthread_join(th, NULL);
+		tap_ok(qa.st == IBC_OK && qa.base == base && qa.id == id,
+		       "ibc_cuda_ptr_alloc from a thread without a CUDA context: %s, the same allocation",
+		       ibc_status_str(qa.st));
+	}
 	ibc_cuda_dmabuf_supported(dev, &dmabuf);
 	st = ibc_cuda_dmabuf_fd((char *)p + 4096, 1u << 20, &fd, &offset);
 	if (dmabuf && IBC_CUDA_HAVE_DMABUF_API) {
@@ -302,9 +332,11 @@ static void device_export(int require)
 	tap_ok(ibc_cuda_ptr_alloc(p, &base2, &size2, &id2) != IBC_OK || id2 != id,
 	       "after cudaFree the old buffer id is gone");
 	tap_is_int(ibc_cuda_dev_alloc(nbytes, &q), IBC_OK, "a new cudaMalloc of 4 MiB");
-	if (q && ibc_cuda_ptr_alloc(q, &base2, &size2, &id2) == IBC_OK)
-		tap_ok(id2 != id, "the new allocation (%s address) has a new buffer id (%llu -> %llu)",
-		       q == p ? "same" : "other", (unsigned long long)id, (unsigned long long)id2);
+	id2 = id;
+	tap_is_int(q ? ibc_cuda_ptr_alloc(q, &base2, &size2, &id2) : IBC_ERR_NO_MEMORY, IBC_OK,
+		   "ibc_cuda_ptr_alloc of the new allocation");
+	tap_ok(id2 != id, "the new allocation (%s address) has a new buffer id (%llu -> %llu)",
+	       q == p ? "same" : "other", (unsigned long long)id, (unsigned long long)id2);
 	ibc_cuda_dev_free(q);
 	st = ibc_gdr_mode_get(dev, "mlx5_0", -1, &mode, why, sizeof(why));
 	tap_diag("GPUDirect RDMA decision for CUDA device %d - mlx5_0: %s, %s: %s", dev,

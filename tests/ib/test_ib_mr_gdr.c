@@ -212,6 +212,17 @@ int main(void)
 	tap_is_int(c.stats.hits, 2, "hits: 2");
 	tap_is_int(c.stats.misses, 2, "misses still 2");
 	tap_is_int(f->ngdr, 1, "a hit asks no decision");
+	{
+		struct ibc_ib_mr *mx = NULL;
+		int nd = f->ndevreg;
+
+		/* a range past its allocation's end: refused, nothing registered */
+		tap_is_int(ibc_ib_mr_get(&c, (void *)(d0 + 3 * pg), 2 * pg, 0, &mx),
+			   IBC_ERR_INVALID_ARG, "a range past its allocation's end is refused");
+		tap_ok(strstr(c.errbuf, "runs past the end of its allocation") != NULL,
+		       "the text says why: %s", c.errbuf);
+		tap_is_int(f->ndevreg, nd, "and nothing is registered for it");
+	}
 
 	/* freed and reallocated at the same address, while in use: old marked stale */
 	f->a[0].id = 70;

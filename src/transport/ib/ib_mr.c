@@ -30,7 +30,7 @@
  * through GPUDirect RDMA in the mode the backend's gdr_mode gives for
  * (GPU, this NIC) (ibc_gdr_mode_get(): dma-buf or nvidia_peermem; OFF is
  * refused with IBC_ERR_UNSUPPORTED), as the whole CUDA allocation
- * (cuMemGetAddressRange(), as NCCL registers user buffers), never as
+ * (its range attributes, as NCCL registers user buffers), never as
  * rounded host pages. The memory hooks do not see cudaFree(), so a device
  * entry records the allocation's CU_POINTER_ATTRIBUTE_BUFFER_ID (unique
  * over the process's life) and every hit compares it with the id of the
@@ -342,7 +342,8 @@ static void mr_dev_reused(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
  * (buffer id); a miss asks the backend for the GPUDirect mode of
  * (@mem->dev, this NIC) and registers the whole allocation through reg_dev.
  * Return: IBC_OK; IBC_ERR_UNSUPPORTED (GPUDirect off for this GPU and NIC,
- * or a backend without device callbacks); IBC_ERR_VERBS; IBC_ERR_NO_MEMORY.
+ * or a backend without device callbacks); IBC_ERR_INVALID_ARG (the range
+ * runs past its allocation's end); IBC_ERR_VERBS; IBC_ERR_NO_MEMORY.
  * cache->errbuf holds the text of an error.
  */
 static ibc_status_t mr_get_dev_locked(struct ibc_ib_mr_cache *cache, const void *addr,
@@ -367,6 +368,18 @@ static ibc_status_t mr_get_dev_locked(struct ibc_ib_mr_cache *cache, const void 
 			 nbytes, addr, cache->be.name);
 		IBC_LOG_DEBUG(IB, "%s", cache->errbuf);
 		return IBC_ERR_UNSUPPORTED;
+	}
+	if (!mem->nbytes || mem->base > a || b > mem->base + mem->nbytes) {
+		/*
+		 * A range past its allocation's end: one registration of two
+		 * allocations would be protected by the first one's buffer id
+		 * only (a cudaFree of the second would go unseen).
+		 */
+		snprintf(cache->errbuf, sizeof(cache->errbuf),
+			 "CUDA device memory (%zu bytes at %p) runs past the end of its allocation (%zu bytes at 0x%lx): one registration cannot cover two allocations",
+			 nbytes, addr, mem->nbytes, (unsigned long)mem->base);
+		IBC_LOG_DEBUG(IB, "%s", cache->errbuf);
+		return IBC_ERR_INVALID_ARG;
 	}
 	for (mr = cache->head; mr; ) {
 		struct ibc_ib_mr *next = mr->next;
@@ -408,10 +421,8 @@ static ibc_status_t mr_get_dev_locked(struct ibc_ib_mr_cache *cache, const void 
 		IBC_LOG_DEBUG(IB, "%s", cache->errbuf);
 		return IBC_ERR_UNSUPPORTED;
 	}
-	if (mem->nbytes && mem->base <= a && b <= mem->base + mem->nbytes) {
-		start = mem->base;
-		end = mem->base + mem->nbytes;
-	}
+	start = mem->base;
+	end = mem->base + mem->nbytes;
 	mr = ibc_calloc(1, sizeof(*mr), "registration cache entry");
 	if (!mr)
 		return IBC_ERR_NO_MEMORY;

@@ -198,15 +198,16 @@ void ibc_ib_ctx_gdr_probe(struct ibc_ib_ctx *ctx)
 	char busid[32];
 	int dev = -1;
 
+	/* a host-only process (the usual case on a CPU cluster): DEBUG, not INFO */
 	if (!IBC_CUDA_BUILT) {
-		IBC_LOG_INFO(IB, "ib: %s: device memory not advertised (GPUDirect RDMA off): built without CUDA",
-			     ctx->dev_name);
+		IBC_LOG_DEBUG(IB, "ib: %s: device memory not advertised (GPUDirect RDMA off): built without CUDA",
+			      ctx->dev_name);
 		return;
 	}
 	if (ibc_cuda_current_busid(busid, sizeof(busid)) != IBC_OK ||
 	    ibc_cuda_get_device(&dev) != IBC_OK) {
-		IBC_LOG_INFO(IB, "ib: %s: device memory not advertised (GPUDirect RDMA not probed): no current CUDA context on this thread",
-			     ctx->dev_name);
+		IBC_LOG_DEBUG(IB, "ib: %s: device memory not advertised (GPUDirect RDMA not probed): no current CUDA context on this thread",
+			      ctx->dev_name);
 		return;
 	}
 	ibc_ib_mr_dev_gdr_mode(ctx, dev, &mode, why, sizeof(why));
