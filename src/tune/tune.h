@@ -99,6 +99,8 @@ struct ibc_tune_race {
  * same bits on every rank of a communicator (rank 0's settings, averaged
  * probe results), so every rank picks the same algorithm.
  */
+#define IBC_TUNE_CLASSES 64     /* all-reduce size classes: floor(log2(bytes)) */
+
 struct ibc_tune_model {
 	int32_t nranks;
 	int32_t tp;             /* enum ibc_tune_tp of the slowest link */
@@ -124,6 +126,12 @@ struct ibc_tune_model {
 	int32_t race_ms;        /* IBC_TUNING_RACE_MS: wall-time budget of the probe and race */
 	int32_t retime;         /* IBC_TUNING_RETIME: call of a size class timed first; 0 off */
 	int64_t retime_max;     /* IBC_TUNING_RETIME_MAX_BYTES */
+	/*
+	 * the per-host decision cache (tune_cache.c), as rank 0 read it: per
+	 * all-reduce size class (floor log2 of the bytes) the algorithm an
+	 * earlier job's timing chose, -1 where none
+	 */
+	int8_t cached_algo[IBC_TUNE_CLASSES];
 	/* all-reduce candidates timed at init where the model cannot tell them apart */
 	struct ibc_tune_race race[IBC_TUNE_RACE_ANCHORS];
 	struct ibc_tune_coef base[IBC_PROTO_COUNT];     /* measured or default, per protocol */

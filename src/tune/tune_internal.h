@@ -70,7 +70,7 @@ void ibc_tune_race_text(const struct ibc_tune_model *m, int i, char *buf, size_t
 /* ---- the tuner of one communicator (tuner.c, tune_retime.c) ------------- */
 
 #define TUNE_CACHE 8                    /* decisions cached per collective */
-#define RETIME_CLASSES 64               /* all-reduce size classes: floor(log2(bytes)) */
+#define RETIME_CLASSES IBC_TUNE_CLASSES  /* all-reduce size classes: floor(log2(bytes)) */
 
 /* one cached decision */
 struct tune_cache_ent {
@@ -90,6 +90,7 @@ struct tune_retime {
 	double ratio;           /* its measured / predicted time at the last timing */
 	double seen;            /* this rank's fastest measured / predicted since the last
 				 * checkpoint; 0: none */
+	int cached;             /* runs the decision cache's choice, untimed: timed at @next */
 };
 
 /* the tuner of one communicator (tune.h) */
@@ -137,5 +138,35 @@ int ibc_tune_size_class(size_t nbytes);
  */
 int ibc_tune_retime_count(struct ibc_tuner *t, size_t nbytes);
 ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t nbytes);
+
+/* ---- the per-host decision cache (tune_cache.c) ------------------------- */
+
+/*
+ * ibc_tune_cache_path() - the cache file IBC_TUNING_CACHE names into @buf
+ * (@len bytes): "auto" $XDG_CACHE_HOME/ibcoll/tuning-HOST.txt (else
+ * $HOME/.cache/...), "off" or "" none, else the path itself.
+ * Return: 1 with a path, 0 for none.
+ */
+int ibc_tune_cache_path(char *buf, size_t len);
+
+/*
+ * ibc_tune_cache_load() - fill @m->cached_algo from the cache file's lines
+ * for @m's transport and rank count and @nlocal ranks on this host (rank 0,
+ * before the model's broadcast). A missing file is no error; a line that
+ * does not parse is skipped with one WARN naming the file and line.
+ * Return: the number of classes found.
+ */
+int ibc_tune_cache_load(struct ibc_tune_model *m, int nlocal);
+
+/*
+ * ibc_tune_cache_store() - record that the timing of all-reduce size class
+ * @cls chose @algo (measured @us per call at @nbytes) for @m's transport,
+ * rank count and @nlocal: the file's line for that key is replaced (or
+ * added) under flock(), through a temporary file renamed over it. Rank 0,
+ * after each timing. Errors are logged at WARN and otherwise ignored (the
+ * cache only saves time).
+ */
+void ibc_tune_cache_store(const struct ibc_tune_model *m, int nlocal, int cls, int algo,
+			  size_t nbytes, double us);
 
 #endif /* IBC_TUNE_INTERNAL_H */

@@ -139,6 +139,7 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 	m->shm_ok = tp == IBC_TUNE_TP_SHM && nranks > 1 && ibc_param_shm_allreduce();
 	m->share = 1;   /* a core per rank; tuner_init() sets the host's value */
 	m->elem_bytes = 4;
+	memset(m->cached_algo, -1, sizeof(m->cached_algo));  /* tune_cache.c fills it */
 	m->lone_frac = 0;       /* tuner_init()'s probe measures it on a shared host */
 	m->base[IBC_PROTO_SIMPLE] = tune_defaults[tp][IBC_PROTO_SIMPLE];
 	m->base[IBC_PROTO_LL] = tune_defaults[tp][has_ll ? IBC_PROTO_LL : IBC_PROTO_SIMPLE];

@@ -224,6 +224,9 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 			win = k;
 	r->algo = c[win].algo;
 	r->ratio = c[win].predicted_us > 0 ? fast[win] / c[win].predicted_us : 0;
+	if (cl->net->rank == 0)
+		ibc_tune_cache_store(&t->m, cl->net->nlocal, ibc_tune_size_class(nbytes), r->algo,
+				     nbytes, fast[win]);
 	memset(t->cache[IBC_TUNE_ALLREDUCE], 0, sizeof(t->cache[IBC_TUNE_ALLREDUCE]));
 	if (cl->net->rank == 0 && ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_TUNING)) {
 		char txt[512];
@@ -254,13 +257,36 @@ done:
 int ibc_tune_retime_count(struct ibc_tuner *t, size_t nbytes)
 {
 	struct tune_retime *r;
+	int cls;
+	int a;
 
 	if (!ibc_tune_retime_on(t, nbytes))
 		return 0;
-	r = &t->rt[ibc_tune_size_class(nbytes)];
+	cls = ibc_tune_size_class(nbytes);
+	r = &t->rt[cls];
 	r->calls++;
+	a = t->meff.cached_algo[cls];
+	if (!r->valid && r->calls == 1 && a >= 0 && ibc_tune_algo_ok(&t->meff, IBC_TUNE_ALLREDUCE, a)) {
+		/* the decision cache's choice from the first call, timed at the first checkpoint */
+		r->valid = 1;
+		r->cached = 1;
+		r->algo = a;
+		r->ratio = 0;
+		r->next = RETIME_FIRST_GAP;
+		memset(t->cache[IBC_TUNE_ALLREDUCE], 0, sizeof(t->cache[IBC_TUNE_ALLREDUCE]));
+		if (t->coll->net->rank == 0 && ibc_log_enabled(IBC_LEVEL_INFO, IBC_SUBSYS_TUNING)) {
+			char cls_txt[32];
+
+			ibc_tune_bytes_text((size_t)1 << cls, cls_txt, sizeof(cls_txt));
+			IBC_LOG_INFO(TUNING, "all-reduce of %zu bytes on %d ranks over %s (size class from %s): %s, the decision cache's choice (IBC_TUNING_CACHE), until its timing at call %d",
+				     nbytes, t->m.nranks, ibc_tune_tp_name(t->m.tp), cls_txt,
+				     ibc_algo_name(a), RETIME_FIRST_GAP);
+		}
+	}
 	if (!r->valid)
 		return r->calls == (uint64_t)t->meff.retime;
+	if (r->cached)
+		return r->calls >= r->next;
 	return r->ratio > 0 && r->calls >= r->next;
 }
 
@@ -278,6 +304,10 @@ ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t
 
 	if (!r->valid)
 		return tuner_retime(t, op, nbytes, r, "first");
+	if (r->cached) {
+		r->cached = 0;
+		return tuner_retime(t, op, nbytes, r, "refresh of the decision cache's choice");
+	}
 	/*
 	 * The slowest rank's fastest call, as the timing's ratio is the slowest
 	 * rank's fastest repetition (the rank that arrives last at a call finds
