@@ -10,7 +10,9 @@
  * class from its first call and times the class for real only at its
  * 256th call (the re-timing's first checkpoint), which refreshes the
  * record. The model's broadcast carries what rank 0 read, so every rank
- * adopts the same choices.
+ * adopts the same choices. Off by default (IBC_TUNING_CACHE=off): a line
+ * is one job's timing, and on a noisy host that spreads one job's noise to
+ * the next ones (docs/algorithms.md, "The decision cache").
  *
  * The file, one line per shape and size class (the newest timing wins):
  *

@@ -19,6 +19,7 @@
 #      its own while keeping them;
 #   7. IBC_TUNING_CACHE=off writes nothing; a path that cannot be written
 #      (a directory) gives a WARN and an exact run.
+#   8. unset, IBC_TUNING_CACHE is off (the default): nothing written.
 # Every run is bounded (timeout 120 s, IBC_TIMEOUT_MS=20000). make check
 # sets IBC_TUNING_CACHE=off for every other test.
 b=$top_builddir
@@ -26,7 +27,7 @@ bench=$b/bench/ibc_bench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cache=$tmp/cache.txt
-echo "1..9"
+echo "1..10"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; tail -n 15 "$log" | sed 's/^/# /'; fi; }
 # job LOG NRANKS ARGS...: ibc_bench all-reduce over shm with exact checks; status 0 with no wrong element
@@ -112,3 +113,9 @@ rc=$?
 log=$tmp/j9
 [ $rc = 0 ] && grep -q "IBC_TUNING_CACHE $tmp/adir: cannot .*this timing is not recorded" "$log"
 ok $? "a path that is a directory: a WARN that the timing is not recorded, and an exact run"
+
+(unset IBC_TUNING_CACHE; IBC_TUNING_RETIME=1 XDG_CACHE_HOME=$tmp/xdg2 HOME=$tmp/home job "$tmp/j10" 2 -b 1K -e 1K -n 3 -w 1)
+rc=$?
+log=$tmp/j10
+[ $rc = 0 ] && [ ! -e "$tmp/xdg2" ] && [ ! -e "$tmp/home" ]
+ok $? "IBC_TUNING_CACHE unset: off, nothing written under \$XDG_CACHE_HOME or \$HOME"
