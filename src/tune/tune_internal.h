@@ -90,6 +90,8 @@ struct tune_retime {
 	double ratio;           /* its measured / predicted time at the last timing */
 	double seen;            /* this rank's fastest measured / predicted since the last
 				 * checkpoint; 0: none */
+	double base;            /* the agreed seen of the first checkpoint after the
+				 * timing, which later ones compare with; 0: none yet */
 	int cached;             /* runs the decision cache's choice, untimed: timed at @next */
 };
 

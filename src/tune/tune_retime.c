@@ -45,9 +45,13 @@
  * call also waits for the slowest rank to arrive); at checkpoints, the
  * first 256 calls after the first timing and each gap twice the last (after
  * a checkpoint and after a timing alike) up to 65536, the ranks agree
- * (max all-reduce) on the slowest rank's ratio, and time the class again
- * where it is over RETIME_DRIFT times the timing's, or under 1 /
- * RETIME_DRIFT of it (the timing ran under load). A checkpoint costs one
+ * (min all-reduce) on the fastest rank's ratio; the first checkpoint after
+ * a timing times the class again where it is over RETIME_DRIFT times the
+ * timing's (the winner's fastest single call, the fastest rank's) or under
+ * 1 / RETIME_FIRST_DOWN of it (the timing ran under load), and otherwise
+ * keeps it as the baseline that later checkpoints compare with, RETIME_DRIFT
+ * either way (the same statistic: a job's calls find their peers' data
+ * waiting more often than back-to-back calls do). A checkpoint costs one
  * 16-byte all-reduce; a timing, an 8-byte all-reduce (every rank has the
  * buffers), about 16 operations of the size and the agreement on their
  * times. With one candidate, or where a rank has no memory for an in-place
@@ -55,6 +59,8 @@
  */
 #define RETIME_KEEP 1.05                /* the current choice stands within this x the fastest */
 #define RETIME_DRIFT 1.5                /* a checkpoint times again beyond this factor */
+#define RETIME_FIRST_DOWN 3.0           /* the first checkpoint: calls this much faster than the
+					 * timing mean a timing under load */
 #define RETIME_FIRST_GAP 256            /* calls from a re-timing to the first checkpoint */
 #define RETIME_MAX_GAP 65536            /* checkpoint gaps double up to this */
 #define RETIME_REP_US 200.0             /* a timed repetition: this long, predicted (<= 64 calls) */
@@ -131,6 +137,8 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 	struct ibc_algo_choice c[IBC_ALGO_COUNT];
 	struct ibc_algo_choice own;
 	double fast[IBC_ALGO_COUNT];
+	double one[IBC_ALGO_COUNT];     /* each candidate's fastest single call */
+	double both[2 * IBC_ALGO_COUNT];
 	double v[IBC_ALGO_COUNT];
 	double best = HUGE_VAL;
 	struct ibc_op ar;
@@ -157,6 +165,7 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 	r->algo = -1;
 	r->ratio = 0;
 	r->seen = 0;
+	r->base = 0;
 	r->gap = r->gap ? IBC_MIN(2 * r->gap, (uint64_t)RETIME_MAX_GAP) : RETIME_FIRST_GAP;
 	r->next = r->calls + r->gap;
 	if (n < 2)
@@ -187,13 +196,16 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 	}
 	iters = (int)IBC_MIN(64.0, IBC_MAX(1.0, ceil(RETIME_REP_US / IBC_MAX(best, 0.01))));
 	for (k = 0; k < n; k++)
-		fast[k] = HUGE_VAL;
+		fast[k] = one[k] = HUGE_VAL;
 	for (rep = -1; rep < IBC_TUNE_RACE_REPS; rep++)
 		for (k = 0; k < n; k++) {
 			uint64_t ts = ibc_time_ns();
+			uint64_t tc = ts;
 			int it;
 
 			for (it = 0; it < iters; it++) {
+				uint64_t te;
+
 				ibc_tune_internal_req(op, IBC_COLL_ALLREDUCE, op->recvbuf,
 						      op->count, op->dtype, &ar);
 				ar.sendbuf = op->sendbuf;
@@ -201,6 +213,10 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 				ar.redop = op->redop;
 				ibc_shmar_announce(cl, &ar);
 				IBC_CHECK_GOTO(ibc_coll_run_choice(cl, &ar, &c[k]), st, done);
+				te = ibc_time_ns();
+				if (rep >= 0)
+					one[k] = IBC_MIN(one[k], (double)(te - tc) / 1000.0);
+				tc = te;
 			}
 			if (rep >= 0)
 				fast[k] = IBC_MIN(fast[k],
@@ -210,11 +226,23 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 		memcpy(op->recvbuf, tmp, nbytes);       /* the in-place call's input again */
 	/* tests: a timing taken under load (IBC_FAULT_INJECT=retime:<n>) */
 	if (ibc_fault_hit(IBC_FAULT_RETIME, "the tuner's re-timing"))
-		for (k = 0; k < n; k++)
+		for (k = 0; k < n; k++) {
 			fast[k] *= 4;
+			one[k] *= 4;
+		}
 	/* @op again before the agreement (tuner_race(): a rank leaving it may run @op) */
 	ibc_shmar_announce(cl, op);
-	IBC_CHECK_GOTO(ibc_tune_agree(t, op, fast, (size_t)n, IBC_MAX), st, done);
+	/* one max all-reduce: the slowest rank's fastest repetition, and (negated)
+	 * the fastest rank's fastest single call */
+	for (k = 0; k < n; k++) {
+		both[k] = fast[k];
+		both[n + k] = -one[k];
+	}
+	IBC_CHECK_GOTO(ibc_tune_agree(t, op, both, 2 * (size_t)n, IBC_MAX), st, done);
+	for (k = 0; k < n; k++) {
+		fast[k] = both[k];
+		one[k] = -both[n + k];
+	}
 	win = 0;
 	for (k = 1; k < n; k++)
 		if (fast[k] < fast[win])
@@ -223,7 +251,17 @@ static ibc_status_t tuner_retime(struct ibc_tuner *t, struct ibc_op *op, size_t 
 		if (c[k].algo == before && fast[k] <= RETIME_KEEP * fast[win])
 			win = k;
 	r->algo = c[win].algo;
-	r->ratio = c[win].predicted_us > 0 ? fast[win] / c[win].predicted_us : 0;
+	/*
+	 * What the checkpoints compare with: the winner's fastest single call,
+	 * the fastest rank's, the cost of a call that finds its peers' data
+	 * waiting, which the timing's back-to-back calls and the job's own
+	 * calls both see. (The slowest rank's fastest repetition against the
+	 * slowest rank's fastest call read 0.4-0.6x at every checkpoint of a
+	 * steady 2-rank 8-byte loop, and each timed the class again; so did the
+	 * slowest rank's fastest single call: in back-to-back calls the rank
+	 * that leads always waits, in a job's calls the lead changes.)
+	 */
+	r->ratio = c[win].predicted_us > 0 ? one[win] / c[win].predicted_us : 0;
 	if (cl->net->rank == 0)
 		ibc_tune_cache_store(&t->m, cl->net->nlocal, ibc_tune_size_class(nbytes), r->algo,
 				     nbytes, fast[win]);
@@ -309,17 +347,32 @@ ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t
 		return tuner_retime(t, op, nbytes, r, "refresh of the decision cache's choice");
 	}
 	/*
-	 * The slowest rank's fastest call, as the timing's ratio is the slowest
-	 * rank's fastest repetition (the rank that arrives last at a call finds
-	 * its peers' data waiting and times less than the operation takes);
-	 * d[1] > 0: some rank ran no call of the choice, no verdict.
+	 * The fastest rank's fastest call, the timing's statistic (tuner_retime());
+	 * d[1] == 0: some rank ran no call of the choice, no verdict.
 	 */
-	d[0] = r->seen;
-	d[1] = r->seen > 0 ? 0 : 1;
-	IBC_CHECK(ibc_tune_agree(t, op, d, 2, IBC_MAX));
+	d[0] = r->seen > 0 ? r->seen : HUGE_VAL;
+	d[1] = r->seen > 0 ? 1 : 0;
+	IBC_CHECK(ibc_tune_agree(t, op, d, 2, IBC_MIN));
 	r->seen = 0;
-	if (d[1] == 0 && (d[0] > RETIME_DRIFT * r->ratio || d[0] * RETIME_DRIFT < r->ratio)) {
-		snprintf(why, sizeof(why), "its calls ran at %.2fx the last timing", d[0] / r->ratio);
+	if (d[1] > 0 && r->base <= 0) {
+		/*
+		 * The first checkpoint after a timing: a job's calls, with the
+		 * caller's own work between them, find their peers' data waiting
+		 * more often than the timing's back-to-back calls (0.4-0.65x of
+		 * the timing's fastest call at 8 B on 2 ranks): only a timing
+		 * that ran under load (calls RETIME_FIRST_DOWN x faster) or a
+		 * machine that got slower (RETIME_DRIFT x) times again; else
+		 * these calls are what later checkpoints compare with.
+		 */
+		if (d[0] > RETIME_DRIFT * r->ratio || d[0] * RETIME_FIRST_DOWN < r->ratio) {
+			snprintf(why, sizeof(why), "its calls ran at %.2fx the timing",
+				 d[0] / r->ratio);
+			return tuner_retime(t, op, nbytes, r, why);
+		}
+		r->base = d[0];
+	} else if (d[1] > 0 && (d[0] > RETIME_DRIFT * r->base || d[0] * RETIME_DRIFT < r->base)) {
+		snprintf(why, sizeof(why), "its calls ran at %.2fx those after the last timing",
+			 d[0] / r->base);
 		return tuner_retime(t, op, nbytes, r, why);
 	}
 	r->gap = IBC_MIN(2 * r->gap, (uint64_t)RETIME_MAX_GAP);
