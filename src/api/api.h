@@ -32,7 +32,8 @@ struct ibc_request {
 	ibc_comm_h comm_h;      /* its communicator's handle (that one may be gone) */
 	int in_group;           /* atomic: collected by ibc_group_start(), not issued yet */
 	ibc_status_t status;
-	char errmsg[1024];      /* ibc_last_error() text for the waiting thread */
+	char errmsg[1024];      /* ibc_last_error() text for the waiting thread (fill_req()
+				 * clears what precedes it, and its first byte) */
 	struct ibc_request *next;
 };
 

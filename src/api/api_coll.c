@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -338,7 +339,11 @@ static ibc_status_t fill_req(struct ibc_comm *comm, struct ibc_request *req,
 	struct ibc_op *op = &req->op;
 	int n = comm->net.nranks;
 
-	memset(req, 0, sizeof(*req));
+	/* all but the 1 KiB error text, which only needs its NUL (a blocking
+	 * call fills one of these per call) */
+	memset(req, 0, offsetof(struct ibc_request, errmsg));
+	req->errmsg[0] = '\0';
+	req->next = NULL;
 	req->comm = comm;
 	op->coll = a->coll;
 	op->sendbuf = a->sendbuf;
