@@ -485,26 +485,26 @@ static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
 }
 
 /*
- * Wait until every rank's counter @f reaches @want: spin @spin_ns (IBC_SPIN_US
- * while the machine has cores to spare and no peer was seen sharing this
- * rank's core, ibc_net_wait_spin_ns(); *@timed_p = 1 once past the first
- * polls), yield (IBC_YIELD_US, counted in *@yields_p, the first one timed in
- * *@yield1_p), then sleep 20 us to 1 ms; every millisecond check the
- * communicator's health and the lagging rank's process, and give up after
- * IBC_TIMEOUT_MS without progress.
+ * Wait until every rank's counter @f reaches @want (@q: the first rank
+ * behind): spin @sp->spin_ns (IBC_SPIN_US while the machine has cores to
+ * spare and no peer was seen sharing this rank's core,
+ * ibc_net_wait_spin_begin(); @sp->timed once past the first polls), yield
+ * (IBC_YIELD_US, ibc_net_yield() into @sp), then sleep 20 us to 1 ms; every
+ * millisecond check the communicator's health and the lagging rank's
+ * process, and give up after IBC_TIMEOUT_MS without progress.
  */
 static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
-				   const struct ibc_op *op, int f, uint64_t want, uint64_t spin_ns,
-				   int *timed_p, int *yields_p, uint64_t *yield1_p)
+				   const struct ibc_op *op, int f, uint64_t want, int q,
+				   struct ibc_net_spin *sp)
 {
 	struct ibc_msg_desc mine;
 	struct ibc_msg_desc theirs;
+	uint64_t spin_ns = sp->spin_ns;
 	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
 	uint64_t start = 0;
 	uint64_t last = 0;
 	uint64_t check = 0;
 	long sleep_ns = 20000;
-	int q = first_behind(s, f, want);
 	int prev;
 	int i;
 
@@ -521,7 +521,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 	while (q >= 0) {
 		uint64_t now = ibc_time_ns();
 
-		*timed_p = 1;
+		sp->timed = 1;
 		if (!start) {
 			start = last = check = now;
 			ibc_net_wait_publish(coll->net, q, now / 1000000);
@@ -577,7 +577,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 		if (now - last < spin_ns) {
 			ibc_cpu_relax();
 		} else if (now - last < yield_ns) {
-			ibc_net_yield(yields_p, yield1_p);
+			ibc_net_yield(sp);
 		} else {
 			struct timespec ts = { 0, sleep_ns };
 
@@ -593,18 +593,17 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 static ibc_status_t shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s,
 			      const struct ibc_op *op, int f, uint64_t want)
 {
-	uint64_t spin_ns;
-	uint64_t yield1 = 0;
-	int timed = 0;
-	int yields = 0;
+	struct ibc_net_spin sp;
+	int q = first_behind(s, f, want);
 	ibc_status_t st;
 
-	if (first_behind(s, f, want) < 0)
+	if (q < 0)
 		return IBC_OK;  /* nothing to wait for */
-	spin_ns = ibc_net_wait_spin_ns(coll->net);
-	st = shmar_wait_body(coll, s, op, f, want, spin_ns, &timed, &yields, &yield1);
+	ibc_net_wait_spin_begin(coll->net, &sp);
+	sp.polled = 1;
+	st = shmar_wait_body(coll, s, op, f, want, q, &sp);
 	ibc_net_wait_clear(coll->net);
-	ibc_net_wait_spin_end(coll->net, spin_ns, 1, timed, yields, yield1);
+	ibc_net_wait_spin_end(coll->net, &sp);
 	return st;
 }
 

@@ -22,59 +22,59 @@
 
 /* polls of a wait before its first clock read, where spinning is allowed */
 #define NET_FAST_POLLS 32
-/* adaptive spinning (ibc_net_wait_spin_ns()) */
+/* adaptive spinning (ibc_net_wait_spin_begin()) */
 #define NET_SPIN_COLO 2         /* waits in a row that mark a co-located peer */
 #define NET_SPIN_YIELD_AWAY_NS 2000 /* a first yield this long ran another task */
 #define NET_SPIN_SKIP_MIN 64    /* waits that then do not spin: first this many, */
 #define NET_SPIN_SKIP_MAX 1024  /* doubling at each finding in a row up to this */
 #define NET_SPIN_NAP_NS 20000   /* the sleep at a finding (the scheduler may move us) */
 
-void ibc_net_yield(int *yields_p, uint64_t *yield1_p)
+void ibc_net_yield(struct ibc_net_spin *sp)
 {
 	uint64_t t0;
 
-	if ((*yields_p)++) {
+	if (sp->yields++) {
 		sched_yield();
 		return;
 	}
 	/* the first yield of a wait is timed: did it run another task? */
 	t0 = ibc_time_ns();
 	sched_yield();
-	*yield1_p = ibc_time_ns() - t0;
+	sp->yield1_ns = ibc_time_ns() - t0;
 }
 
-uint64_t ibc_net_wait_spin_ns(struct ibc_net *net)
+void ibc_net_wait_spin_begin(struct ibc_net *net, struct ibc_net_spin *sp)
 {
-	return __atomic_load_n(&net->spin_skip, __ATOMIC_RELAXED) ? 0 : net->spin_ns;
+	memset(sp, 0, sizeof(*sp));
+	sp->spin_ns = __atomic_load_n(&net->spin_skip, __ATOMIC_RELAXED) ? 0 : net->spin_ns;
 }
 
-void ibc_net_wait_spin_end(struct ibc_net *net, uint64_t spin_ns, int polled, int timed,
-			   int yields, uint64_t yield1_ns)
+void ibc_net_wait_spin_end(struct ibc_net *net, const struct ibc_net_spin *sp)
 {
 	unsigned skip = __atomic_load_n(&net->spin_skip, __ATOMIC_RELAXED);
 	unsigned len = __atomic_load_n(&net->spin_skip_len, __ATOMIC_RELAXED);
 	struct timespec nap = { 0, NET_SPIN_NAP_NS };
 	unsigned colo;
 
-	if (!polled || !net->spin_ns)
+	if (!sp->polled || !net->spin_ns)
 		return;         /* nothing to wait for, or never spinning */
 	if (skip) {             /* a wait that did not spin: one fewer to skip */
 		__atomic_store_n(&net->spin_skip, skip - 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (yields == 0) {
+	if (sp->yields == 0) {
 		/*
 		 * It ended while this rank spun: where that took longer than the
 		 * first polls, the peer made progress meanwhile, on another core.
 		 * Within them, no verdict: a peer on this core may just have run.
 		 */
-		if (!timed)
+		if (!sp->timed)
 			return;
 		__atomic_store_n(&net->spin_colo, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&net->spin_skip_len, NET_SPIN_SKIP_MIN, __ATOMIC_RELAXED);
 		return;
 	}
-	if (yield1_ns < NET_SPIN_YIELD_AWAY_NS) {
+	if (sp->yield1_ns < NET_SPIN_YIELD_AWAY_NS) {
 		/* its first yield came back at once: nothing else wanted this
 		 * core (the peer is busy elsewhere), which breaks a run of findings */
 		__atomic_store_n(&net->spin_colo, 0, __ATOMIC_RELAXED);
@@ -99,7 +99,7 @@ void ibc_net_wait_spin_end(struct ibc_net *net, uint64_t spin_ns, int polled, in
 	nanosleep(&nap, NULL);
 	if (!__atomic_exchange_n(&net->spin_logged, 1, __ATOMIC_RELAXED))
 		IBC_LOG_INFO(NET, "%d waits in a row spun %llu us and then gave the core away at their first yield: another rank, or another process, shares this rank's core; the next %u waits yield at once, then spin again (logged once)",
-			     NET_SPIN_COLO, (unsigned long long)(spin_ns / 1000), len);
+			     NET_SPIN_COLO, (unsigned long long)(net->spin_ns / 1000), len);
 	else
 		IBC_LOG_DEBUG(NET, "a peer shares this rank's core again: the next %u waits yield at once",
 			      len);
@@ -369,9 +369,9 @@ static ibc_status_t net_timeout(struct ibc_net *net, struct ibc_treq *const *req
 
 /* @any: 0 all, 1 any, 2 any or a p2p operation at the queue head (IBC_INPROGRESS) */
 static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *reqs, int n,
-				  int any, uint64_t spin_ns, int *polled_p, int *timed_p,
-				  int *yields_p, uint64_t *yield1_p)
+				  int any, struct ibc_net_spin *sp)
 {
+	uint64_t spin_ns = sp->spin_ns;
 	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
 	uint64_t now;
 	uint64_t last_ns = 0;
@@ -405,7 +405,7 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 				break;
 		if (i == n)
 			return IBC_OK;
-		*polled_p = 1;  /* it had to wait */
+		sp->polled = 1;  /* it had to wait */
 		/* where spinning is allowed, the first polls go without the clock
 		 * (the wait of a small message ends within a few of them) */
 		if (fast > 0) {
@@ -413,7 +413,7 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 			ibc_cpu_relax();
 			continue;
 		}
-		*timed_p = 1;
+		sp->timed = 1;
 		now = ibc_time_ns();
 		if (ndone != ndone_prev) {
 			last_ns = now;
@@ -433,7 +433,7 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 			continue;
 		}
 		if (now - last_ns < yield_ns) {
-			ibc_net_yield(yields_p, yield1_p);
+			ibc_net_yield(sp);
 			continue;
 		}
 		/* a wait that lasts: is a peer's message for another call waiting? */
@@ -454,16 +454,13 @@ static ibc_status_t net_wait_body(struct ibc_net *net, struct ibc_treq *const *r
 /* net_wait_body() with this rank's wait published for peers' wait-for queries */
 static ibc_status_t net_wait(struct ibc_net *net, struct ibc_treq *const *reqs, int n, int any)
 {
-	uint64_t spin_ns = ibc_net_wait_spin_ns(net);
-	uint64_t yield1 = 0;
-	int polled = 0;
-	int timed = 0;
-	int yields = 0;
-	ibc_status_t st = net_wait_body(net, reqs, n, any, spin_ns, &polled, &timed, &yields,
-					&yield1);
+	struct ibc_net_spin sp;
+	ibc_status_t st;
 
+	ibc_net_wait_spin_begin(net, &sp);
+	st = net_wait_body(net, reqs, n, any, &sp);
 	ibc_net_wait_clear(net);
-	ibc_net_wait_spin_end(net, spin_ns, polled, timed, yields, yield1);
+	ibc_net_wait_spin_end(net, &sp);
 	return st;
 }
 

@@ -138,11 +138,10 @@ struct ibc_net {
 	char transport_name[32];              /* "shm", "tcp", "shm+ib", ... */
 	int64_t timeout_ms;                   /* IBC_TIMEOUT_MS */
 	uint64_t spin_ns;                     /* IBC_SPIN_US, 0 when oversubscribed */
-	/* adaptive spinning (ibc_net_wait_spin_ns()); atomic, relaxed */
+	/* adaptive spinning (ibc_net_wait_spin_begin()); atomic, relaxed */
 	unsigned spin_skip;                   /* waits left that do not spin */
 	unsigned spin_skip_len;               /* the next finding's skip (64 .. 1024) */
-	unsigned spin_colo;                   /* waits in a row that ended at their first
-					       * yields after spinning the whole budget */
+	unsigned spin_colo;                   /* findings in a row (ibc_net_wait_spin_end()) */
 	int spin_logged;                      /* the INFO line was written */
 
 	/* the operation being executed, named in error texts (under @lock) */
@@ -274,44 +273,56 @@ static inline ibc_status_t ibc_net_status(const struct ibc_net *net)
 const char *ibc_net_peer_host(const struct ibc_net *net, int peer);
 
 /*
- * ibc_net_wait_spin_ns() - How long a wait starting now may busy-poll, ns:
+ * struct ibc_net_spin - one wait's record for the spinning heuristic
+ * (ibc_net_wait_spin_begin() .. ibc_net_wait_spin_end()).
+ * @spin_ns:   how long this wait may busy-poll, ns.
+ * @yield1_ns: how long its first sched_yield() took, ns.
+ * @polled:    1 when there was something to wait for at its first check.
+ * @timed:     1 when it went on past its first polls (NET_FAST_POLLS, no clock).
+ * @yields:    its sched_yield() calls (ibc_net_yield()).
+ */
+struct ibc_net_spin {
+	uint64_t spin_ns;
+	uint64_t yield1_ns;
+	int polled;
+	int timed;
+	int yields;
+};
+
+/*
+ * ibc_net_wait_spin_begin() - Start a wait's record: its budget is
  * IBC_SPIN_US (0 when oversubscribed), or 0 for the next 64 waits after 2
  * waits in a row spun their whole budget and then gave the core away at
  * their first yield (it took 2 us or more: net.c NET_SPIN_COLO,
- * NET_SPIN_YIELD_AWAY_NS; 128, 256 .. 1024 waits
- * for findings in a row, 64 again once a wait ends while spinning; each
- * finding sleeps 20 us, so that the scheduler may wake the rank on an idle
- * core). That is the mark of a peer that shares this rank's core: it
- * cannot run while this rank spins, so every wait would cost the whole
- * budget (a 2-rank 8-byte all-reduce took 41-55 us instead of 0.5 us
- * while a compiler at nice 19 ran on the host's other core and the
- * scheduler kept both ranks on one). The scheduler may separate them later:
- * spinning is tried again after the skipped waits.
+ * NET_SPIN_YIELD_AWAY_NS; 128, 256 .. 1024 waits for findings in a row, 64
+ * again once a wait ends while spinning; each finding sleeps 20 us, so that
+ * the scheduler may wake the rank on an idle core). That is the mark of a
+ * peer that shares this rank's core: it cannot run while this rank spins,
+ * so every wait would cost the whole budget (a 2-rank 8-byte all-reduce
+ * took 41-55 us instead of 0.5 us while a compiler at nice 19 ran on the
+ * host's other core and the scheduler kept both ranks on one). The
+ * scheduler may separate them later: spinning is tried again after the
+ * skipped waits.
  * Threading: the thread executing @net's operations (one at a time: the
- * executor's running flag; the fields are atomics all the same). A wait that finds what it waits for at its first check, or
- * that sleeps (a peer busy elsewhere), is no evidence either way.
+ * executor's running flag; the fields are atomics all the same).
  */
-uint64_t ibc_net_wait_spin_ns(struct ibc_net *net);
+void ibc_net_wait_spin_begin(struct ibc_net *net, struct ibc_net_spin *sp);
 
 /*
- * ibc_net_wait_spin_end() - Tell the spinning heuristic how a wait that
- * started with budget @spin_ns ended: @polled 0 when there was nothing to
- * wait for at its first check (no verdict); @timed 1 when it went on past
- * its first polls (NET_FAST_POLLS, no clock); after @yields calls of
- * sched_yield(), the first of which took @yield1_ns. Verdicts: no yield
- * and @timed: the peer progressed while this rank spun (another core); a
- * first yield under 2 us: nothing else wanted this core (ends a run of
- * findings); 2 us or more: it ran another task on this core (a finding);
- * a wait that ended within its first polls: none.
+ * ibc_net_wait_spin_end() - Tell the spinning heuristic how the wait of
+ * @sp ended. Verdicts: not @polled, or ended within its first polls (not
+ * @timed, no yield): none; no yield and @timed: the peer progressed while
+ * this rank spun (another core); a first yield under 2 us: nothing else
+ * wanted this core (ends a run of findings); 2 us or more: it ran another
+ * task on this core (a finding).
  */
-void ibc_net_wait_spin_end(struct ibc_net *net, uint64_t spin_ns, int polled, int timed,
-			   int yields, uint64_t yield1_ns);
+void ibc_net_wait_spin_end(struct ibc_net *net, const struct ibc_net_spin *sp);
 
 /*
- * ibc_net_yield() - sched_yield() for a wait loop: counts it in *@yields_p
- * and times the wait's first one into *@yield1_p (ns).
+ * ibc_net_yield() - sched_yield() for a wait loop: counted in @sp, its
+ * first one timed.
  */
-void ibc_net_yield(int *yields_p, uint64_t *yield1_p);
+void ibc_net_yield(struct ibc_net_spin *sp);
 
 /*
  * ibc_net_wait_publish() - this rank's executing operation now waits on
