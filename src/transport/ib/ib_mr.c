@@ -310,6 +310,26 @@ static int mr_drop_idle(struct ibc_ib_mr_cache *cache)
 	return n;
 }
 
+/* a hit on @mr: one more reference, moved to the front, counted */
+static void mr_take(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	if (mr_is_idle_user(mr))
+		cache->idle_user_bytes -= mr_bytes(mr);
+	mr->refcnt++;
+	mr_unlink(cache, mr);
+	mr_push_front(cache, mr);
+	__atomic_add_fetch(&cache->stats.hits, 1, __ATOMIC_RELAXED);
+}
+
+/* a new registration @mr (range and flags set): one reference, at the front, counted */
+static void mr_add(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
+{
+	__atomic_add_fetch(&cache->stats.regs, 1, __ATOMIC_RELAXED);
+	mr->refcnt = 1;
+	mr_push_front(cache, mr);
+	cache->nentries++;
+}
+
 /*
  * 1 when the memory of device entry @mr is no longer the allocation it was
  * registered for: the address is not CUDA memory any more, or holds an
@@ -355,8 +375,8 @@ static ibc_status_t mr_get_dev_locked(struct ibc_ib_mr_cache *cache, const void 
 	int need_write = !(flags & IBC_IB_MR_READONLY);
 	enum ibc_gdr_mode mode = IBC_GDR_OFF;
 	struct ibc_ib_mr *mr;
-	uintptr_t start = a;
-	uintptr_t end = b;
+	uintptr_t start;
+	uintptr_t end;
 	char why[256];
 	ibc_status_t st;
 	int ret;
@@ -398,12 +418,7 @@ static ibc_status_t mr_get_dev_locked(struct ibc_ib_mr_cache *cache, const void 
 			mr = next;
 			continue;
 		}
-		if (mr_is_idle_user(mr))
-			cache->idle_user_bytes -= mr_bytes(mr);
-		mr->refcnt++;
-		mr_unlink(cache, mr);
-		mr_push_front(cache, mr);
-		__atomic_add_fetch(&cache->stats.hits, 1, __ATOMIC_RELAXED);
+		mr_take(cache, mr);
 		*mr_p = mr;
 		return IBC_OK;
 	}
@@ -445,16 +460,13 @@ static ibc_status_t mr_get_dev_locked(struct ibc_ib_mr_cache *cache, const void 
 		ibc_free(mr);
 		return IBC_ERR_VERBS;
 	}
-	__atomic_add_fetch(&cache->stats.regs, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&cache->stats.dev_regs, 1, __ATOMIC_RELAXED);
 	mr->start = start;
 	mr->end = end;
 	mr->buffer_id = mem->buffer_id;
 	mr->gdr_mode = mode;
-	mr->refcnt = 1;
 	mr->flags = IBC_IB_MR_DEVICE;
-	mr_push_front(cache, mr);
-	cache->nentries++;
+	mr_add(cache, mr);
 	*mr_p = mr;
 	return IBC_OK;
 }
@@ -505,13 +517,8 @@ static ibc_status_t mr_get_locked(struct ibc_ib_mr_cache *cache, const void *add
 			mr = next;
 			continue;
 		}
-		if (mr_is_idle_user(mr))
-			cache->idle_user_bytes -= mr_bytes(mr);
-		mr->refcnt++;
+		mr_take(cache, mr);
 		mr->flags |= flags & IBC_IB_MR_PERSIST;
-		mr_unlink(cache, mr);
-		mr_push_front(cache, mr);
-		__atomic_add_fetch(&cache->stats.hits, 1, __ATOMIC_RELAXED);
 		*mr_p = mr;
 		return IBC_OK;
 	}
@@ -564,16 +571,13 @@ static ibc_status_t mr_get_locked(struct ibc_ib_mr_cache *cache, const void *add
 		ibc_free(mr);
 		return IBC_ERR_VERBS;
 	}
-	__atomic_add_fetch(&cache->stats.regs, 1, __ATOMIC_RELAXED);
 	mr->start = start;
 	mr->end = end;
-	mr->refcnt = 1;
 	mr->flags = flags & (IBC_IB_MR_PERSIST | IBC_IB_MR_READONLY | IBC_IB_MR_NOKEEP | IBC_IB_MR_KEEP);
 	/* IBC_IB_MR_NEED_SLOT is a request of this call, not a state */
 	if (mr->flags & IBC_IB_MR_NOKEEP)
 		mr->flags &= ~(unsigned)IBC_IB_MR_KEEP;
-	mr_push_front(cache, mr);
-	cache->nentries++;
+	mr_add(cache, mr);
 	*mr_p = mr;
 	return IBC_OK;
 }
