@@ -158,6 +158,9 @@ int ibc_tune_cache_load(struct ibc_tune_model *m, int nlocal)
 	if (bad)
 		IBC_LOG_WARN(TUNING, "IBC_TUNING_CACHE %s: %d line(s) not of the form 'v1 TRANSPORT NRANKS NLOCAL CLASS ALGORITHM NBYTES US UNIXTIME' skipped (the first at line %d)",
 			     path, bad, first_bad);
+	if (n)
+		IBC_LOG_INFO(TUNING, "IBC_TUNING_CACHE %s: all-reduce choices of %d size classes for %d ranks (%d on this host) over %s",
+			     path, n, (int)m->nranks, nlocal, tp);
 	return n;
 }
 

@@ -154,8 +154,9 @@ int ibc_tune_cache_path(char *buf, size_t len);
 /*
  * ibc_tune_cache_load() - fill @m->cached_algo from the cache file's lines
  * for @m's transport and rank count and @nlocal ranks on this host (rank 0,
- * before the model's broadcast). A missing file is no error; a line that
- * does not parse is skipped with one WARN naming the file and line.
+ * before the model's broadcast), logged at INFO TUNING when it found any.
+ * A missing file is no error; a line that does not parse is skipped with
+ * one WARN naming the file and line.
  * Return: the number of classes found.
  */
 int ibc_tune_cache_load(struct ibc_tune_model *m, int nlocal);

@@ -632,15 +632,8 @@ static ibc_status_t tuner_init(struct ibc_coll *cl, struct ibc_tuner *t, struct 
 		if (path && *path && ibc_tune_file_load(&m, path, &nrows) == IBC_OK)
 			IBC_LOG_INFO(TUNING, "IBC_TUNING_FILE %s: %d rows for %s at about %d ranks",
 				     path, nrows, ibc_tune_tp_name(tp), cl->net->nranks);
-		if (m.retime) {
-			char cpath[1024];
-			int ncls = ibc_tune_cache_load(&m, cl->net->nlocal);
-
-			if (ncls && ibc_tune_cache_path(cpath, sizeof(cpath)))
-				IBC_LOG_INFO(TUNING, "IBC_TUNING_CACHE %s: all-reduce choices of %d size classes for %d ranks (%d on this host) over %s",
-					     cpath, ncls, cl->net->nranks, cl->net->nlocal,
-					     ibc_tune_tp_name(tp));
-		}
+		if (m.retime)
+			ibc_tune_cache_load(&m, cl->net->nlocal);
 	}
 	/* everyone adopts rank 0's settings and file rows */
 	ibc_tune_internal_req(op, IBC_COLL_BROADCAST, &m, sizeof(m), IBC_UINT8, &br);
