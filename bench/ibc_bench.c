@@ -77,6 +77,7 @@ struct bench_opts {
 	const char *csv;
 	const char *json;
 	int vs_mpi;
+	int mem_alloc;  /* --mem-alloc: buffers from ibc_mem_alloc() */
 	int local;              /* --local N given */
 	const char *tune;       /* --tune FILE */
 	int sizes_set;          /* -b, -e, -f or -i given */
@@ -151,6 +152,8 @@ static void usage(FILE *f)
 "  --csv FILE, --json FILE   machine-readable results (rank 0 writes)\n"
 "  --vs-mpi   time the matching MPI collective on the same buffers (launch with mpirun)%s\n"
 "  --local N  start N ranks on this host by itself (no mpirun; IBC_ROOT on a free port)\n"
+"  --mem-alloc  buffers from ibc_mem_alloc() (a trainer's registered memory; on one host the\n"
+"             shm all-reduce maps the peers' buffers and reduces straight between them)\n"
 "  --tune FILE  time every algorithm and protocol of allreduce, broadcast, reduce\n"
 "             (float sum; sizes -b..-e, default 8 B to 64 MiB x 8; -R repetitions, median,\n"
 "             default 5), fit the tuner's coefficients and append them to FILE, the\n"
@@ -309,11 +312,12 @@ static void note_rounding(const struct bench_opts *o)
 
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
-	enum { OPT_CSV = 256, OPT_JSON, OPT_VS_MPI, OPT_COLL, OPT_LOCAL, OPT_TUNE };
+	enum { OPT_CSV = 256, OPT_JSON, OPT_VS_MPI, OPT_COLL, OPT_LOCAL, OPT_TUNE, OPT_MEM_ALLOC };
 	static const struct option longopts[] = {
 		{ "csv", required_argument, NULL, OPT_CSV },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "vs-mpi", no_argument, NULL, OPT_VS_MPI },
+		{ "mem-alloc", no_argument, NULL, OPT_MEM_ALLOC },
 		{ "coll", required_argument, NULL, OPT_COLL },
 		{ "local", required_argument, NULL, OPT_LOCAL },
 		{ "tune", required_argument, NULL, OPT_TUNE },
@@ -416,6 +420,9 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			break;
 		case OPT_VS_MPI:
 			o->vs_mpi = 1;
+			break;
+		case OPT_MEM_ALLOC:
+			o->mem_alloc = 1;
 			break;
 		case OPT_COLL:
 			if (add_coll(o, optarg))
@@ -671,8 +678,11 @@ static void alloc_buffers(struct bench_ctx *ctx)
 		}
 	}
 	/* page-aligned, and never NULL so that every rank may pass a buffer */
-	if (posix_memalign((void **)&ctx->sendbuf, 4096, ctx->send_cap + 64) ||
-	    posix_memalign((void **)&ctx->recvbuf, 4096, ctx->recv_cap + 64)) {
+	if (ctx->o.mem_alloc ?
+		    ibc_mem_alloc((void **)&ctx->sendbuf, ctx->send_cap + 64) != IBC_OK ||
+			    ibc_mem_alloc((void **)&ctx->recvbuf, ctx->recv_cap + 64) != IBC_OK :
+		    posix_memalign((void **)&ctx->sendbuf, 4096, ctx->send_cap + 64) ||
+			    posix_memalign((void **)&ctx->recvbuf, 4096, ctx->recv_cap + 64)) {
 		fprintf(stderr, "ibc_bench: rank %d: cannot allocate %zu + %zu bytes of buffers\n",
 			ctx->rank, ctx->send_cap, ctx->recv_cap);
 		bench_die("buffer allocation", IBC_ERR_NO_MEMORY);
@@ -1372,8 +1382,13 @@ int main(int argc, char **argv)
 		bench_die("ibc_comm_destroy", st);
 	if (ctx.mpi)
 		bench_mpi_finalize();
-	free(ctx.sendbuf);
-	free(ctx.recvbuf);
+	if (ctx.o.mem_alloc) {
+		ibc_mem_free(ctx.sendbuf);
+		ibc_mem_free(ctx.recvbuf);
+	} else {
+		free(ctx.sendbuf);
+		free(ctx.recvbuf);
+	}
 	free(ctx.hosts);
 	free(ctx.gather);
 	free(ctx.tvals);

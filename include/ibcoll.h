@@ -583,6 +583,15 @@ IBC_API ibc_status_t ibc_comm_deregister(ibc_comm_h comm, void *handle);
  * @ptr_p:  [out] page-aligned memory, zero-filled; NULL on error.
  * @nbytes: [in]  bytes, 1 .. 2^46 (rounded up to whole pages).
  *
+ * With IBC_MEM_SHARE=1 (the default) the pages come from a memfd mapped
+ * MAP_SHARED, so that ranks of a communicator on this host can map each
+ * other's: an all-reduce over shm whose buffers all lie in such memory
+ * reduces straight between them (src/coll/shm_allreduce_cma.c), a single
+ * copy at memory speed from 4 KiB up. Two consequences: the memory counts
+ * as shared memory (Shmem in /proc/meminfo, not limited by /dev/shm's size),
+ * and a child made by fork() shares it instead of getting a copy. Where a
+ * memfd is refused, or with IBC_MEM_SHARE=0, it is private anonymous memory.
+ *
  * Blocking: an mmap. Threading: any thread. At most 4096 live allocations
  * per process (shared with the library's own buffers).
  * Return: IBC_OK; IBC_ERR_INVALID_ARG (NULL @ptr_p, @nbytes out of range);

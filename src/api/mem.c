@@ -25,6 +25,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/memreg.h"
+#include "base/param.h"
 #include "cuda/cuda.h"
 #include "net/net.h"
 
@@ -171,11 +172,36 @@ void ibc_comm_release_registrations(struct ibc_comm *comm)
 			     comm->net.rank, n);
 }
 
+/*
+ * A memfd of @len bytes for ibc_mem_alloc() (IBC_MEM_SHARE=1), so that the
+ * shm all-reduce's peers on this host can map the same pages and reduce
+ * straight between the ranks' buffers; -1 (private anonymous memory) when
+ * turned off or refused (logged once).
+ */
+static int mem_memfd(size_t len)
+{
+	static int warned;
+	int fd;
+
+	if (!ibc_param_mem_share())
+		return -1;
+	fd = (int)memfd_create("ibc-mem", MFD_CLOEXEC);
+	if (fd >= 0 && ftruncate(fd, (off_t)len) == 0)
+		return fd;
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		IBC_LOG_INFO(MEM, "ibc_mem_alloc: memfd of %zu bytes refused (%s): private memory, which local peers cannot map",
+			     len, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 ibc_status_t ibc_mem_alloc(void **ptr_p, size_t nbytes)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	size_t len;
 	void *p;
+	int fd;
 
 	if (!ptr_p) {
 		IBC_LOG_ERROR(MEM, "ibc_mem_alloc: ptr_p is NULL");
@@ -187,13 +213,19 @@ ibc_status_t ibc_mem_alloc(void **ptr_p, size_t nbytes)
 		return IBC_ERR_INVALID_ARG;
 	}
 	len = (nbytes + pg - 1) / pg * pg;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fd = mem_memfd(len);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 fd >= 0 ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS, fd, 0);
 	if (p == MAP_FAILED) {
 		IBC_LOG_ERROR(MEM, "ibc_mem_alloc: mmap of %zu bytes failed: %s", len, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return IBC_ERR_NO_MEMORY;
 	}
-	if (ibc_memreg_add(p, len) != 0) {
+	if (ibc_memreg_add_fd(p, len, fd) != 0) {
 		munmap(p, len);
+		if (fd >= 0)
+			close(fd);
 		IBC_LOG_ERROR(MEM, "ibc_mem_alloc: all %d recorded allocations are in use; free some or use malloc and ibc_comm_register()",
 			      IBC_MEMREG_MAX);
 		return IBC_ERR_NO_MEMORY;

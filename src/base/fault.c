@@ -2,7 +2,8 @@
 /*
  * fault.c - fault injection for tests: IBC_FAULT_INJECT=<site>:<n> makes the
  * n-th call (counting from 1, per process) at <site> fail as if the system
- * had refused it. Sites: alloc, sock, shm, verbs, reg, cuda; agree_crash
+ * had refused it. Sites: alloc, sock, shm, verbs, reg, cuda, cma (a
+ * cross-memory attach transfer of the shm all-reduce, as EPERM); agree_crash
  * kills the process in an agreement (ibc_fault_crash()); retime makes the
  * tuner's re-timing report 4x its times (tune_retime.c). Unarmed, the
  * cost is one predictable branch per call site (util.h).
@@ -27,7 +28,7 @@ static long fault_fired;
 static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
 
 static const char *const site_names[IBC_FAULT_SITE_COUNT] = {
-	"alloc", "sock", "shm", "verbs", "reg", "cuda", "agree_crash", "retime",
+	"alloc", "sock", "shm", "verbs", "reg", "cuda", "agree_crash", "retime", "cma",
 };
 
 const char *ibc_fault_site_name(int site)
@@ -65,7 +66,7 @@ static void fault_configure_once(void)
 	if (!spec || !*spec)
 		return;
 	if (ibc_fault_parse(spec, &fault_site, &fault_nth) != 0) {
-		IBC_LOG_WARN(FAULT, "IBC_FAULT_INJECT=%s is not <site>:<n> with site alloc, sock, shm, verbs, reg, cuda, agree_crash or retime and n >= 1; ignored",
+		IBC_LOG_WARN(FAULT, "IBC_FAULT_INJECT=%s is not <site>:<n> with site alloc, sock, shm, verbs, reg, cuda, cma, agree_crash or retime and n >= 1; ignored",
 			     spec);
 		return;
 	}

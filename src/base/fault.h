@@ -19,6 +19,7 @@ enum ibc_fault_site {
 	IBC_FAULT_CUDA,
 	IBC_FAULT_AGREE_CRASH,  /* not a refusal: the process dies (ibc_fault_crash()) */
 	IBC_FAULT_RETIME,       /* not a refusal: the tuner's re-timing reports 4x its times */
+	IBC_FAULT_CMA,          /* a cross-memory attach transfer fails with EPERM */
 	IBC_FAULT_SITE_COUNT
 };
 extern int ibc_fault_armed;

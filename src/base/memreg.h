@@ -16,8 +16,25 @@
 int ibc_memreg_add(void *p, size_t nbytes);
 
 /*
+ * ibc_memreg_add_fd() - ibc_memreg_add() for memory mapped from the memfd
+ * @fd (MAP_SHARED, whole file from offset 0), which the table then owns:
+ * ibc_memreg_remove() closes it. Local peers may map the same pages
+ * through /proc/<pid>/fd/<fd> (the shm all-reduce's direct path). Each
+ * such allocation gets an id never used again in this process.
+ */
+int ibc_memreg_add_fd(void *p, size_t nbytes, int fd);
+
+/*
+ * ibc_memreg_find_fd() - the memfd allocation that contains
+ * [@a, @a + @nbytes): its start, length, fd and id.
+ * Return: 1 when found, 0 when not (also for memory without a memfd).
+ */
+int ibc_memreg_find_fd(uintptr_t a, size_t nbytes, uintptr_t *start_p, size_t *len_p, int *fd_p,
+		       uint64_t *id_p);
+
+/*
  * ibc_memreg_remove() - forget the allocation that starts at @p and tell
- * the release listener (before the caller unmaps it).
+ * the release listener (before the caller unmaps it); closes its memfd.
  * @nbytes_p: [out] its length. Return: 0, or -1 when @p starts none.
  */
 int ibc_memreg_remove(void *p, size_t *nbytes_p);

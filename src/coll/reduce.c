@@ -475,3 +475,45 @@ void ibc_reduce_f32_acc_cvt(void *dst, const float *acc, const void *src, size_t
 		return;
 	rk_get()->f32_acc_cvt(dst, acc, src, count, src_dtype, op);
 }
+
+void ibc_copy_stream(void *dst, const void *src, size_t nbytes)
+{
+#if defined(__SSE2__)
+	unsigned char *d = dst;
+	const unsigned char *sp = src;
+	size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+	size_t i;
+
+	if (nbytes < 256) {
+		memcpy(dst, src, nbytes);
+		return;
+	}
+	memcpy(d, sp, head);
+	d += head;
+	sp += head;
+	nbytes -= head;
+	for (i = 0; i + 64 <= nbytes; i += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(sp + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(sp + i + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(sp + i + 32));
+		__m128i e = _mm_loadu_si128((const __m128i *)(const void *)(sp + i + 48));
+
+		_mm_stream_si128((__m128i *)(void *)(d + i), a);
+		_mm_stream_si128((__m128i *)(void *)(d + i + 16), b);
+		_mm_stream_si128((__m128i *)(void *)(d + i + 32), c);
+		_mm_stream_si128((__m128i *)(void *)(d + i + 48), e);
+	}
+	memcpy(d + i, sp + i, nbytes - i);
+#else
+	memcpy(dst, src, nbytes);
+#endif
+}
+
+void ibc_copy_stream_fence(void)
+{
+#if defined(__SSE2__)
+	_mm_sfence();
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}

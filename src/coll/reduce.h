@@ -209,4 +209,21 @@ ibc_status_t ibc_reduce_isa_set(enum ibc_reduce_isa isa);
  */
 const char *ibc_reduce_isa_name(enum ibc_reduce_isa isa);
 
+/**
+ * ibc_copy_stream() - Copy @nbytes from @src to @dst with non-temporal
+ * stores (x86 SSE2 movntdq; memcpy elsewhere): the destination's lines
+ * are not read first and do not fill the cache, which halves the memory
+ * traffic of writing a large result that is not read again soon.
+ * @dst: [out] destination. @src: [in] source (must not overlap @dst).
+ * @nbytes: [in] bytes.
+ *
+ * The stores are weakly ordered: call ibc_copy_stream_fence() before
+ * publishing the data to another thread or process.
+ * Blocking: no. Threading: thread-safe.
+ */
+void ibc_copy_stream(void *dst, const void *src, size_t nbytes);
+
+/* ibc_copy_stream_fence() - order earlier ibc_copy_stream() stores before later stores */
+void ibc_copy_stream_fence(void);
+
 #endif /* IBC_COLL_REDUCE_H */

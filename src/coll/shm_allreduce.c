@@ -73,6 +73,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -90,54 +91,7 @@
 #include "base/util.h"
 #include "coll/algo.h"
 #include "coll/reduce.h"
-
-#define SHMAR_MAGIC 0x69626373686d6172ull /* "ibcshmar" */
-#define SHMAR_TAG IBC_NET_TAG_SHMAR
-#define SHMAR_FAST_POLLS 32  /* polls of a wait before its first clock read */
-
-/* one rank's counters and descriptors: written by that rank only, read by all */
-struct shmar_line {
-	uint64_t arrive;        /* last chunk sequence whose input is in slab */
-	uint64_t reduced;       /* last chunk sequence whose slice is in result */
-	uint64_t done;          /* last chunk sequence copied out */
-	uint64_t cur_gen;       /* seqlock of cur: odd while it is written */
-	struct ibc_msg_desc cur;        /* the collective this rank is in (any algorithm) */
-	struct ibc_msg_desc desc[2];    /* per buffer parity: the all-reduce it contributes to */
-	int32_t pid;
-} __attribute__((aligned(64)));
-
-struct shmar_hdr {
-	uint64_t magic;
-	uint64_t size;
-	uint64_t chunk;
-	uint64_t small_max;     /* rank 0's IBC_SHM_ALLREDUCE_SMALL_BYTES, adopted by all */
-	uint32_t nranks;
-	uint32_t pad;
-} __attribute__((aligned(64)));
-
-struct shmar_msg {
-	char name[96];
-	uint64_t size;
-	int32_t ok;
-	int32_t pad;
-};
-
-/* struct ibc_shmar - a communicator's segment (coll->shmar) */
-struct ibc_shmar {
-	int failed;             /* set-up failed somewhere: use the ring */
-	void *base;
-	size_t size;
-	size_t chunk;           /* C, bytes (multiple of 64) */
-	size_t small_max;       /* IBC_SHM_ALLREDUCE_SMALL_BYTES */
-	int n;
-	struct shmar_hdr *hdr;
-	struct shmar_line *line;
-	char *slab;             /* slab[r][b] at slab + (2 r + b) C */
-	char *result;           /* result[b] at result + b C */
-	uint64_t seq;           /* last chunk sequence used (same on every rank) */
-	float *acc;             /* fp32 accumulator (IBC_ACCUM_FP32) */
-	size_t acc_n;           /* its size, floats */
-};
+#include "coll/shm_allreduce_internal.h"
 
 static size_t shmar_layout(int n, size_t chunk)
 {
@@ -163,9 +117,20 @@ void ibc_shmar_destroy(struct ibc_shmar *s)
 {
 	if (!s)
 		return;
+	if (s->n_small + s->n_seg + s->n_single)
+		IBC_LOG_INFO(COLL, "shm all-reduce: %llu calls: %llu small, %llu through the segment, %llu single-copy (peers: %llu mapped, %llu by cross-memory attach)",
+			     (unsigned long long)(s->n_small + s->n_seg + s->n_single),
+			     (unsigned long long)s->n_small, (unsigned long long)s->n_seg,
+			     (unsigned long long)s->n_single, (unsigned long long)s->n_peer_mapped,
+			     (unsigned long long)s->n_peer_cma);
 	if (s->base)
 		munmap(s->base, s->size);
 	ibc_free(s->acc);
+	ibc_shmar_unmap_all(s);
+	ibc_free(s->cma_buf);
+	ibc_free(s->pin);
+	ibc_free(s->pout);
+	ibc_free(s->srcs);
 	ibc_free(s);
 }
 
@@ -224,6 +189,7 @@ static int shmar_create(struct ibc_coll *coll, struct ibc_shmar *s, struct shmar
 	s->hdr->size = s->size;
 	s->hdr->chunk = s->chunk;
 	s->hdr->small_max = s->small_max;
+	s->hdr->cma_min = s->cma_min;
 	s->hdr->nranks = (uint32_t)s->n;
 	__atomic_store_n(&s->hdr->magic, SHMAR_MAGIC, __ATOMIC_RELEASE);
 	m->size = s->size;
@@ -261,6 +227,7 @@ static int shmar_attach(struct ibc_shmar *s, const struct shmar_msg *m)
 		IBC_LOG_INFO(COLL, "shm all-reduce: IBC_SHM_ALLREDUCE_SMALL_BYTES is %zu here and %llu on rank 0; using rank 0's",
 			     s->small_max, (unsigned long long)s->hdr->small_max);
 	s->small_max = (size_t)s->hdr->small_max;
+	s->cma_min = (size_t)s->hdr->cma_min;
 	return 1;
 }
 
@@ -325,7 +292,15 @@ ibc_status_t ibc_shmar_init(struct ibc_coll *coll)
 	s->n = coll->net->nranks;
 	s->chunk = IBC_ALIGN_UP((size_t)ibc_param_shm_allreduce_chunk_bytes(), 64);
 	s->small_max = IBC_MIN((size_t)ibc_param_shm_allreduce_small_bytes(), s->chunk);
+	s->cma_min = IBC_MAX((size_t)ibc_param_shm_allreduce_cma_min_bytes(), s->small_max + 1);
 	s->size = shmar_layout(s->n, s->chunk);
+	s->srcs = ibc_calloc((size_t)s->n, sizeof(*s->srcs), "shm all-reduce sources");
+	if (!s->srcs) {
+		ibc_shmar_destroy(s);
+		ibc_free(oks);
+		IBC_LOG_ERROR(INIT, "cannot allocate the shm all-reduce state");
+		return IBC_ERR_NO_MEMORY;
+	}
 	memset(&m, 0, sizeof(m));
 	if (coll->net->rank == 0) {
 		m.ok = want && shmar_create(coll, s, &m);
@@ -336,8 +311,11 @@ ibc_status_t ibc_shmar_init(struct ibc_coll *coll)
 		st = ibc_net_oob_recv(coll->net, 0, SHMAR_TAG, &m, sizeof(m));
 		ok = st == IBC_OK && want && shmar_attach(s, &m);
 	}
-	if (ok)
+	if (ok) {
 		s->line[coll->net->rank].pid = (int32_t)getpid();
+		s->probe_word = SHMAR_MAGIC;
+		s->line[coll->net->rank].cma_probe = (uint64_t)(uintptr_t)&s->probe_word;
+	}
 	oks[coll->net->rank] = ok;
 	if (st == IBC_OK)
 		st = ibc_net_oob_allgather(coll->net, oks, sizeof(*oks));
@@ -356,6 +334,16 @@ ibc_status_t ibc_shmar_init(struct ibc_coll *coll)
 	if (s->failed && s->base) {
 		munmap(s->base, s->size);
 		s->base = NULL;
+	}
+	/* single-copy or not: the same answer on every rank (an all-gather) */
+	if (s->failed) {
+		s->cma_min = SIZE_MAX;
+	} else {
+		st = ibc_shmar_cma_agree(coll, s);
+		if (st != IBC_OK) {
+			ibc_shmar_destroy(s);
+			return st;
+		}
 	}
 	IBC_LOG_DEBUG(COLL, "shm all-reduce: %s, %d ranks, chunk %zu bytes, segment %zu bytes",
 		      s->failed ? "not used (declined or failed on some rank)" : "segment mapped",
@@ -417,22 +405,6 @@ static size_t desc_nbytes(const struct ibc_msg_desc *d)
 	if (ibc_dtype_size((ibc_dtype_t)d->dtype, &esz) != IBC_OK)
 		return 0;
 	return (size_t)d->count * esz;
-}
-
-enum { F_ARRIVE, F_REDUCED, F_DONE };
-
-static uint64_t line_get(const struct shmar_line *l, int f)
-{
-	const uint64_t *p = f == F_ARRIVE ? &l->arrive : f == F_REDUCED ? &l->reduced : &l->done;
-
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-static void line_set(struct shmar_line *l, int f, uint64_t v)
-{
-	uint64_t *p = f == F_ARRIVE ? &l->arrive : f == F_REDUCED ? &l->reduced : &l->done;
-
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
 static const char *const phase_names[] = { "its input", "its reduced slice", "its copy-out" };
@@ -590,8 +562,8 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 }
 
 /* shmar_wait_body(), the lagging rank published for peers' wait-for queries */
-static ibc_status_t shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s,
-			      const struct ibc_op *op, int f, uint64_t want)
+ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			    int f, uint64_t want)
 {
 	struct ibc_net_spin sp;
 	int q = first_behind(s, f, want);
@@ -608,7 +580,7 @@ static ibc_status_t shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s,
 }
 
 /* after arrive: every rank must contribute to the same all-reduce */
-static ibc_status_t shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b)
+ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b)
 {
 	const struct ibc_msg_desc *mine = &s->line[coll->net->rank].desc[b];
 	int q;
@@ -623,39 +595,57 @@ static ibc_status_t shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s,
 	return IBC_OK;
 }
 
-/* dst[0..cnt) = src_0 op src_1 op ... op src_{n-1}, sources at base + q * stride */
-static ibc_status_t shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s,
-				 const struct ibc_op *op, char *dst, const char *base,
-				 size_t stride, size_t cnt, int accum)
+/* s->acc holds at least @cnt floats afterwards */
+ibc_status_t ibc_shmar_acc(struct ibc_coll *coll, struct ibc_shmar *s, size_t cnt)
+{
+	if (cnt <= s->acc_n)
+		return IBC_OK;
+	ibc_free(s->acc);
+	s->acc = ibc_aligned_alloc(64, IBC_ALIGN_UP(cnt * sizeof(float), 64),
+				   "shm all-reduce fp32 accumulator");
+	s->acc_n = s->acc ? cnt : 0;
+	if (!s->acc)
+		return ibc_net_fail(coll->net, IBC_ERR_NO_MEMORY, -1, "cannot allocate %zu floats", cnt);
+	return IBC_OK;
+}
+
+/*
+ * dst[0..cnt) = src[0] op src[1] op ... op src[n-1], in rank order (IBC_AVG
+ * divides once at the end; @accum: float16/bfloat16 summed in fp32).
+ */
+ibc_status_t ibc_shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			      char *dst, const char *const *src, size_t cnt, int accum)
 {
 	int q;
 
 	if (cnt == 0)
 		return IBC_OK;
 	if (accum) {
-		if (cnt > s->acc_n) {
-			ibc_free(s->acc);
-			s->acc = ibc_aligned_alloc(64, IBC_ALIGN_UP(cnt * sizeof(float), 64),
-						   "shm all-reduce fp32 accumulator");
-			s->acc_n = s->acc ? cnt : 0;
-			if (!s->acc)
-				return ibc_net_fail(coll->net, IBC_ERR_NO_MEMORY, -1,
-						     "cannot allocate %zu floats", cnt);
-		}
-		ibc_cvt_to_f32(s->acc, base, cnt, op->dtype);
+		IBC_CHECK(ibc_shmar_acc(coll, s, cnt));
+		ibc_cvt_to_f32(s->acc, src[0], cnt, op->dtype);
 		for (q = 1; q < s->n; q++)
-			ibc_reduce_f32_acc(s->acc, base + (size_t)q * stride, cnt, op->dtype, op->redop);
+			ibc_reduce_f32_acc(s->acc, src[q], cnt, op->dtype, op->redop);
 		if (op->redop == IBC_AVG)
 			ibc_reduce_avg_finalize(s->acc, cnt, IBC_FLOAT32, s->n);
 		ibc_cvt_from_f32(dst, s->acc, cnt, op->dtype);
 		return IBC_OK;
 	}
-	ibc_reduce_local3(dst, base, base + stride, cnt, op->dtype, op->redop);
+	ibc_reduce_local3(dst, src[0], src[1], cnt, op->dtype, op->redop);
 	for (q = 2; q < s->n; q++)
-		ibc_reduce_local(dst, base + (size_t)q * stride, cnt, op->dtype, op->redop);
+		ibc_reduce_local(dst, src[q], cnt, op->dtype, op->redop);
 	if (op->redop == IBC_AVG)
 		ibc_reduce_avg_finalize(dst, cnt, op->dtype, s->n);
 	return IBC_OK;
+}
+
+/* the n slabs of buffer parity @b, from byte @off: the sources of one reduction */
+static const char *const *slab_srcs(struct ibc_shmar *s, int b, size_t off)
+{
+	int q;
+
+	for (q = 0; q < s->n; q++)
+		s->srcs[q] = s->slab + ((size_t)q * 2 + (size_t)b) * s->chunk + off;
+	return s->srcs;
 }
 
 /* publish this rank's input chunk: wait for the buffer, copy, describe, arrive */
@@ -667,13 +657,14 @@ static ibc_status_t shmar_put(struct ibc_coll *coll, struct ibc_shmar *s,
 	int b = (int)(seq & 1);
 
 	if (seq > 2)
-		IBC_CHECK(shmar_wait(coll, s, op, F_DONE, seq - 2));
+		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
 	memcpy(s->slab + ((size_t)coll->net->rank * 2 + (size_t)b) * s->chunk, src, nbytes);
 	__atomic_fetch_add(&coll->net->cur_bytes_done, nbytes, __ATOMIC_RELAXED);
 	ibc_op_desc(op, &me->desc[b]);
+	__atomic_store_n(&me->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
 	line_set(me, F_ARRIVE, seq);
-	IBC_CHECK(shmar_wait(coll, s, op, F_ARRIVE, seq));
-	return shmar_check_desc(coll, s, b);
+	IBC_CHECK(ibc_shmar_wait(coll, s, op, F_ARRIVE, seq));
+	return ibc_shmar_check_desc(coll, s, b);
 }
 
 /**
@@ -712,18 +703,28 @@ ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op)
 	accum = ibc_param_accum_fp32() && (op->dtype == IBC_FLOAT16 || op->dtype == IBC_BFLOAT16);
 	/* error texts report "bytes moved so far": copies in and out of the segment */
 	coll->net->cur_bytes_total += 2 * N;
+	/*
+	 * Single-copy: every size from s->cma_min; above the small path also
+	 * when every rank's last call had mapped buffers (ibc_shmar_cma_expect()).
+	 */
+	if (N >= s->cma_min || (N > s->small_max && ibc_shmar_cma_expect(s)))
+		return ibc_shmar_cma_allreduce(coll, s, op, in, out, N, accum);
+	if (N > s->small_max && s->cma_min != SIZE_MAX)
+		s->my_mapped = (uint64_t)ibc_shmar_cma_mapped(in, out, N);
 	if (N <= s->small_max) {
 		uint64_t seq = ++s->seq;
+
+		s->n_small++;
 		int b = (int)(seq & 1);
 
 		IBC_CHECK(shmar_put(coll, s, op, seq, in, N));
-		IBC_CHECK(shmar_reduce(coll, s, op, out, s->slab + (size_t)b * s->chunk,
-				       2 * s->chunk, op->count, accum));
+		IBC_CHECK(ibc_shmar_reduce(coll, s, op, out, slab_srcs(s, b, 0), op->count, accum));
 		__atomic_fetch_add(&coll->net->cur_bytes_done, N, __ATOMIC_RELAXED);
 		line_set(&s->line[coll->net->rank], F_REDUCED, seq);
 		line_set(&s->line[coll->net->rank], F_DONE, seq);
 		return IBC_OK;
 	}
+	s->n_seg++;
 	/* chunks of whole elements */
 	for (off = 0; off < N;) {
 		size_t len = IBC_MIN(N - off, s->chunk / esz * esz);
@@ -735,10 +736,9 @@ ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op)
 		char *res = s->result + (size_t)b * s->chunk;
 
 		IBC_CHECK(shmar_put(coll, s, op, seq, in + off, len));
-		IBC_CHECK(shmar_reduce(coll, s, op, res + so, s->slab + (size_t)b * s->chunk + so,
-				       2 * s->chunk, sc, accum));
+		IBC_CHECK(ibc_shmar_reduce(coll, s, op, res + so, slab_srcs(s, b, so), sc, accum));
 		line_set(&s->line[coll->net->rank], F_REDUCED, seq);
-		IBC_CHECK(shmar_wait(coll, s, op, F_REDUCED, seq));
+		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_REDUCED, seq));
 		memcpy(out + off, res, len);
 		__atomic_fetch_add(&coll->net->cur_bytes_done, len, __ATOMIC_RELAXED);
 		line_set(&s->line[coll->net->rank], F_DONE, seq);

@@ -94,6 +94,7 @@ static struct cfg {
 	int max_report;
 	double timeout_s; /* bound on polling nonblocking requests */
 	unsigned seed;
+	int mem_alloc;	  /* buffers from ibc_mem_alloc() (--mem-alloc) */
 } cfg;
 
 static ibc_comm_h comm;
@@ -629,6 +630,15 @@ static void guard_fill(struct gbuf *b)
 	}
 }
 
+static void gbuf_release(struct gbuf *b)
+{
+	if (cfg.mem_alloc)
+		ibc_mem_free(b->base);
+	else
+		free(b->base);
+	b->base = NULL;
+}
+
 /*
  * (Re)use @b for @nbytes: allocations are kept and reused, so that page
  * faults of fresh memory are paid once, not per case.
@@ -638,9 +648,9 @@ static int gbuf_alloc(struct gbuf *b, size_t nbytes, unsigned char tag)
 	if (!b->base || b->cap < nbytes) {
 		void *p = NULL;
 
-		free(b->base);
-		b->base = NULL;
-		if (posix_memalign(&p, 64, nbytes + 2 * GUARD_BYTES)) {
+		gbuf_release(b);
+		if (cfg.mem_alloc ? ibc_mem_alloc(&p, nbytes + 2 * GUARD_BYTES) != IBC_OK :
+				    posix_memalign(&p, 64, nbytes + 2 * GUARD_BYTES) != 0) {
 			printf("FAIL rank %d/%d: cannot allocate %zu bytes\n", rank, nranks,
 			       nbytes);
 			b->cap = 0;
@@ -659,7 +669,7 @@ static int gbuf_alloc(struct gbuf *b, size_t nbytes, unsigned char tag)
 
 static void gbuf_free(struct gbuf *b)
 {
-	free(b->base);
+	gbuf_release(b);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -1727,6 +1737,7 @@ static void usage(FILE *f)
 	    "      --full          no subsetting at large counts (see case_enabled)\n"
 	    "      --no-errors     skip the bad-input checks\n"
 	    "      --no-bf16-case  skip the bf16 rounding case\n"
+	    "      --mem-alloc     buffers from ibc_mem_alloc() (shared with local peers)\n"
 	    "      --max-report N  failures printed per rank (default 20)\n"
 	    "      --timeout S     bound on polling nonblocking requests (default 120 s)\n"
 	    "      --seed N        input seed (default 1)\n"
@@ -1804,6 +1815,7 @@ static int parse_args(int argc, char **argv)
 	    {"large-from", required_argument, NULL, 'L'},
 	    {"no-errors", no_argument, NULL, 'E'},
 	    {"no-bf16-case", no_argument, NULL, 'B'},
+	    {"mem-alloc", no_argument, NULL, 'A'},
 	    {"max-report", required_argument, NULL, 'R'},
 	    {"timeout", required_argument, NULL, 'T'},
 	    {"seed", required_argument, NULL, 'S'},
@@ -1870,6 +1882,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'B':
 			cfg.bf16_case = 0;
+			break;
+		case 'A':
+			cfg.mem_alloc = 1;
 			break;
 		case 'R':
 			cfg.max_report = atoi(optarg);

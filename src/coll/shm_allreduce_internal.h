@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm_allreduce_internal.h - the shm all-reduce's segment layout and state,
+ * shared by the segment path (shm_allreduce.c) and the single-copy path
+ * (shm_allreduce_cma.c). Not installed; coll/ only.
+ */
+#ifndef IBC_COLL_SHM_ALLREDUCE_INTERNAL_H
+#define IBC_COLL_SHM_ALLREDUCE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/algo.h"
+
+#define SHMAR_MAGIC 0x69626373686d6172ull /* "ibcshmar" */
+#define SHMAR_TAG IBC_NET_TAG_SHMAR
+#define SHMAR_FAST_POLLS 32  /* polls of a wait before its first clock read */
+
+/* a buffer of a single-copy call, when it lies in ibc_mem_alloc() memory (a memfd) */
+struct shmar_share {
+	uint64_t id;            /* the allocation's id in its process (base/memreg.h); 0: none */
+	uint64_t start;         /* its start, its owner's address space */
+	uint64_t len;           /* its length, bytes */
+	int32_t fd;             /* its memfd in the owner: /proc/<pid>/fd/<fd> */
+	int32_t pad;
+};
+
+/* a peer's allocation mapped here (struct ibc_shmar.maps) */
+struct shmar_map {
+	int peer;
+	int failed;             /* could not be mapped: cross-memory attach instead */
+	uint64_t id;            /* 0: a free slot */
+	char *base;
+	size_t len;
+	uint64_t used;          /* tick of the last call that used it (LRU) */
+};
+
+/* one rank's counters and descriptors: written by that rank only, read by all */
+struct shmar_line {
+	uint64_t arrive;        /* last chunk sequence whose input is in slab */
+	uint64_t reduced;       /* last chunk sequence whose slice is in result */
+	uint64_t done;          /* last chunk sequence copied out */
+	uint64_t cur_gen;       /* seqlock of cur: odd while it is written */
+	struct ibc_msg_desc cur;        /* the collective this rank is in (any algorithm) */
+	struct ibc_msg_desc desc[2];    /* per buffer parity: the all-reduce it contributes to */
+	uint64_t cma_src;       /* single-copy call: this rank's input, its own address space */
+	uint64_t cma_dst;       /* ... and its output */
+	uint64_t cma_probe;     /* address of its probe word (set-up) */
+	struct shmar_share share[2];    /* single-copy call: its input [0] and output [1] */
+	uint64_t mapped[2];     /* per buffer parity: 1 if its last call larger than
+				 * IBC_SHM_ALLREDUCE_SMALL_BYTES had both buffers in
+				 * ibc_mem_alloc() memory (what it expects of the next) */
+	int32_t pid;
+} __attribute__((aligned(64)));
+
+struct shmar_hdr {
+	uint64_t magic;
+	uint64_t size;
+	uint64_t chunk;
+	uint64_t small_max;     /* rank 0's IBC_SHM_ALLREDUCE_SMALL_BYTES, adopted by all */
+	uint64_t cma_min;       /* rank 0's IBC_SHM_ALLREDUCE_CMA_MIN_BYTES, adopted by all */
+	uint32_t nranks;
+	uint32_t pad;
+} __attribute__((aligned(64)));
+
+struct shmar_msg {
+	char name[96];
+	uint64_t size;
+	int32_t ok;
+	int32_t pad;
+};
+
+/* struct ibc_shmar - a communicator's segment (coll->shmar) */
+struct ibc_shmar {
+	int failed;             /* set-up failed somewhere: use the ring */
+	void *base;
+	size_t size;
+	size_t chunk;           /* C, bytes (multiple of 64) */
+	size_t small_max;       /* IBC_SHM_ALLREDUCE_SMALL_BYTES */
+	size_t cma_min;         /* single-copy from this size; SIZE_MAX: not on this communicator */
+	int n;
+	struct shmar_hdr *hdr;
+	struct shmar_line *line;
+	char *slab;             /* slab[r][b] at slab + (2 r + b) C */
+	char *result;           /* result[b] at result + b C */
+	uint64_t seq;           /* last chunk sequence used (same on every rank) */
+	float *acc;             /* fp32 accumulator (IBC_ACCUM_FP32) */
+	size_t acc_n;           /* its size, floats */
+	uint64_t probe_word;    /* SHMAR_MAGIC: what peers' CMA probe reads */
+	char *cma_buf;          /* single-copy path: 2 C bytes (a piece and its sum) */
+	const char **srcs;      /* n source pointers of one reduction */
+	struct shmar_map *maps; /* peers' ibc_mem_alloc() memory mapped here */
+	int nmaps;
+	int map_logged;         /* the first mapping (or failure) was logged */
+	uint64_t map_tick;
+	uint64_t my_mapped;     /* this rank's mapped[] value (kept across small calls) */
+	uint64_t n_small;       /* calls by path (logged at destruction) */
+	uint64_t n_seg;
+	uint64_t n_single;
+	uint64_t n_peer_mapped; /* single-copy calls x peers whose buffers were both mapped */
+	uint64_t n_peer_cma;    /* ... and those reached by cross-memory attach */
+	char **pin;             /* single-copy call: peer q's input mapped here, or NULL */
+	char **pout;            /* ... and its output */
+};
+
+enum { F_ARRIVE, F_REDUCED, F_DONE };
+
+static inline uint64_t line_get(const struct shmar_line *l, int f)
+{
+	const uint64_t *p = f == F_ARRIVE ? &l->arrive : f == F_REDUCED ? &l->reduced : &l->done;
+
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void line_set(struct shmar_line *l, int f, uint64_t v)
+{
+	uint64_t *p = f == F_ARRIVE ? &l->arrive : f == F_REDUCED ? &l->reduced : &l->done;
+
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* shm_allreduce.c */
+ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			    int f, uint64_t want);
+ibc_status_t ibc_shmar_acc(struct ibc_coll *coll, struct ibc_shmar *s, size_t cnt);
+ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b);
+ibc_status_t ibc_shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			      char *dst, const char *const *src, size_t cnt, int accum);
+
+/* shm_allreduce_cma.c */
+void ibc_shmar_unmap_all(struct ibc_shmar *s);
+ibc_status_t ibc_shmar_cma_agree(struct ibc_coll *coll, struct ibc_shmar *s);
+int ibc_shmar_cma_mapped(const void *in, const void *out, size_t nbytes);
+int ibc_shmar_cma_expect(const struct ibc_shmar *s);
+ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
+				     const struct ibc_op *op, const char *in, char *out,
+				     size_t nbytes, int accum);
+
+#endif
