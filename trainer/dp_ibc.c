@@ -153,6 +153,18 @@ int dp_ibc_barrier(struct dp *dp)
 	return ck(ibc_barrier(dp->ctx), "ibc_barrier");
 }
 
+void *dp_ibc_mem_alloc(size_t nbytes)
+{
+	void *p = NULL;
+
+	return ibc_mem_alloc(&p, nbytes) == IBC_OK ? p : NULL;
+}
+
+void dp_ibc_mem_free(void *p)
+{
+	ibc_mem_free(p);
+}
+
 void dp_ibc_fini(struct dp *dp)
 {
 	if (!dp->ctx)

@@ -22,6 +22,14 @@ int dp_ibc_init(struct dp *dp);
 
 /* Barrier (so no rank leaves while others still talk), then destroy. */
 void dp_ibc_fini(struct dp *dp);
+
+/*
+ * dp_ibc_mem_alloc(), dp_ibc_mem_free() - ibc_mem_alloc()/ibc_mem_free()
+ * in gpt2_set_buffer_alloc()'s shape: the model's parameters and
+ * gradients in memory that verbs registers once and local peers map.
+ */
+void *dp_ibc_mem_alloc(size_t nbytes);
+void dp_ibc_mem_free(void *p);
 /*
  * dp_ibc_abort() - after a local error: abort the communicator (no barrier),
  * so that the other ranks fail at once with "rank R aborted" instead of a

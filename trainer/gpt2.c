@@ -713,6 +713,39 @@ int gpt2_config_preset(struct gpt2_config *cfg_p, int depth, int max_seq_len)
 	return 0;
 }
 
+static void *alloc_zeroed(size_t count, size_t elem);
+static void *(*buf_alloc)(size_t nbytes);
+static void (*buf_release)(void *p);
+
+void gpt2_set_buffer_alloc(void *(*alloc)(size_t nbytes), void (*release)(void *p))
+{
+	buf_alloc = alloc;
+	buf_release = release;
+}
+
+/* the parameter and gradient buffers: zeroed, from the allocator set */
+static void *buf_zeroed(size_t count, size_t elem)
+{
+	size_t nbytes = count * elem;
+	void *p;
+
+	nbytes = ((nbytes ? nbytes : 64) + 63) / 64 * 64;
+	if (!buf_alloc)
+		return alloc_zeroed(count, elem);
+	p = buf_alloc(nbytes);
+	if (p)
+		memset(p, 0, nbytes);
+	return p;
+}
+
+static void buf_free(void *p)
+{
+	if (buf_release)
+		buf_release(p);
+	else
+		free(p);
+}
+
 static void *alloc_zeroed(size_t count, size_t elem)
 {
 	size_t nbytes = count * elem;
@@ -758,8 +791,8 @@ struct gpt2 *gpt2_create(const struct gpt2_config *cfg)
 	}
 	m->params.block = calloc(cfg->num_layers, sizeof(struct gpt2_block));
 	m->grads.block = calloc(cfg->num_layers, sizeof(struct gpt2_block));
-	m->params.mem = alloc_zeroed(P, sizeof(floatX));
-	m->grads.mem = alloc_zeroed(P, sizeof(floatX));
+	m->params.mem = buf_zeroed(P, sizeof(floatX));
+	m->grads.mem = buf_zeroed(P, sizeof(floatX));
 	m->nevents = cfg->num_layers + 1;
 	m->events = calloc(m->nevents, sizeof(*m->events));
 	if (!m->params.block || !m->grads.block || !m->params.mem || !m->grads.mem || !m->events)
@@ -799,8 +832,8 @@ void gpt2_destroy(struct gpt2 *m)
 	if (!m)
 		return;
 	acts_free(m);
-	free(m->params.mem);
-	free(m->grads.mem);
+	buf_free(m->params.mem);
+	buf_free(m->grads.mem);
 	free(m->params.block);
 	free(m->grads.block);
 	free(m->events);

@@ -179,6 +179,17 @@ int gpt2_config_preset(struct gpt2_config *cfg_p, int depth, int max_seq_len);
  * gpt2_create() - Allocate a model of @cfg, parameters and gradients zeroed.
  * Return: the model, or NULL (message on stderr) on a bad config or no memory.
  */
+/*
+ * gpt2_set_buffer_alloc() - Where gpt2_create() takes the parameter and
+ * gradient buffers from (process-wide; call before gpt2_create()). The
+ * default is posix_memalign. The data-parallel trainer passes ibcoll's
+ * ibc_mem_alloc(), whose memory the verbs transport registers once and the
+ * shm all-reduce of ranks on one host maps and reduces between directly.
+ * @alloc:   [in] returns @nbytes of 64-byte-aligned memory, or NULL.
+ * @release: [in] frees what @alloc returned.
+ */
+void gpt2_set_buffer_alloc(void *(*alloc)(size_t nbytes), void (*release)(void *p));
+
 struct gpt2 *gpt2_create(const struct gpt2_config *cfg);
 void gpt2_destroy(struct gpt2 *m);
 

@@ -799,6 +799,8 @@ int main(int argc, char **argv)
 	rank0 = dp.rank == 0;
 	pick_threads(&o, R);
 
+	/* parameters and gradients in ibc_mem_alloc() memory (gpt2.h) */
+	gpt2_set_buffer_alloc(dp_ibc_mem_alloc, dp_ibc_mem_free);
 	/* model: resume > -e checkpoint > random init */
 	if (o.resume || o.init_model) {
 		model = gpt2_load(o.resume ? o.resume : o.init_model);

@@ -115,6 +115,8 @@ struct ibc_tune_model {
 	int32_t shm_ok;         /* every rank on this host over shm: IBC_ALGO_SHM may run */
 	int64_t shm_chunk;      /* IBC_SHM_ALLREDUCE_CHUNK_BYTES, bytes */
 	int64_t shm_small;      /* IBC_SHM_ALLREDUCE_SMALL_BYTES, bytes */
+	int64_t shm_cma_min;    /* IBC_SHM_ALLREDUCE_CMA_MIN_BYTES: single copy from here;
+				 * -1 when IBC_SHM_CMA=0 */
 	int32_t share;          /* ibc_tune_share() of rank 0's host, >= 1 (1: a core per rank) */
 	int32_t elem_bytes;     /* element size the empty-message count assumes (4; the tuner
 				 * sets the operation's) */

@@ -134,6 +134,9 @@ void ibc_tune_model_init(struct ibc_tune_model *m, int nranks, int tp, int has_l
 	m->retime_max = (int64_t)ibc_param_tuning_retime_max_bytes();
 	m->shm_chunk = IBC_ALIGN_UP(ibc_param_shm_allreduce_chunk_bytes(), 64);
 	m->shm_small = IBC_MIN(ibc_param_shm_allreduce_small_bytes(), m->shm_chunk);
+	m->shm_cma_min = ibc_param_shm_cma() == 0 ?
+				 -1 :
+				 IBC_MAX(ibc_param_shm_allreduce_cma_min_bytes(), m->shm_small + 1);
 	/* the slowest link is shm: every rank shares this host (a communicator
 	 * broadcasts rank 0's model, so rank 0's view decides) */
 	m->shm_ok = tp == IBC_TUNE_TP_SHM && nranks > 1 && ibc_param_shm_allreduce();
@@ -395,11 +398,22 @@ void ibc_tune_shape(const struct ibc_tune_model *m, int coll, int algo, double N
 			 * synchronisation, a copy in, an n-way reduction of the
 			 * whole message. Chunked: two synchronisations per chunk,
 			 * a copy in and a copy out, 1/n of the n-way reduction.
+			 * From IBC_SHM_ALLREDUCE_CMA_MIN_BYTES, single copy.
 			 */
 			if (N <= (double)m->shm_small) {
 				*S = 1;
 				*B = N / 2;
 				*G = (n - 1) * N;
+			} else if (m->shm_cma_min >= 0 && N >= (double)m->shm_cma_min) {
+				/*
+				 * single copy (shm_allreduce_cma.c): two
+				 * synchronisations; each rank reads its slice
+				 * of every input and writes it into every
+				 * output, one copy of N in all
+				 */
+				*S = 2;
+				*B = N / 2;
+				*G = (double)(n - 1) / n * N;
 			} else {
 				k = IBC_MAX(1.0, ceil(N / (double)IBC_MAX(m->shm_chunk, 64)));
 				*S = 2 * k;

@@ -59,6 +59,7 @@ static void round_model(struct ibc_tune_model *m, int n)
 	m->shm_ok = 0;
 	m->shm_chunk = 1 << 18;
 	m->shm_small = 4096;
+	m->shm_cma_min = 1 << 20;
 }
 
 /* the shm all-reduce (IBC_ALGO_SHM): its shape, when it may run, overrides */
@@ -74,9 +75,18 @@ static void test_shm(void)
 	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_SHM, IBC_PROTO_SIMPLE, 4000, 0);
 	tap_ok(near(t, 4 + (2000 * 1 + 7 * 4000 * 0.5) / 1000, 1e-9), "shm 8 ranks 4000 B: %.3f us", t);
 	/* chunked: 1 MiB = 4 chunks of 256 KiB: 8 synchronisations, N moved, 7/8 N reduced */
+	m.shm_cma_min = -1; /* IBC_SHM_CMA=0 */
 	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_SHM, IBC_PROTO_SIMPLE, 1 << 20, 0);
 	tap_ok(near(t, 8 * 4 + (1048576.0 + 7.0 / 8 * 1048576 * 0.5) / 1000, 1e-9),
-	       "shm 8 ranks 1 MiB: %.3f us", t);
+	       "shm 8 ranks 1 MiB, no single copy: %.3f us", t);
+	/* single copy from 1 MiB: 2 synchronisations, one copy of N (N/2 moved), 7/8 N reduced */
+	m.shm_cma_min = 1 << 20;
+	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_SHM, IBC_PROTO_SIMPLE, 1 << 20, 0);
+	tap_ok(near(t, 2 * 4 + (1048576.0 / 2 + 7.0 / 8 * 1048576 * 0.5) / 1000, 1e-9),
+	       "shm 8 ranks 1 MiB, single copy: %.3f us", t);
+	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_SHM, IBC_PROTO_SIMPLE, (1 << 20) - 64, 0);
+	tap_ok(near(t, 8 * 4 + ((1048576.0 - 64) + 7.0 / 8 * (1048576 - 64) * 0.5) / 1000, 1e-9),
+	       "shm 8 ranks 1 MiB - 64 B, below the single copy: chunked (%.3f us)", t);
 	m.has_ll = 0;
 	t = ibc_tune_predict(&m, IBC_TUNE_ALLREDUCE, IBC_ALGO_SHM, IBC_PROTO_SIMPLE, 4000, 0);
 	tap_ok(near(t, 10 + (2000 * 1 + 7 * 4000 * 0.5) / 1000, 1e-9),
