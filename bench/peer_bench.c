@@ -17,6 +17,7 @@
  * wrong element ends the run with status 1.
  *
  * usage: mpirun -n N peer_bench LIB COLL MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP
+ *        (LIB: mpi, ibc, or ibcmem: ibcoll on ibc_mem_alloc() buffers)
  *   LIB: mpi or ibc; COLL: allreduce allgather reduce_scatter broadcast alltoall
  * output (rank 0): "LIB COLL BYTES MEDIAN_US" per size (BYTES: what moved, in
  * whole float32 elements per rank), then "# library ..."
@@ -170,6 +171,31 @@ static size_t check(int coll, const float *out, size_t n)
 	return bad;
 }
 
+/* ibcmem: ibcoll on ibc_mem_alloc() buffers (local peers map them) */
+static int use_mem;
+
+static void *buf_alloc(size_t nbytes)
+{
+#ifdef PEER_WITH_IBC
+	void *p = NULL;
+
+	if (use_mem)
+		return ibc_mem_alloc(&p, nbytes) == IBC_OK ? p : NULL;
+#endif
+	return malloc(nbytes);
+}
+
+static void buf_free(void *p)
+{
+#ifdef PEER_WITH_IBC
+	if (use_mem) {
+		ibc_mem_free(p);
+		return;
+	}
+#endif
+	free(p);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t minb;
@@ -193,7 +219,8 @@ int main(int argc, char **argv)
 	for (c = 0; c < 5; c++)
 		if (!strcmp(argv[2], coll_names[c]))
 			coll = c;
-	use_ibc = !strcmp(argv[1], "ibc");
+	use_ibc = !strcmp(argv[1], "ibc") || !strcmp(argv[1], "ibcmem");
+	use_mem = !strcmp(argv[1], "ibcmem");
 	minb = strtoull(argv[3], NULL, 0);
 	maxb = strtoull(argv[4], NULL, 0);
 	factor = strtoull(argv[5], NULL, 0);
@@ -202,7 +229,7 @@ int main(int argc, char **argv)
 	if (coll < 0 || (!use_ibc && strcmp(argv[1], "mpi")) || minb < 4 || maxb < minb ||
 	    factor < 2 || iters < 1 || warmup < 0) {
 		if (rank == 0)
-			fprintf(stderr, "peer_bench: bad arguments (LIB mpi or ibc; COLL one of allreduce allgather reduce_scatter broadcast alltoall; 4 <= MIN <= MAX; FACTOR >= 2; ITERS >= 1)\n");
+			fprintf(stderr, "peer_bench: bad arguments (LIB mpi, ibc or ibcmem; COLL one of allreduce allgather reduce_scatter broadcast alltoall; 4 <= MIN <= MAX; FACTOR >= 2; ITERS >= 1)\n");
 		MPI_Finalize();
 		return 2;
 	}
@@ -230,8 +257,8 @@ int main(int argc, char **argv)
 		size_t n = whole ? bytes / 4 : bytes / 4 / (size_t)nranks;       /* per block */
 		size_t sn = coll == C_ALLGATHER ? n : whole ? n : n * (size_t)nranks;
 		size_t rn = coll == C_REDUCE_SCATTER ? n : whole ? n : n * (size_t)nranks;
-		float *s = malloc((sn ? sn : 1) * sizeof(float));
-		float *r = malloc((rn ? rn : 1) * sizeof(float));
+		float *s = buf_alloc((sn ? sn : 1) * sizeof(float));
+		float *r = buf_alloc((rn ? rn : 1) * sizeof(float));
 		double *t = malloc((size_t)iters * sizeof(double));
 		double med;
 		double slow;
@@ -244,8 +271,8 @@ int main(int argc, char **argv)
 			die("malloc");
 		if (n == 0) {
 			/* fewer elements than ranks: no whole block to time at this size */
-			free(s);
-			free(r);
+			buf_free(s);
+			buf_free(r);
 			free(t);
 			continue;
 		}
@@ -254,8 +281,8 @@ int main(int argc, char **argv)
 			if (rank == 0)
 				fprintf(stderr, "peer_bench: %llu bytes: over 2^31 - 1 elements per call; stopping\n",
 					(unsigned long long)bytes);
-			free(s);
-			free(r);
+			buf_free(s);
+			buf_free(r);
 			free(t);
 			break;
 		}
@@ -282,8 +309,8 @@ int main(int argc, char **argv)
 			printf("%s %s %llu %.3f\n", argv[1], coll_names[coll],
 			       (unsigned long long)(n * 4 * (whole ? 1 : (size_t)nranks)), slow);
 		fflush(stdout);
-		free(s);
-		free(r);
+		buf_free(s);
+		buf_free(r);
 		free(t);
 		if (allbad) {
 			if (rank == 0)

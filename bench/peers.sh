@@ -18,7 +18,7 @@
 #
 # usage: bench/peers.sh [-n "2 4 8"] [-c "allreduce allgather ..."] [-b BYTES]
 #                       [-e BYTES] [-f N] [-i ITERS] [-w WARMUP] [-R ROUNDS]
-#                       [-t shm|tcp] [-o DIR] [BUILD_DIR]
+#                       [-t shm|tcp] [-m] [-o DIR] [BUILD_DIR]
 #   -n ranks (each count separately)            ["2 4"]
 #   -c collectives                              [allreduce allgather reduce_scatter broadcast alltoall]
 #   -b/-e/-f sizes from -b to -e, x -f           [8 / 64M / 8] (K, M, G: powers of 1024)
@@ -26,6 +26,9 @@
 #   -R rounds                                   [3]
 #   -t transport: shm (ibcoll shm, Open MPI vader, MPICH's default)
 #      or tcp (ibcoll tcp, Open MPI btl tcp; MPICH "-": no switch to TCP within one host)
+#   -m also ibcoll on ibc_mem_alloc() buffers (a trainer's registered memory;
+#      on one host the shm collectives map them): two more columns, its
+#      time and its ratio to the fastest peer
 #   -o keep the raw figures in DIR              [a temporary directory]
 # Prints uptime before and after: compare only runs on a quiet machine.
 set -u
@@ -40,7 +43,8 @@ warm=5
 rounds=3
 tp=shm
 out=
-while getopts n:c:b:e:f:i:w:R:t:o: opt; do
+mem=
+while getopts n:c:b:e:f:i:w:R:t:mo: opt; do
 	case $opt in
 	n) ranks=$OPTARG ;;
 	c) colls=$OPTARG ;;
@@ -52,6 +56,7 @@ while getopts n:c:b:e:f:i:w:R:t:o: opt; do
 	R) rounds=$OPTARG ;;
 	t) tp=$OPTARG ;;
 	o) out=$OPTARG ;;
+	m) mem=1 ;;
 	*) sed -n '/^# usage/,/^# Prints/p' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -137,10 +142,10 @@ run_lib() {
 	lib=$1 nr=$2 coll=$3
 	log=$tmp/run.log
 	case $lib in
-	ibc)
+	ibc|ibcmem)
 		IBC_TRANSPORT=$tp IBC_TIMEOUT_MS=120000 timeout -k 5 900 \
 			mpirun --allow-run-as-root --oversubscribe -n "$nr" $ompi_mca -x IBC_TRANSPORT \
-			-x IBC_TIMEOUT_MS "$peer" ibc "$coll" "$minb" "$maxb" "$fac" "$iters" "$warm" > "$log" 2>&1 & ;;
+			-x IBC_TIMEOUT_MS "$peer" "$lib" "$coll" "$minb" "$maxb" "$fac" "$iters" "$warm" > "$log" 2>&1 & ;;
 	ompi)
 		timeout -k 5 900 mpirun --allow-run-as-root --oversubscribe -n "$nr" $ompi_mca \
 			"$peer" mpi "$coll" "$minb" "$maxb" "$fac" "$iters" "$warm" > "$log" 2>&1 & ;;
@@ -165,13 +170,14 @@ run_lib() {
 		tail -n 5 "$log" >&2
 		return 1
 	fi
-	awk -v lib="$lib" -v nr="$nr" -v c="$coll" '($1 == "mpi" || $1 == "ibc" || $1 == "gloo") && $2 == c { print lib, nr, c, $3, $4 }' "$log" >> "$tmp/raw"
+	awk -v lib="$lib" -v nr="$nr" -v c="$coll" '($1 == "mpi" || $1 == "ibc" || $1 == "ibcmem" || $1 == "gloo") && $2 == c { print lib, nr, c, $3, $4 }' "$log" >> "$tmp/raw"
 	grep '^# library' "$log" | sed "s/^# library [a-z]*:/$lib:/" | head -n 1 >> "$tmp/versions"
 }
 
 echo "# $(uptime)"
 fail=0
 libs="ibc ompi mpich gloo"
+[ -n "$mem" ] && libs="$libs ibcmem"
 for nr in $ranks; do
 	[ "$nr" -le "$cores" ] || [ -z "$mpich" ] ||
 		echo "mpich: not at $nr ranks on $cores cores (busy-polling ranks time the scheduler)" >> "$notes"
@@ -181,7 +187,7 @@ for nr in $ranks; do
 			# rotate the order: a slow moment of the machine falls on each in turn
 			set -- $libs
 			k=0
-			while [ $k -lt $((r % 4)) ]; do
+			while [ $k -lt $((r % $#)) ]; do
 				first=$1
 				shift
 				set -- "$@" "$first"
@@ -198,10 +204,14 @@ echo "# $(uptime)"
 sort -u "$tmp/versions" 2>/dev/null | sed 's/^/# /'
 echo "# method: float32 sum, each call after a barrier, per-rank median of $iters calls ($warm warm-up), slowest rank; median of $rounds round(s); transport $tp; us"
 echo "# ratio = ibcoll / the fastest peer that ran the size"
-printf "%5s %-15s %12s %10s %10s %10s %10s %6s\n" ranks collective bytes ibcoll openmpi mpich gloo ratio
+if [ -n "$mem" ]; then
+	printf "%5s %-15s %12s %10s %10s %10s %10s %6s %10s %6s\n" ranks collective bytes ibcoll openmpi mpich gloo ratio ibc_mem ratio
+else
+	printf "%5s %-15s %12s %10s %10s %10s %10s %6s\n" ranks collective bytes ibcoll openmpi mpich gloo ratio
+fi
 awk '{ print $2, $3, $4 }' "$tmp/raw" | sort -u > "$tmp/keys"
 sort -k1,1n -k2,2 -k3,3n "$tmp/keys" | while read -r nr coll sz; do
-	line=$(awk -v nr="$nr" -v c="$coll" -v s="$sz" '
+	line=$(awk -v nr="$nr" -v c="$coll" -v s="$sz" -v mem="$mem" '
 	function med(s,   a, n, i, j, t) {
 		n = split(s, a, " ")
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
@@ -215,10 +225,16 @@ sort -k1,1n -k2,2 -k3,3n "$tmp/keys" | while read -r nr coll sz; do
 			m[l] = (l in v) ? med(v[l]) : ""
 			if (l != "ibc" && m[l] != "" && (best == "" || m[l] + 0 < best + 0)) best = m[l]
 		}
-		printf "%5d %-15s %12d %10s %10s %10s %10s %6s\n", nr, c, s,
+		printf "%5d %-15s %12d %10s %10s %10s %10s %6s", nr, c, s,
 			m["ibc"] != "" ? m["ibc"] : "-", m["ompi"] != "" ? m["ompi"] : "-",
 			m["mpich"] != "" ? m["mpich"] : "-", m["gloo"] != "" ? m["gloo"] : "-",
 			(m["ibc"] != "" && best != "") ? sprintf("%.2f", m["ibc"] / best) : "-"
+		if (mem != "") {
+			mm = ("ibcmem" in v) ? med(v["ibcmem"]) : ""
+			printf " %10s %6s", mm != "" ? mm : "-",
+				(mm != "" && best != "") ? sprintf("%.2f", mm / best) : "-"
+		}
+		printf "\n"
 	}' "$tmp/raw")
 	echo "$line"
 done

@@ -91,6 +91,11 @@ ibc_status_t ibc_shmar_init(struct ibc_coll *coll);
 void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op);
 int ibc_shmar_usable(const struct ibc_coll *coll);      /* 1 if the segment is mapped everywhere */
 ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op);
+/* single copy for the others (shm_single.c), where ibc_shmar_single_ok() */
+int ibc_shmar_single_ok(struct ibc_coll *coll, size_t nbytes);
+ibc_status_t ibc_shm_allgather(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_shm_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_shm_broadcast(struct ibc_coll *coll, struct ibc_op *op);
 void ibc_shmar_destroy(struct ibc_shmar *s);
 
 /* grow the communicator's scratch area to @nbytes (kept across operations) */

@@ -5,7 +5,8 @@
  * broadcast and reduce run the algorithm, protocol and chunk they are given
  * (the tuner's choice, src/tune; ring, trees, recursive doubling,
  * Rabenseifner, shm: docs/algorithms.md); the other collectives have one
- * algorithm each.
+ * algorithm each, and on one host all-gather, reduce-scatter and broadcast
+ * go by single copy where ibc_shmar_single_ok() (shm_single.c).
  */
 #include "config.h"
 
@@ -19,6 +20,16 @@
 #include "base/util.h"
 #include "coll/coll.h"
 #include "coll/sched.h"
+
+/* @mult x the operation's count, in bytes (0 for an unknown dtype) */
+static size_t op_bytes(const struct ibc_op *op, int mult)
+{
+	size_t esz = 0;
+
+	if (ibc_dtype_size(op->dtype, &esz) != IBC_OK)
+		return 0;
+	return op->count * esz * (size_t)mult;
+}
 
 /**
  * ibc_coll_run_choice() - Run an all-reduce, broadcast or reduce with a
@@ -53,6 +64,8 @@ ibc_status_t ibc_coll_run_choice(struct ibc_coll *coll, struct ibc_op *op,
 			return ibc_ring_allreduce(coll, op);
 		break;
 	case IBC_COLL_BROADCAST:
+		if (ibc_shmar_single_ok(coll, op_bytes(op, 1)))
+			return ibc_shm_broadcast(coll, op);
 		if (c->algo != IBC_ALGO_TREE)
 			return ibc_ring_broadcast(coll, op);
 		gen = ibc_binomial_bcast_prog;
@@ -81,8 +94,14 @@ ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,
 	case IBC_COLL_ALLREDUCE:
 	case IBC_COLL_BROADCAST:
 	case IBC_COLL_REDUCE:         return ibc_coll_run_choice(coll, op, choice);
-	case IBC_COLL_REDUCE_SCATTER: return ibc_ring_reduce_scatter(coll, op);
-	case IBC_COLL_ALLGATHER:      return ibc_ring_allgather(coll, op);
+	case IBC_COLL_REDUCE_SCATTER:
+		if (ibc_shmar_single_ok(coll, op_bytes(op, coll->net->nranks)))
+			return ibc_shm_reduce_scatter(coll, op);
+		return ibc_ring_reduce_scatter(coll, op);
+	case IBC_COLL_ALLGATHER:
+		if (ibc_shmar_single_ok(coll, op_bytes(op, coll->net->nranks)))
+			return ibc_shm_allgather(coll, op);
+		return ibc_ring_allgather(coll, op);
 	case IBC_COLL_ALLTOALL:       return ibc_coll_alltoall(coll, op);
 	case IBC_COLL_SEND:
 	case IBC_COLL_RECV:           return ibc_coll_p2p(coll, op);

@@ -117,12 +117,12 @@ void ibc_shmar_destroy(struct ibc_shmar *s)
 {
 	if (!s)
 		return;
-	if (s->n_small + s->n_seg + s->n_single)
-		IBC_LOG_INFO(COLL, "shm all-reduce: %llu calls: %llu small, %llu through the segment, %llu single-copy (peers: %llu mapped, %llu by cross-memory attach)",
-			     (unsigned long long)(s->n_small + s->n_seg + s->n_single),
+	if (s->n_small + s->n_seg + s->n_single + s->n_asked)
+		IBC_LOG_INFO(COLL, "shm all-reduce: %llu calls: %llu small, %llu through the segment, %llu single-copy (peers: %llu mapped, %llu by cross-memory attach), %llu others asked and ran the ring",
+			     (unsigned long long)(s->n_small + s->n_seg + s->n_single + s->n_asked),
 			     (unsigned long long)s->n_small, (unsigned long long)s->n_seg,
 			     (unsigned long long)s->n_single, (unsigned long long)s->n_peer_mapped,
-			     (unsigned long long)s->n_peer_cma);
+			     (unsigned long long)s->n_peer_cma, (unsigned long long)s->n_asked);
 	if (s->base)
 		munmap(s->base, s->size);
 	ibc_free(s->acc);

@@ -241,7 +241,7 @@ static char *share_ptr(struct ibc_coll *coll, struct ibc_shmar *s, int q,
  * Move @len bytes between this process's @local and process @pid's address
  * @remote (@write: from local to remote). Returns 0, or -1 with errno set.
  */
-static int cma_xfer(pid_t pid, void *local, uint64_t remote, size_t len, int write)
+int ibc_shmar_xfer(pid_t pid, void *local, uint64_t remote, size_t len, int write)
 {
 	size_t done = 0;
 
@@ -295,12 +295,12 @@ static struct cma_verdict cma_probe_all(struct ibc_coll *coll, struct ibc_shmar 
 
 		if (q == coll->net->rank)
 			continue;
-		if (cma_xfer(pid, &w, addr, sizeof(w), 0) != 0 || w != SHMAR_MAGIC) {
+		if (ibc_shmar_xfer(pid, &w, addr, sizeof(w), 0) != 0 || w != SHMAR_MAGIC) {
 			v.peer = q;
 			v.err = w != SHMAR_MAGIC && errno == 0 ? EIO : errno;
 			return v;
 		}
-		if (cma_xfer(pid, &w, addr, sizeof(w), 1) != 0) {
+		if (ibc_shmar_xfer(pid, &w, addr, sizeof(w), 1) != 0) {
 			v.peer = q;
 			v.err = errno;
 			v.write = 1;
@@ -373,7 +373,8 @@ ibc_status_t ibc_shmar_cma_agree(struct ibc_coll *coll, struct ibc_shmar *s)
 }
 
 /* a failed transfer with peer @q: the peer is gone (ESRCH) or its buffer is not mapped */
-static ibc_status_t cma_fail(struct ibc_coll *coll, int q, int write, size_t len, const char *what)
+ibc_status_t ibc_shmar_xfer_fail(struct ibc_coll *coll, int q, int write, size_t len,
+				 const char *what)
 {
 	int err = errno;
 
@@ -391,9 +392,9 @@ static ibc_status_t cma_fail(struct ibc_coll *coll, int q, int write, size_t len
  * In place with @res the output, the partial result stays in A until this
  * rank's own input (in that output) has been used.
  */
-static ibc_status_t cma_reduce_piece(struct ibc_coll *coll, struct ibc_shmar *s,
-				     const struct ibc_op *op, const char *in, char *res,
-				     size_t boff, size_t cnt, size_t esz, int accum)
+ibc_status_t ibc_shmar_reduce_piece(struct ibc_coll *coll, struct ibc_shmar *s,
+				    const struct ibc_op *op, const char *in, char *res, size_t boff,
+				    size_t cnt, size_t esz, int accum)
 {
 	const int me = coll->net->rank;
 	const size_t len = cnt * esz;
@@ -413,8 +414,8 @@ static ibc_status_t cma_reduce_piece(struct ibc_coll *coll, struct ibc_shmar *s,
 		} else if (q != me) {
 			char *to = q == 0 && !accum ? (hold ? A : res) : B;
 
-			if (cma_xfer((pid_t)s->line[q].pid, to, s->line[q].cma_src + boff, len, 0) != 0)
-				return cma_fail(coll, q, 0, len, "input");
+			if (ibc_shmar_xfer((pid_t)s->line[q].pid, to, s->line[q].cma_src + boff, len, 0) != 0)
+				return ibc_shmar_xfer_fail(coll, q, 0, len, "input");
 			src = to;
 		}
 		if (accum) {
@@ -442,6 +443,89 @@ static ibc_status_t cma_reduce_piece(struct ibc_coll *coll, struct ibc_shmar *s,
 }
 
 /**
+ * ibc_shmar_single_begin() - Start a single-copy call (file header, steps 1
+ * and 2): take its sequence number, publish this rank's buffers, arrive,
+ * wait for every rank, compare the descriptors, and find each peer's
+ * buffers (s->pin[q], s->pout[q]: mapped here, or NULL for cross-memory
+ * attach at the addresses in s->line[q]).
+ * @coll: [in] communicator. @s: [in,out] its state. @op: [in] the call.
+ * @in, @in_bytes:   [in] this rank's input and its size, bytes.
+ * @out, @out_bytes: [in] this rank's output and its size, bytes.
+ * @seq_p: [out] the call's sequence number, for ibc_shmar_single_end().
+ * Blocking: the arrival wait, bounded by IBC_TIMEOUT_MS. Return: as
+ * ibc_shmar_cma_allreduce().
+ */
+ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
+				    const struct ibc_op *op, const void *in, size_t in_bytes,
+				    void *out, size_t out_bytes, uint64_t *seq_p)
+{
+	const int me = coll->net->rank;
+	struct shmar_line *mine = &s->line[me];
+	uint64_t seq = ++s->seq;
+	int b = (int)(seq & 1);
+	int q;
+
+	*seq_p = seq;
+	/* the descriptor slot of this parity is free once everyone is past seq - 2 */
+	if (seq > 2)
+		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
+	mine->cma_src = (uint64_t)(uintptr_t)in;
+	mine->cma_dst = (uint64_t)(uintptr_t)out;
+	share_publish(&mine->share[0], in, in_bytes);
+	share_publish(&mine->share[1], out, out_bytes);
+	s->my_mapped = mine->share[0].id && mine->share[1].id;
+	__atomic_store_n(&mine->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
+	ibc_op_desc(op, &mine->desc[b]);
+	line_set(mine, F_ARRIVE, seq);
+	IBC_CHECK(ibc_shmar_wait(coll, s, op, F_ARRIVE, seq));
+	IBC_CHECK(ibc_shmar_check_desc(coll, s, b));
+	for (q = 0; q < s->n; q++) {
+		s->pin[q] = q == me ? NULL : share_ptr(coll, s, q, &s->line[q].share[0],
+						       s->line[q].cma_src);
+		s->pout[q] = q == me ? NULL : share_ptr(coll, s, q, &s->line[q].share[1],
+							s->line[q].cma_dst);
+		if (q != me && s->pin[q] && s->pout[q])
+			s->n_peer_mapped++;
+		else if (q != me)
+			s->n_peer_cma++;
+	}
+	s->n_single++;
+	return IBC_OK;
+}
+
+/* undo ibc_shmar_single_begin()'s counts: the call ran another way */
+void ibc_shmar_single_uncount(struct ibc_coll *coll, struct ibc_shmar *s)
+{
+	int q;
+
+	for (q = 0; q < s->n; q++) {
+		if (q == coll->net->rank)
+			continue;
+		if (s->pin[q] && s->pout[q])
+			s->n_peer_mapped--;
+		else
+			s->n_peer_cma--;
+	}
+	s->n_single--;
+}
+
+/**
+ * ibc_shmar_single_end() - Finish a single-copy call (step 4): done, then
+ * wait until every rank is (no peer reads or writes this rank's buffers any
+ * more). @coll, @s, @op: as ibc_shmar_single_begin(); @seq: its number.
+ * Blocking: bounded by IBC_TIMEOUT_MS.
+ */
+ibc_status_t ibc_shmar_single_end(struct ibc_coll *coll, struct ibc_shmar *s,
+				  const struct ibc_op *op, uint64_t seq)
+{
+	struct shmar_line *mine = &s->line[coll->net->rank];
+
+	line_set(mine, F_REDUCED, seq);
+	line_set(mine, F_DONE, seq);
+	return ibc_shmar_wait(coll, s, op, F_DONE, seq);
+}
+
+/**
  * ibc_shmar_cma_allreduce() - One all-reduce by the single-copy path (file
  * header). Called by ibc_shm_allreduce() on every rank for the same call
  * (the size threshold is rank 0's, the decision agreed at set-up).
@@ -465,9 +549,7 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 				     size_t nbytes, int accum)
 {
 	const int me = coll->net->rank;
-	struct shmar_line *mine = &s->line[me];
-	uint64_t seq = ++s->seq;
-	int b = (int)(seq & 1);
+	uint64_t seq;
 	size_t esz = nbytes / op->count;
 	size_t unit = IBC_MAX(CMA_SLICE_ALIGN / esz, (size_t)1);
 	size_t units = (op->count + unit - 1) / unit;
@@ -479,30 +561,7 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 	size_t off;
 	int q;
 
-	/* the descriptor slot of this parity is free once everyone is past seq - 2 */
-	if (seq > 2)
-		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
-	mine->cma_src = (uint64_t)(uintptr_t)in;
-	mine->cma_dst = (uint64_t)(uintptr_t)out;
-	share_publish(&mine->share[0], in, nbytes);
-	share_publish(&mine->share[1], out, nbytes);
-	s->my_mapped = mine->share[0].id && mine->share[1].id;
-	__atomic_store_n(&mine->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
-	ibc_op_desc(op, &mine->desc[b]);
-	line_set(mine, F_ARRIVE, seq);
-	IBC_CHECK(ibc_shmar_wait(coll, s, op, F_ARRIVE, seq));
-	IBC_CHECK(ibc_shmar_check_desc(coll, s, b));
-	for (q = 0; q < s->n; q++) {
-		s->pin[q] = q == me ? NULL : share_ptr(coll, s, q, &s->line[q].share[0],
-						       s->line[q].cma_src);
-		s->pout[q] = q == me ? NULL : share_ptr(coll, s, q, &s->line[q].share[1],
-							s->line[q].cma_dst);
-		if (q != me && s->pin[q] && s->pout[q])
-			s->n_peer_mapped++;
-		else if (q != me)
-			s->n_peer_cma++;
-	}
-	s->n_single++;
+	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, in, nbytes, out, nbytes, &seq));
 	for (off = lo; off < hi; off += piece) {
 		size_t cnt = IBC_MIN(piece, hi - off);
 		size_t boff = off * esz;
@@ -510,7 +569,7 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 		/* streaming: the result in cache (A), then into every output */
 		char *res = stream ? s->cma_buf : out + boff;
 
-		IBC_CHECK(cma_reduce_piece(coll, s, op, in, res, boff, cnt, esz, accum));
+		IBC_CHECK(ibc_shmar_reduce_piece(coll, s, op, in, res, boff, cnt, esz, accum));
 		for (q = stream ? 0 : 1; q < s->n; q++) {
 			int r = (me + q) % s->n;
 			char *to = r == me ? out + boff : s->pout[r] ? s->pout[r] + boff : NULL;
@@ -519,16 +578,14 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 				ibc_copy_stream(to, res, len);
 			else if (to)
 				memcpy(to, res, len);
-			else if (cma_xfer((pid_t)s->line[r].pid, (void *)res, s->line[r].cma_dst + boff,
+			else if (ibc_shmar_xfer((pid_t)s->line[r].pid, (void *)res, s->line[r].cma_dst + boff,
 					  len, 1) != 0)
-				return cma_fail(coll, r, 1, len, "output");
+				return ibc_shmar_xfer_fail(coll, r, 1, len, "output");
 		}
 		__atomic_fetch_add(&coll->net->cur_bytes_done, 2 * len * (size_t)s->n,
 				   __ATOMIC_RELAXED);
 	}
 	if (stream)
 		ibc_copy_stream_fence();  /* before done: the stores are weakly ordered */
-	line_set(mine, F_REDUCED, seq);
-	line_set(mine, F_DONE, seq);
-	return ibc_shmar_wait(coll, s, op, F_DONE, seq);
+	return ibc_shmar_single_end(coll, s, op, seq);
 }

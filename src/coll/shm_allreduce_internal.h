@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "coll/algo.h"
 
@@ -99,6 +100,8 @@ struct ibc_shmar {
 	uint64_t n_single;
 	uint64_t n_peer_mapped; /* single-copy calls x peers whose buffers were both mapped */
 	uint64_t n_peer_cma;    /* ... and those reached by cross-memory attach */
+	uint64_t n_asked;       /* other collectives that asked and ran the ring */
+	uint64_t n_mid;         /* their calls below SINGLE_ASK_BYTES that did not ask */
 	char **pin;             /* single-copy call: peer q's input mapped here, or NULL */
 	char **pout;            /* ... and its output */
 };
@@ -129,6 +132,18 @@ ibc_status_t ibc_shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s, const 
 
 /* shm_allreduce_cma.c */
 void ibc_shmar_unmap_all(struct ibc_shmar *s);
+int ibc_shmar_xfer(pid_t pid, void *local, uint64_t remote, size_t len, int write);
+ibc_status_t ibc_shmar_xfer_fail(struct ibc_coll *coll, int q, int write, size_t len,
+				 const char *what);
+ibc_status_t ibc_shmar_reduce_piece(struct ibc_coll *coll, struct ibc_shmar *s,
+				    const struct ibc_op *op, const char *in, char *res, size_t boff,
+				    size_t cnt, size_t esz, int accum);
+ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
+				    const struct ibc_op *op, const void *in, size_t in_bytes,
+				    void *out, size_t out_bytes, uint64_t *seq_p);
+void ibc_shmar_single_uncount(struct ibc_coll *coll, struct ibc_shmar *s);
+ibc_status_t ibc_shmar_single_end(struct ibc_coll *coll, struct ibc_shmar *s,
+				  const struct ibc_op *op, uint64_t seq);
 ibc_status_t ibc_shmar_cma_agree(struct ibc_coll *coll, struct ibc_shmar *s);
 int ibc_shmar_cma_mapped(const void *in, const void *out, size_t nbytes);
 int ibc_shmar_cma_expect(const struct ibc_shmar *s);

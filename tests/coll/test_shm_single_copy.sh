@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# test_shm_single_copy.sh - the shm all-reduce's single-copy path
-# (src/coll/shm_allreduce_cma.c), with coll_check's exact all-reduce checks
+# test_shm_single_copy.sh - the shm single-copy paths (src/coll/
+# shm_allreduce_cma.c, shm_single.c), with coll_check's exact checks
 # (every dtype of the list, sum/max/avg, in place and out of place, counts
 # 1, 7, awkward, and past IBC_SHM_ALLREDUCE_CMA_MIN_BYTES), and the path
 # each call took from the INFO line each rank logs when its communicator
@@ -22,7 +22,11 @@
 #   10.  a transfer refused in the middle of an all-reduce (cma:3 on rank 1
 #        of 2, malloc buffers): rank 1's call fails with the call, the peer
 #        and the cause in one ERROR line; rank 0 gets IBC_ERR_REMOTE at once
-#        (well within IBC_TIMEOUT_MS: no hang).
+#        (well within IBC_TIMEOUT_MS: no hang);
+#   11-12. all-gather, reduce-scatter and broadcast on 3 ranks with
+#        ibc_mem_alloc() buffers: exact; calls above 4 KiB single-copy, all
+#        peers mapped; with malloc buffers exact, and the calls from 64 KiB
+#        asked and ran the ring (no single copy, no CMA).
 # Every wait is bounded: IBC_TIMEOUT_MS=20000, the launcher's 200 s.
 set -u
 b=${top_builddir:-.}
@@ -31,7 +35,7 @@ run=$s/tests/scripts/run_local_ranks.sh
 check=$b/tests/coll/coll_check
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-echo "1..10"
+echo "1..12"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; grep -v '^ok\|^rank' "$tmp/log" | tail -n 12 | sed 's/^/# /'; fi; }
 env0="IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=COLL IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm IBC_ALGO=shm"
@@ -109,3 +113,16 @@ took=$(( $(date +%s) - start ))
 	grep -q "\[rank 1\] IBC ERROR .*allreduce #[0-9]* (count 1048576 float32 sum.*shm all-reduce: process_vm_readv of [0-9]* bytes from rank 0's input failed: Operation not permitted" "$tmp/log" &&
 	grep -q "ibc_bench: rank 0: allreduce failed: remote peer failed" "$tmp/log"
 ok $? "rank 1's transfer refused mid-call (cma:3): its ERROR line names the call, rank 0 and the cause; rank 0 gets IBC_ERR_REMOTE; ${took} s (timeout 20 s)"
+
+go 3 "" --mem-alloc -c allgather,reduce_scatter,broadcast -n $counts -p out,in -o sum,avg --no-errors \
+	-d int32,float32,bfloat16
+rc=$?
+single=$(field 'single-copy'); mapped=$(field 'mapped'); viacma=$(field 'by cross')
+[ $rc -eq 0 ] && [ "$(npass)" -eq 3 ] && [ "$single" -gt 0 ] && [ "$mapped" -eq $((single * 2)) ] &&
+	[ "$viacma" -eq 0 ]
+ok $? "all-gather, reduce-scatter, broadcast on 3 ranks, ibc_mem_alloc: exact; $single single-copy calls, $mapped peers mapped, $viacma by CMA"
+go 3 "" -c allgather,reduce_scatter,broadcast -n $counts -p out,in -o sum,avg --no-errors -d int32,float32
+rc=$?
+single=$(field 'single-copy'); asked=$(field 'others asked')
+[ $rc -eq 0 ] && [ "$(npass)" -eq 3 ] && [ "$single" -eq 0 ] && [ "$asked" -gt 0 ]
+ok $? "... with malloc buffers: exact; $asked calls asked and ran the ring, $single single-copy"
