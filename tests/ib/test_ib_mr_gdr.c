@@ -42,6 +42,7 @@ struct fake {
 	int real_gdr;           /* gdr_mode: the verbs backend's ibc_ib_mr_dev_gdr_mode() */
 	struct ibc_ib_ctx ctx;  /* its context: a device name, dma-buf not probed (-1) */
 	int ngdr;               /* gdr_mode calls */
+	int nquery;             /* mem_query calls */
 	int nreg;               /* host registrations */
 	int ndevreg;            /* device registrations */
 	int ndereg;
@@ -85,6 +86,7 @@ static int fake_query(void *arg, const void *addr, size_t nbytes, struct ibc_ib_
 	int i;
 
 	(void)nbytes;
+	f->nquery++;
 	memset(mem_p, 0, sizeof(*mem_p));
 	mem_p->dev = -1;
 	for (i = 0; i < NALLOC; i++) {
@@ -256,6 +258,32 @@ int main(void)
 	tap_is_int(c.stats.dev_reused, 3, "dev_reused: 3");
 	tap_is_int(c.nentries, 1, "the host entry stays");
 	f->a[0] = (struct fake_alloc){ d0, d0 + 4 * pg, 72, 0, 0 };
+
+	/*
+	 * trimming runs at every operation: it asks the driver about idle
+	 * device entries at most every 100 ms (a cudaFree'd one is unpinned
+	 * then; a hit checks the buffer id every time)
+	 */
+	{
+		int q0;
+		int k;
+
+		tap_is_int(ibc_ib_mr_get(&c, (void *)(d0 + 8), 8, 0, &m1), IBC_OK,
+			   "device entry for the trim-rate checks");
+		ibc_ib_mr_put(&c, m1);
+		q0 = f->nquery;
+		for (k = 0; k < 1000; k++)
+			ibc_ib_mr_trim(&c, SIZE_MAX / 2);
+		tap_ok(f->nquery - q0 <= 1, "1000 trims in a row: %d driver queries (at most 1)",
+		       f->nquery - q0);
+		f->a[0].lo = 0; /* cudaFree */
+		ibc_ib_mr_trim(&c, SIZE_MAX / 2);
+		tap_is_int(c.stats.dev_reused, 3, "freed within 100 ms of the last query: not seen yet");
+		usleep(120000);
+		ibc_ib_mr_trim(&c, SIZE_MAX / 2);
+		tap_is_int(c.stats.dev_reused, 4, "120 ms later the trim unpins it (dev_reused: 4)");
+		f->a[0] = (struct fake_alloc){ d0, d0 + 4 * pg, 73, 0, 0 };
+	}
 
 	/* peer memory: the mode is passed through */
 	f->mode = IBC_GDR_PEERMEM;

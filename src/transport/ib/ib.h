@@ -230,6 +230,8 @@ struct ibc_ib_mr_cache {
 	int hooks;                      /* user entries get memory-hook slots (ibc_ib_mr_cache_hooks()) */
 	pthread_mutex_t lock;           /* the public calls; see ib_mr.c */
 	int nentries;
+	uint64_t dev_checked_ns;        /* when trimming last asked the driver about idle device
+					 * entries (IB_MR_DEV_CHECK_NS apart) */
 	struct ibc_ib_mr_cache_stats stats;
 	char errbuf[512];               /* text of the last registration failure */
 };

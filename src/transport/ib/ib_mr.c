@@ -37,7 +37,8 @@
  * memory there now (UCX's cuda_ipc cache does the same): another id, or
  * none, means freed (and reallocated), and the entry is dropped and the
  * memory registered again. Idle device entries are budgeted and trimmed
- * like host user entries, and trimming drops those whose memory is gone.
+ * like host user entries, and trimming drops those whose memory is gone
+ * (asking the driver at most every 100 ms: trimming runs at every operation).
  * The executor still stages every device buffer through host memory
  * (src/api/cuda_stage.c); handing device buffers to the transport
  * directly is the next step and is not built.
@@ -335,6 +336,8 @@ static void mr_add(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
  * registered for: the address is not CUDA memory any more, or holds an
  * allocation with another buffer id (cudaFree and a new cudaMalloc)
  */
+#define IB_MR_DEV_CHECK_NS 100000000ull /* 100 ms between trimming's driver queries */
+
 static int mr_dev_gone(struct ibc_ib_mr_cache *cache, const struct ibc_ib_mr *mr)
 {
 	struct ibc_ib_mr_mem mem;
@@ -649,7 +652,17 @@ static void mr_trim_locked(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
 {
 	struct ibc_ib_mr *mr;
 	struct ibc_ib_mr *tail = NULL;
+	uint64_t now = ibc_time_ns();
+	/*
+	 * Whether a device allocation was freed is a driver query per entry
+	 * (cuPointerGetAttributes), and trimming runs at every operation: ask
+	 * at most every IB_MR_DEV_CHECK_NS. Only the unpinning of freed device
+	 * memory waits for it; a hit compares the buffer id every time.
+	 */
+	int dev_check = cache->dev_checked_ns == 0 || now - cache->dev_checked_ns >= IB_MR_DEV_CHECK_NS;
 
+	if (dev_check)
+		cache->dev_checked_ns = now;
 	/* idle registrations of released memory: unpin them now, whatever the budget */
 	for (mr = cache->head; mr; ) {
 		struct ibc_ib_mr *next = mr->next;
@@ -657,7 +670,7 @@ static void mr_trim_locked(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
 		if (mr->refcnt == 0 && !(mr->flags & IBC_IB_MR_STALE) &&
 		    ibc_ib_memhook_slot_stale(mr->slot))
 			mr_released(cache, mr);
-		else if (mr->refcnt == 0 && (mr->flags & IBC_IB_MR_DEVICE) &&
+		else if (dev_check && mr->refcnt == 0 && (mr->flags & IBC_IB_MR_DEVICE) &&
 			 !(mr->flags & IBC_IB_MR_STALE) && mr_dev_gone(cache, mr))
 			mr_dev_reused(cache, mr);  /* cudaFree'd: unpin (and unmap the dma-buf) now */
 		mr = next;
