@@ -43,6 +43,7 @@ struct fake {
 	struct ibc_ib_ctx ctx;  /* its context: a device name, dma-buf not probed (-1) */
 	int ngdr;               /* gdr_mode calls */
 	int nquery;             /* mem_query calls */
+	size_t dev_max;         /* reg_dev fails with ENOMEM above this (0: never) */
 	int nreg;               /* host registrations */
 	int ndevreg;            /* device registrations */
 	int ndereg;
@@ -123,6 +124,8 @@ static int fake_reg_dev(void *arg, void *addr, size_t nbytes, int writable, enum
 {
 	struct fake *f = arg;
 
+	if (f->dev_max && nbytes > f->dev_max)
+		return ENOMEM;
 	f->ndevreg++;
 	f->live++;
 	f->last_mode = mode;
@@ -343,6 +346,45 @@ int main(void)
 	tap_is_int(f->ndevreg, 0, "and not registered");
 	unsetenv("IBC_GDR");
 	ibc_param_reset_all();
+
+	/*
+	 * a whole allocation that does not fit (ENOMEM): the GPU pages (64 KiB)
+	 * of the range asked for are registered instead, and hits need them
+	 * (the ENOMEM also drops every idle registration first: last test)
+	 */
+	{
+		const uintptr_t K = 1024;
+		char *big = aligned_alloc(1 << 20, 1 << 20);
+		uintptr_t g = (uintptr_t)big;
+		int r0;
+
+		f->real_gdr = 0;
+		f->mode = IBC_GDR_DMABUF;
+		f->a[3] = (struct fake_alloc){ g, g + 1024 * K, 81, 0, 0 };
+		f->dev_max = 256 * K;
+		r0 = f->ndevreg;
+		tap_is_int(ibc_ib_mr_get(&c, (void *)(g + 300 * K), 100, 0, &m1), IBC_OK,
+			   "1 MiB allocation over the device limit: registered");
+		tap_ok(f->last_addr == g + 256 * K && f->last_nbytes == 64 * K,
+		       "as the 64 KiB GPU page of the range (0x%lx + %zu)",
+		       (unsigned long)(f->last_addr - g), f->last_nbytes);
+		tap_is_int(c.stats.dev_partial, 1, "dev_partial: 1");
+		tap_is_int(ibc_ib_mr_get(&c, (void *)(g + 310 * K), 1000, 0, &m2), IBC_OK,
+			   "another range in that page");
+		tap_ok(m2 == m1 && f->ndevreg == r0 + 1, "is a hit on the partial entry");
+		ibc_ib_mr_put(&c, m2);
+		tap_is_int(ibc_ib_mr_get(&c, (void *)(g + 250 * K), 80 * K, 0, &m2), IBC_OK,
+			   "a range across two GPU pages");
+		tap_ok(m2 != m1 && f->last_addr == g + 192 * K && f->last_nbytes == 192 * K,
+		       "registers its own pages (0x%lx + %zu)", (unsigned long)(f->last_addr - g),
+		       f->last_nbytes);
+		ibc_ib_mr_put(&c, m2);
+		ibc_ib_mr_put(&c, m1);
+		f->dev_max = 0;
+		ibc_ib_mr_invalidate(&c, big, 1 << 20);
+		f->a[3].lo = 0;
+		free(big);
+	}
 
 	ibc_ib_mr_cache_fini(&c);
 	tap_is_int(f->live, 0, "fini deregisters everything");

@@ -220,6 +220,7 @@ struct ibc_ib_mr_cache_stats {
 	uint64_t deregs;        /* backend dereg calls */
 	uint64_t dev_regs;      /* of regs, device memory through reg_dev (GPUDirect) */
 	uint64_t dev_reused;    /* device entries dropped: their buffer id changed (cudaFree) */
+	uint64_t dev_partial;   /* device registrations of part of an allocation (the whole got ENOMEM) */
 };
 
 struct ibc_ib_mr_cache {

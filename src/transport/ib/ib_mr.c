@@ -337,6 +337,7 @@ static void mr_add(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
  * allocation with another buffer id (cudaFree and a new cudaMalloc)
  */
 #define IB_MR_DEV_CHECK_NS 100000000ull /* 100 ms between trimming's driver queries */
+#define IB_MR_GPU_PAGE ((uintptr_t)65536) /* GPU page: a partial registration's unit */
 
 static int mr_dev_gone(struct ibc_ib_mr_cache *cache, const struct ibc_ib_mr *mr)
 {
@@ -363,7 +364,9 @@ static void mr_dev_reused(struct ibc_ib_mr_cache *cache, struct ibc_ib_mr *mr)
  * the backend's mem_query; managed memory is refused): a hit needs an
  * entry of the same allocation
  * (buffer id); a miss asks the backend for the GPUDirect mode of
- * (@mem->dev, this NIC) and registers the whole allocation through reg_dev.
+ * (@mem->dev, this NIC) and registers the whole allocation through reg_dev;
+ * when that gets ENOMEM even after dropping the idle registrations, the
+ * 64 KiB GPU pages of the range asked for (counted in dev_partial).
  * Return: IBC_OK; IBC_ERR_UNSUPPORTED (GPUDirect off for this GPU and NIC,
  * or a backend without device callbacks); IBC_ERR_INVALID_ARG (the range
  * runs past its allocation's end); IBC_ERR_VERBS; IBC_ERR_NO_MEMORY.
@@ -453,6 +456,30 @@ static ibc_status_t mr_get_dev_locked(struct ibc_ib_mr_cache *cache, const void 
 		if (ret == ENOMEM && mr_drop_idle(cache) > 0)
 			ret = cache->be.reg_dev(cache->be.arg, (void *)start, end - start, 1, mode,
 						&mr->lkey, &mr->rkey, &mr->handle);
+		if (ret == ENOMEM) {
+			/*
+			 * The whole allocation does not fit (pinned GPU memory
+			 * and BAR space are finite): register the GPU pages
+			 * (64 KiB) of the range asked for; the entry covers
+			 * only those, under the allocation's buffer id.
+			 */
+			uintptr_t s2 = IBC_MAX(start, a & ~(IB_MR_GPU_PAGE - 1));
+			uintptr_t e2 = IBC_MIN(end, IBC_ALIGN_UP(b, IB_MR_GPU_PAGE));
+
+			if (s2 > start || e2 < end) {
+				ret = cache->be.reg_dev(cache->be.arg, (void *)s2, e2 - s2, 1, mode,
+							&mr->lkey, &mr->rkey, &mr->handle);
+				if (ret == 0)
+					IBC_LOG_DEBUG(IB, "CUDA allocation of %zu bytes at 0x%lx does not fit on %s (ENOMEM): registered 0x%lx-0x%lx of it",
+						      (size_t)(end - start), (unsigned long)start,
+						      cache->be.name, (unsigned long)s2, (unsigned long)e2);
+				if (ret == 0) {
+					start = s2;
+					end = e2;
+					__atomic_add_fetch(&cache->stats.dev_partial, 1, __ATOMIC_RELAXED);
+				}
+			}
+		}
 	}
 	if (ret) {
 		snprintf(cache->errbuf, sizeof(cache->errbuf),
