@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -181,10 +182,28 @@ void ibc_comm_release_registrations(struct ibc_comm *comm)
 static int mem_memfd(size_t len)
 {
 	static int warned;
+	static int warned_fds;
+	struct rlimit rl;
+	int max_fds = 1024;
 	int fd;
 
 	if (!ibc_param_mem_share())
 		return -1;
+	/*
+	 * Each such allocation holds a descriptor for its life: at most a
+	 * quarter of RLIMIT_NOFILE (and 1024), so that thousands of small
+	 * allocations cannot take the process's descriptors; past that,
+	 * private memory (logged once).
+	 */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < (rlim_t)max_fds)
+		max_fds = (int)(rl.rlim_cur / 4);
+	if (ibc_memreg_nfd() >= max_fds) {
+		if (!__atomic_exchange_n(&warned_fds, 1, __ATOMIC_RELAXED))
+			IBC_LOG_INFO(MEM, "ibc_mem_alloc: %d live allocations hold a memfd each (a quarter of RLIMIT_NOFILE, at most 1024): this one and later ones are private memory, which local peers cannot map",
+				     max_fds);
+		return -1;
+	}
 	fd = (int)memfd_create("ibc-mem", MFD_CLOEXEC);
 	if (fd >= 0 && ftruncate(fd, (off_t)len) == 0)
 		return fd;
@@ -222,6 +241,9 @@ ibc_status_t ibc_mem_alloc(void **ptr_p, size_t nbytes)
 			close(fd);
 		return IBC_ERR_NO_MEMORY;
 	}
+	/* shmem pages get transparent huge pages only when asked (shmem_enabled=advise) */
+	if (fd >= 0 && len >= ((size_t)2 << 20))
+		(void)madvise(p, len, MADV_HUGEPAGE);
 	if (ibc_memreg_add_fd(p, len, fd) != 0) {
 		munmap(p, len);
 		if (fd >= 0)

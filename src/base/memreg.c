@@ -40,6 +40,18 @@ int ibc_memreg_add_fd(void *p, size_t nbytes, int fd)
 	return ret;
 }
 
+int ibc_memreg_nfd(void)
+{
+	int n = 0;
+	int i;
+
+	pthread_mutex_lock(&memreg_lock);
+	for (i = 0; i < nents; i++)
+		n += ents[i].fd >= 0;
+	pthread_mutex_unlock(&memreg_lock);
+	return n;
+}
+
 int ibc_memreg_add(void *p, size_t nbytes)
 {
 	return ibc_memreg_add_fd(p, nbytes, -1);

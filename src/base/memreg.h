@@ -24,6 +24,9 @@ int ibc_memreg_add(void *p, size_t nbytes);
  */
 int ibc_memreg_add_fd(void *p, size_t nbytes, int fd);
 
+/* ibc_memreg_nfd() - live allocations recorded with a memfd (each holds a descriptor) */
+int ibc_memreg_nfd(void);
+
 /*
  * ibc_memreg_find_fd() - the memfd allocation that contains
  * [@a, @a + @nbytes): its start, length, fd and id.

@@ -52,10 +52,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -131,6 +133,26 @@ int ibc_shmar_cma_expect(const struct ibc_shmar *s)
 	return 1;
 }
 
+/*
+ * Unmap peers' allocations no call used in about the last 64 (a peer that
+ * freed an allocation does not say so, and a mapping keeps its memory).
+ */
+static void unmap_unused(struct ibc_shmar *s)
+{
+	uint64_t idle = 64 * 2 * (uint64_t)s->n;
+	int i;
+
+	for (i = 0; s->maps && i < s->nmaps; i++) {
+		struct shmar_map *e = &s->maps[i];
+
+		if (e->id && s->map_tick - e->used > idle) {
+			if (e->base)
+				munmap(e->base, e->len);
+			memset(e, 0, sizeof(*e));
+		}
+	}
+}
+
 /**
  * ibc_shmar_unmap_all() - Unmap every peer allocation this rank mapped
  * (communicator destruction). @s: [in,out] the state. Blocking: no.
@@ -168,7 +190,7 @@ static int share_map(struct ibc_shmar *s, int q, const struct shmar_share *sh,
 	}
 	/* the peer is inside this call, so the fd is still its allocation's memfd */
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < sh->len) {
-		err = errno ? errno : EINVAL;
+		err = (uint64_t)st.st_size < sh->len ? EINVAL : errno;
 		close(fd);
 		e->failed = 1;
 		return err;
@@ -189,7 +211,8 @@ static int share_map(struct ibc_shmar *s, int q, const struct shmar_share *sh,
  * into this process's mapping of its allocation; NULL when it is not in
  * ibc_mem_alloc() memory or cannot be mapped (cross-memory attach then).
  * A peer's freed allocation stays mapped here until MAPS_PER_PEER x n newer
- * ones push it out or the communicator is destroyed.
+ * ones push it out, about 64 calls pass without it (unmap_unused()) or the
+ * communicator is destroyed.
  */
 static char *share_ptr(struct ibc_coll *coll, struct ibc_shmar *s, int q,
 		       const struct shmar_share *sh, uint64_t addr)
@@ -295,9 +318,14 @@ static struct cma_verdict cma_probe_all(struct ibc_coll *coll, struct ibc_shmar 
 
 		if (q == coll->net->rank)
 			continue;
-		if (ibc_shmar_xfer(pid, &w, addr, sizeof(w), 0) != 0 || w != SHMAR_MAGIC) {
+		if (ibc_shmar_xfer(pid, &w, addr, sizeof(w), 0) != 0) {
 			v.peer = q;
-			v.err = w != SHMAR_MAGIC && errno == 0 ? EIO : errno;
+			v.err = errno;
+			return v;
+		}
+		if (w != SHMAR_MAGIC) {
+			v.peer = q;
+			v.err = EIO;    /* read something else: not the process we think */
 			return v;
 		}
 		if (ibc_shmar_xfer(pid, &w, addr, sizeof(w), 1) != 0) {
@@ -414,7 +442,7 @@ ibc_status_t ibc_shmar_reduce_piece(struct ibc_coll *coll, struct ibc_shmar *s,
 		} else if (q != me) {
 			char *to = q == 0 && !accum ? (hold ? A : res) : B;
 
-			if (ibc_shmar_xfer((pid_t)s->line[q].pid, to, s->line[q].cma_src + boff, len, 0) != 0)
+			if (ibc_shmar_xfer((pid_t)s->line[q].pid, to, s->line[q].call[s->cur_b].src + boff, len, 0) != 0)
 				return ibc_shmar_xfer_fail(coll, q, 0, len, "input");
 			src = to;
 		}
@@ -463,33 +491,41 @@ ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
 	struct shmar_line *mine = &s->line[me];
 	uint64_t seq = ++s->seq;
 	int b = (int)(seq & 1);
+	ibc_status_t st;
 	int q;
 
 	*seq_p = seq;
 	/* the descriptor slot of this parity is free once everyone is past seq - 2 */
 	if (seq > 2)
 		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
-	mine->cma_src = (uint64_t)(uintptr_t)in;
-	mine->cma_dst = (uint64_t)(uintptr_t)out;
-	share_publish(&mine->share[0], in, in_bytes);
-	share_publish(&mine->share[1], out, out_bytes);
-	s->my_mapped = mine->share[0].id && mine->share[1].id;
+	s->cur_b = b;
+	mine->call[b].src = (uint64_t)(uintptr_t)in;
+	mine->call[b].dst = (uint64_t)(uintptr_t)out;
+	share_publish(&mine->call[b].share[0], in, in_bytes);
+	share_publish(&mine->call[b].share[1], out, out_bytes);
+	s->my_mapped = mine->call[b].share[0].id && mine->call[b].share[1].id;
 	__atomic_store_n(&mine->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
 	ibc_op_desc(op, &mine->desc[b]);
 	line_set(mine, F_ARRIVE, seq);
-	IBC_CHECK(ibc_shmar_wait(coll, s, op, F_ARRIVE, seq));
-	IBC_CHECK(ibc_shmar_check_desc(coll, s, b));
+	/* arrived: peers that saw everyone arrive may be using this rank's buffers */
+	st = ibc_shmar_wait(coll, s, op, F_ARRIVE, seq);
+	if (st == IBC_OK)
+		st = ibc_shmar_check_desc(coll, s, b);
+	if (st != IBC_OK)
+		return ibc_shmar_single_abort(coll, s, seq, st);
 	for (q = 0; q < s->n; q++) {
-		s->pin[q] = q == me ? NULL : share_ptr(coll, s, q, &s->line[q].share[0],
-						       s->line[q].cma_src);
-		s->pout[q] = q == me ? NULL : share_ptr(coll, s, q, &s->line[q].share[1],
-							s->line[q].cma_dst);
+		s->pin[q] = q == me ? NULL : share_ptr(coll, s, q, &s->line[q].call[s->cur_b].share[0],
+						       s->line[q].call[s->cur_b].src);
+		s->pout[q] = q == me ? NULL : share_ptr(coll, s, q, &s->line[q].call[s->cur_b].share[1],
+							s->line[q].call[s->cur_b].dst);
 		if (q != me && s->pin[q] && s->pout[q])
 			s->n_peer_mapped++;
 		else if (q != me)
 			s->n_peer_cma++;
 	}
 	s->n_single++;
+	if ((seq & 63) == 0)
+		unmap_unused(s);
 	return IBC_OK;
 }
 
@@ -519,10 +555,55 @@ ibc_status_t ibc_shmar_single_end(struct ibc_coll *coll, struct ibc_shmar *s,
 				  const struct ibc_op *op, uint64_t seq)
 {
 	struct shmar_line *mine = &s->line[coll->net->rank];
+	int q;
 
 	line_set(mine, F_REDUCED, seq);
 	line_set(mine, F_DONE, seq);
-	return ibc_shmar_wait(coll, s, op, F_DONE, seq);
+	IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq));
+	/* a rank that gave up this call set done too: its part is missing here */
+	for (q = 0; q < s->n; q++)
+		if (__atomic_load_n(&s->line[q].abort, __ATOMIC_ACQUIRE) == seq) {
+			ibc_status_t st = ibc_net_status(coll->net);
+
+			return st != IBC_OK ? st :
+			       ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
+					    "shm single copy: rank %d gave up this call (its error is in its log)",
+					    q);
+		}
+	return IBC_OK;
+}
+
+/**
+ * ibc_shmar_single_abort() - Leave a single-copy call that failed on this
+ * rank after it arrived (@st, already logged): mark the call given up and
+ * done, so that no peer waits for this rank's part and each reports the
+ * failure instead of a result without it (ibc_shmar_single_end()); then
+ * wait, bounded by IBC_TIMEOUT_MS, until every live peer is done too, so
+ * that none still reads or writes this rank's buffers when the caller gets
+ * them back. @coll, @s: as ibc_shmar_single_begin(); @seq: the call.
+ * Return: @st.
+ */
+ibc_status_t ibc_shmar_single_abort(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq,
+				    ibc_status_t st)
+{
+	struct shmar_line *mine = &s->line[coll->net->rank];
+	uint64_t deadline = ibc_time_ns() + (uint64_t)coll->net->timeout_ms * 1000000ull;
+	int q;
+
+	__atomic_store_n(&mine->abort, seq, __ATOMIC_RELEASE);
+	line_set(mine, F_REDUCED, seq);
+	line_set(mine, F_DONE, seq);
+	for (q = 0; q < s->n; q++) {
+		pid_t pid = (pid_t)s->line[q].pid;
+
+		while (line_get(&s->line[q], F_DONE) < seq && ibc_time_ns() < deadline &&
+		       !(pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)) {
+			struct timespec ts = { 0, 50000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return st;
 }
 
 /**
@@ -558,6 +639,7 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 					ibc_block_count(units, s->n, me)) * unit);
 	size_t piece = IBC_MAX(s->chunk / esz, (size_t)1);
 	int stream = nbytes >= SHMAR_STREAM_MIN_BYTES;
+	ibc_status_t st;
 	size_t off;
 	int q;
 
@@ -569,7 +651,9 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 		/* streaming: the result in cache (A), then into every output */
 		char *res = stream ? s->cma_buf : out + boff;
 
-		IBC_CHECK(ibc_shmar_reduce_piece(coll, s, op, in, res, boff, cnt, esz, accum));
+		st = ibc_shmar_reduce_piece(coll, s, op, in, res, boff, cnt, esz, accum);
+		if (st != IBC_OK)
+			return ibc_shmar_single_abort(coll, s, seq, st);
 		for (q = stream ? 0 : 1; q < s->n; q++) {
 			int r = (me + q) % s->n;
 			char *to = r == me ? out + boff : s->pout[r] ? s->pout[r] + boff : NULL;
@@ -578,9 +662,11 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 				ibc_copy_stream(to, res, len);
 			else if (to)
 				memcpy(to, res, len);
-			else if (ibc_shmar_xfer((pid_t)s->line[r].pid, (void *)res, s->line[r].cma_dst + boff,
-					  len, 1) != 0)
-				return ibc_shmar_xfer_fail(coll, r, 1, len, "output");
+			else if (ibc_shmar_xfer((pid_t)s->line[r].pid, (void *)res,
+						s->line[r].call[s->cur_b].dst + boff, len, 1) != 0)
+				return ibc_shmar_single_abort(coll, s, seq,
+							      ibc_shmar_xfer_fail(coll, r, 1, len,
+										  "output"));
 		}
 		__atomic_fetch_add(&coll->net->cur_bytes_done, 2 * len * (size_t)s->n,
 				   __ATOMIC_RELAXED);

@@ -44,10 +44,20 @@ struct shmar_line {
 	uint64_t cur_gen;       /* seqlock of cur: odd while it is written */
 	struct ibc_msg_desc cur;        /* the collective this rank is in (any algorithm) */
 	struct ibc_msg_desc desc[2];    /* per buffer parity: the all-reduce it contributes to */
-	uint64_t cma_src;       /* single-copy call: this rank's input, its own address space */
-	uint64_t cma_dst;       /* ... and its output */
+	/*
+	 * per buffer parity, a single-copy call's buffers: written at its
+	 * sequence number, read by peers until they are done with it, and not
+	 * written again before every rank is done with seq - 2 (a rank that
+	 * left a call early, for the ring, cannot overwrite what a slower one
+	 * still reads)
+	 */
+	struct {
+		uint64_t src;           /* this rank's input, its own address space */
+		uint64_t dst;           /* ... and its output */
+		struct shmar_share share[2];    /* the input [0] and the output [1] */
+	} call[2];
+	uint64_t abort;         /* last single-copy call this rank gave up (its error) */
 	uint64_t cma_probe;     /* address of its probe word (set-up) */
-	struct shmar_share share[2];    /* single-copy call: its input [0] and output [1] */
 	uint64_t mapped[2];     /* per buffer parity: 1 if its last call larger than
 				 * IBC_SHM_ALLREDUCE_SMALL_BYTES had both buffers in
 				 * ibc_mem_alloc() memory (what it expects of the next) */
@@ -95,6 +105,7 @@ struct ibc_shmar {
 	int map_logged;         /* the first mapping (or failure) was logged */
 	uint64_t map_tick;
 	uint64_t my_mapped;     /* this rank's mapped[] value (kept across small calls) */
+	int cur_b;              /* the single-copy call in progress: its buffer parity */
 	uint64_t n_small;       /* calls by path (logged at destruction) */
 	uint64_t n_seg;
 	uint64_t n_single;
@@ -142,6 +153,8 @@ ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
 				    const struct ibc_op *op, const void *in, size_t in_bytes,
 				    void *out, size_t out_bytes, uint64_t *seq_p);
 void ibc_shmar_single_uncount(struct ibc_coll *coll, struct ibc_shmar *s);
+ibc_status_t ibc_shmar_single_abort(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq,
+				    ibc_status_t st);
 ibc_status_t ibc_shmar_single_end(struct ibc_coll *coll, struct ibc_shmar *s,
 				  const struct ibc_op *op, uint64_t seq);
 ibc_status_t ibc_shmar_cma_agree(struct ibc_coll *coll, struct ibc_shmar *s);

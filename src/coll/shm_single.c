@@ -79,8 +79,8 @@ static int all_mapped(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq)
 	int q;
 
 	for (q = 0; q < s->n; q++)
-		if (!__atomic_load_n(&s->line[q].share[0].id, __ATOMIC_RELAXED) ||
-		    !__atomic_load_n(&s->line[q].share[1].id, __ATOMIC_RELAXED))
+		if (!__atomic_load_n(&s->line[q].call[s->cur_b].share[0].id, __ATOMIC_RELAXED) ||
+		    !__atomic_load_n(&s->line[q].call[s->cur_b].share[1].id, __ATOMIC_RELAXED))
 			break;
 	if (q == s->n)
 		return 1;
@@ -96,7 +96,7 @@ static ibc_status_t pull(struct ibc_coll *coll, struct ibc_shmar *s, int q, int 
 			 size_t off, char *dst, size_t len)
 {
 	char *mapped = output ? s->pout[q] : s->pin[q];
-	uint64_t addr = output ? s->line[q].cma_dst : s->line[q].cma_src;
+	uint64_t addr = output ? s->line[q].call[s->cur_b].dst : s->line[q].call[s->cur_b].src;
 
 	if (mapped) {
 		memcpy(dst, mapped + off, len);
@@ -139,7 +139,10 @@ ibc_status_t ibc_shm_allgather(struct ibc_coll *coll, struct ibc_op *op)
 	for (i = 1; i < s->n; i++) {
 		int q = (me + i) % s->n;
 
-		IBC_CHECK(pull(coll, s, q, 0, 0, out + (size_t)q * blk, blk));
+		ibc_status_t st = pull(coll, s, q, 0, 0, out + (size_t)q * blk, blk);
+
+		if (st != IBC_OK)
+			return ibc_shmar_single_abort(coll, s, seq, st);
 		__atomic_fetch_add(&coll->net->cur_bytes_done, blk, __ATOMIC_RELAXED);
 	}
 	return ibc_shmar_single_end(coll, s, op, seq);
@@ -176,8 +179,11 @@ ibc_status_t ibc_shm_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op)
 	for (off = 0; off < op->count; off += piece) {
 		size_t cnt = IBC_MIN(piece, op->count - off);
 
-		IBC_CHECK(ibc_shmar_reduce_piece(coll, s, op, in, out + off * esz,
-						 (size_t)me * blk + off * esz, cnt, esz, accum));
+		ibc_status_t st = ibc_shmar_reduce_piece(coll, s, op, in, out + off * esz,
+							 (size_t)me * blk + off * esz, cnt, esz, accum);
+
+		if (st != IBC_OK)
+			return ibc_shmar_single_abort(coll, s, seq, st);
 		__atomic_fetch_add(&coll->net->cur_bytes_done, cnt * esz * (size_t)s->n,
 				   __ATOMIC_RELAXED);
 	}
@@ -211,7 +217,10 @@ ibc_status_t ibc_shm_broadcast(struct ibc_coll *coll, struct ibc_op *op)
 	if (!all_mapped(coll, s, seq))
 		return ibc_ring_broadcast(coll, op);
 	if (me != op->root) {
-		IBC_CHECK(pull(coll, s, op->root, 0, 0, op->recvbuf, N));
+		ibc_status_t st = pull(coll, s, op->root, 0, 0, op->recvbuf, N);
+
+		if (st != IBC_OK)
+			return ibc_shmar_single_abort(coll, s, seq, st);
 		__atomic_fetch_add(&coll->net->cur_bytes_done, N, __ATOMIC_RELAXED);
 	}
 	return ibc_shmar_single_end(coll, s, op, seq);
