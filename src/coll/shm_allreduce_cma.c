@@ -511,6 +511,11 @@ ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
 	st = ibc_shmar_wait(coll, s, op, F_ARRIVE, seq);
 	if (st == IBC_OK)
 		st = ibc_shmar_check_desc(coll, s, b);
+	for (q = 0; q < s->n && st == IBC_OK; q++)
+		if (__atomic_load_n(&s->line[q].abort, __ATOMIC_ACQUIRE) == seq)
+			st = ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
+					  "shm single copy: rank %d gave up this call (its error is in its log)",
+					  q);
 	if (st != IBC_OK)
 		return ibc_shmar_single_abort(coll, s, seq, st);
 	for (q = 0; q < s->n; q++) {
@@ -573,6 +578,35 @@ ibc_status_t ibc_shmar_single_end(struct ibc_coll *coll, struct ibc_shmar *s,
 	return IBC_OK;
 }
 
+/*
+ * Process @pid has exited: gone, or a zombie its parent has not reaped yet
+ * (kill() still finds those, and a killed rank's launcher may reap late).
+ */
+static int proc_gone(pid_t pid)
+{
+	char path[64];
+	char buf[256];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return 0;
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');   /* "pid (comm) S ...": the state follows the name */
+	return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /**
  * ibc_shmar_single_abort() - Leave a single-copy call that failed on this
  * rank after it arrived (@st, already logged): mark the call given up and
@@ -595,9 +629,10 @@ ibc_status_t ibc_shmar_single_abort(struct ibc_coll *coll, struct ibc_shmar *s, 
 	line_set(mine, F_DONE, seq);
 	for (q = 0; q < s->n; q++) {
 		pid_t pid = (pid_t)s->line[q].pid;
+		int k = 0;
 
 		while (line_get(&s->line[q], F_DONE) < seq && ibc_time_ns() < deadline &&
-		       !(pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)) {
+		       !(k++ % 20 == 0 && proc_gone(pid))) {
 			struct timespec ts = { 0, 50000 };
 
 			nanosleep(&ts, NULL);
