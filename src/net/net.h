@@ -487,6 +487,7 @@ ibc_status_t ibc_net_desc_check(struct ibc_net *net, int peer, const struct ibc_
 /* tags of the layers above, 0..IBC_TENV_TAG_MAX (kept apart from the transports') */
 #define IBC_NET_TAG_SHMAR 0x000u      /* coll: the shm all-reduce's set-up */
 #define IBC_NET_TAG_P2P_ENV 0x001u    /* coll: envelopes of tagged sends (p2p_tag.c) */
+#define IBC_NET_TAG_CPUSET 0x002u     /* net: local ranks' CPU affinity at set-up */
 
 ibc_status_t ibc_net_oob_send(struct ibc_net *net, int peer, uint32_t tag, const void *buf,
 			      size_t nbytes);

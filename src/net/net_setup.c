@@ -503,16 +503,45 @@ static void net_count_local(struct ibc_net *net)
 
 /*
  * Busy-polling helps only when every rank has a core: with more ranks on
- * this host than cores available to the process, waiting ranks yield at
- * once so that the peer they wait for can run.
+ * this host than the CPUs they may run on together, waiting ranks yield at
+ * once so that the peer they wait for can run. "Together": the union of
+ * the local ranks' affinity masks, exchanged here (a launcher that binds
+ * each rank to its own core, as Open MPI's mpirun does, gives each process
+ * one CPU; counting only this process's, every wait of a 2-rank job under
+ * mpirun yielded at once: 1.0-1.2 us per 8-byte all-reduce where spinning
+ * takes 0.3-0.5).
  */
-static void net_choose_spin(struct ibc_net *net)
+static ibc_status_t net_choose_spin(struct ibc_net *net)
 {
 	cpu_set_t set;
+	cpu_set_t all;
+	ibc_status_t st = IBC_OK;
 	int ncpu = 0;
+	int i;
 
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		ncpu = CPU_COUNT(&set);
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		CPU_ZERO(&set);
+	all = set;
+	/* sends first (128 bytes: the bootstrap buffers them), then receives */
+	for (i = 0; i < net->nranks && st == IBC_OK; i++)
+		if (i != net->rank && ibc_bootstrap_same_host(net->bs, i))
+			st = ibc_net_oob_send(net, i, IBC_NET_TAG_CPUSET, &set, sizeof(set));
+	for (i = 0; i < net->nranks && st == IBC_OK; i++) {
+		cpu_set_t theirs;
+
+		if (i == net->rank || !ibc_bootstrap_same_host(net->bs, i))
+			continue;
+		st = ibc_net_oob_recv(net, i, IBC_NET_TAG_CPUSET, &theirs, sizeof(theirs));
+		if (st == IBC_OK)
+			CPU_OR(&all, &all, &theirs);
+	}
+	if (st != IBC_OK) {
+		IBC_LOG_ERROR(INIT, "exchanging CPU affinity with the ranks on this host failed: %s",
+			      ibc_status_str(st));
+		return st;
+	}
+	ncpu = CPU_COUNT(&all);
 	net->spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
 	if (ncpu > 0 && net->nlocal > ncpu && !ibc_param_from_env(IBC_PARAM_IDX_SPIN_US)) {
 		net->spin_ns = 0;
@@ -520,6 +549,7 @@ static void net_choose_spin(struct ibc_net *net)
 			IBC_LOG_INFO(INIT, "%d ranks on this host share %d cores: waits yield instead of spinning",
 				     net->nlocal, ncpu);
 	}
+	return IBC_OK;
 }
 
 /*
@@ -579,8 +609,7 @@ ibc_status_t ibc_net_setup(struct ibc_net *net)
 	net_find_gpu(net);
 	net_count_local(net);
 	IBC_CHECK(net_choose_transports(net));
-	net_choose_spin(net);
-	return IBC_OK;
+	return net_choose_spin(net);
 }
 
 void ibc_net_teardown(struct ibc_net *net, int abort)
