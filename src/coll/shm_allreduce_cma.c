@@ -15,7 +15,8 @@
  *   1. publish the input and output addresses; arrive[me] = s
  *   2. wait until every rank's arrive >= s; compare the descriptors
  *   3. for each piece of this rank's slice (n slices of whole 4 KiB pages of
- *      elements, so that ranks seldom write one cache line of a buffer):
+ *      elements, so that ranks seldom write one cache line of a buffer; of
+ *      64-byte lines below 16 pages per rank, so that no rank sits idle):
  *        out[piece] = in_0[piece] op in_1[piece] op ... op in_{n-1}[piece]
  *        (rank order), then out[piece] written into every peer's output.
  *      A peer's buffer in ibc_mem_alloc() memory (a memfd) is mapped here
@@ -667,7 +668,10 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 	const int me = coll->net->rank;
 	uint64_t seq;
 	size_t esz = nbytes / op->count;
-	size_t unit = IBC_MAX(CMA_SLICE_ALIGN / esz, (size_t)1);
+	/* whole pages per slice, or cache lines where pages would leave ranks idle */
+	size_t unit = IBC_MAX((nbytes >= (size_t)s->n * 16 * CMA_SLICE_ALIGN ? CMA_SLICE_ALIGN : 64) /
+				      esz,
+			      (size_t)1);
 	size_t units = (op->count + unit - 1) / unit;
 	size_t lo = IBC_MIN(op->count, ibc_block_offset(units, s->n, me) * unit);
 	size_t hi = IBC_MIN(op->count, (ibc_block_offset(units, s->n, me) +

@@ -128,7 +128,6 @@ ibc_status_t ibc_shm_allgather(struct ibc_coll *coll, struct ibc_op *op)
 
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	blk = op->count * esz;
-	coll->net->cur_bytes_total += blk * (size_t)s->n;
 	if (op->sendbuf != out + (size_t)me * blk)
 		memcpy(out + (size_t)me * blk, op->sendbuf, blk);
 	/* peers read this rank's own block of the output: it is there now */
@@ -136,6 +135,7 @@ ibc_status_t ibc_shm_allgather(struct ibc_coll *coll, struct ibc_op *op)
 					 blk * (size_t)s->n, &seq));
 	if (!all_mapped(coll, s, seq))
 		return ibc_ring_allgather(coll, op);
+	coll->net->cur_bytes_total += blk * (size_t)s->n;
 	for (i = 1; i < s->n; i++) {
 		int q = (me + i) % s->n;
 
@@ -172,10 +172,10 @@ ibc_status_t ibc_shm_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op)
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	blk = op->count * esz;
 	piece = IBC_MAX(s->chunk / esz, (size_t)1);
-	coll->net->cur_bytes_total += blk * (size_t)s->n;
 	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, in, blk * (size_t)s->n, out, blk, &seq));
 	if (!all_mapped(coll, s, seq))
 		return ibc_ring_reduce_scatter(coll, op);
+	coll->net->cur_bytes_total += blk * (size_t)s->n;
 	for (off = 0; off < op->count; off += piece) {
 		size_t cnt = IBC_MIN(piece, op->count - off);
 
@@ -209,13 +209,13 @@ ibc_status_t ibc_shm_broadcast(struct ibc_coll *coll, struct ibc_op *op)
 
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	N = op->count * esz;
-	coll->net->cur_bytes_total += N;
 	src = me == op->root ? op->sendbuf : op->recvbuf;
 	if (me == op->root && op->sendbuf != op->recvbuf)
 		memcpy(op->recvbuf, op->sendbuf, N);
 	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, src, N, op->recvbuf, N, &seq));
 	if (!all_mapped(coll, s, seq))
 		return ibc_ring_broadcast(coll, op);
+	coll->net->cur_bytes_total += N;
 	if (me != op->root) {
 		ibc_status_t st = pull(coll, s, op->root, 0, 0, op->recvbuf, N);
 
