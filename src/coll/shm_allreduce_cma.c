@@ -613,9 +613,10 @@ static int proc_gone(pid_t pid)
  * rank after it arrived (@st, already logged): mark the call given up and
  * done, so that no peer waits for this rank's part and each reports the
  * failure instead of a result without it (ibc_shmar_single_end()); then
- * wait, bounded by IBC_TIMEOUT_MS, until every live peer is done too, so
- * that none still reads or writes this rank's buffers when the caller gets
- * them back. @coll, @s: as ibc_shmar_single_begin(); @seq: the call.
+ * wait, bounded by IBC_TIMEOUT_MS, until every live peer that arrived is
+ * done too, so that none still reads or writes this rank's buffers when the
+ * caller gets them back (a peer that has not arrived never will touch them:
+ * it sees the mark once every rank has arrived, or fails before). @coll, @s: as ibc_shmar_single_begin(); @seq: the call.
  * Return: @st.
  */
 ibc_status_t ibc_shmar_single_abort(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq,
@@ -632,7 +633,12 @@ ibc_status_t ibc_shmar_single_abort(struct ibc_coll *coll, struct ibc_shmar *s, 
 		pid_t pid = (pid_t)s->line[q].pid;
 		int k = 0;
 
-		while (line_get(&s->line[q], F_DONE) < seq && ibc_time_ns() < deadline &&
+		/*
+		 * only a peer that arrived can be using this rank's buffers; one
+		 * that arrives later sees the mark after its arrival wait
+		 */
+		while (line_get(&s->line[q], F_ARRIVE) >= seq &&
+		       line_get(&s->line[q], F_DONE) < seq && ibc_time_ns() < deadline &&
 		       !(k++ % 20 == 0 && proc_gone(pid))) {
 			struct timespec ts = { 0, 50000 };
 
