@@ -713,7 +713,6 @@ int gpt2_config_preset(struct gpt2_config *cfg_p, int depth, int max_seq_len)
 	return 0;
 }
 
-static void *alloc_zeroed(size_t count, size_t elem);
 static void *(*buf_alloc)(size_t nbytes);
 static void (*buf_release)(void *p);
 
@@ -723,19 +722,33 @@ void gpt2_set_buffer_alloc(void *(*alloc)(size_t nbytes), void (*release)(void *
 	buf_release = release;
 }
 
-/* the parameter and gradient buffers: zeroed, from the allocator set */
-static void *buf_zeroed(size_t count, size_t elem)
+/* @count x @elem bytes (at least 64, whole 64-byte lines), zeroed, from @alloc or posix_memalign */
+static void *zeroed_from(void *(*alloc)(size_t nbytes), size_t count, size_t elem)
 {
 	size_t nbytes = count * elem;
-	void *p;
+	void *p = NULL;
 
-	nbytes = ((nbytes ? nbytes : 64) + 63) / 64 * 64;
-	if (!buf_alloc)
-		return alloc_zeroed(count, elem);
-	p = buf_alloc(nbytes);
+	if (nbytes == 0)
+		nbytes = 64;
+	nbytes = (nbytes + 63) / 64 * 64;
+	if (alloc)
+		p = alloc(nbytes);
+	else if (posix_memalign(&p, 64, nbytes) != 0)
+		p = NULL;
 	if (p)
 		memset(p, 0, nbytes);
 	return p;
+}
+
+static void *alloc_zeroed(size_t count, size_t elem)
+{
+	return zeroed_from(NULL, count, elem);
+}
+
+/* the parameter and gradient buffers: zeroed, from the allocator set */
+static void *buf_zeroed(size_t count, size_t elem)
+{
+	return zeroed_from(buf_alloc, count, elem);
 }
 
 static void buf_free(void *p)
@@ -744,20 +757,6 @@ static void buf_free(void *p)
 		buf_release(p);
 	else
 		free(p);
-}
-
-static void *alloc_zeroed(size_t count, size_t elem)
-{
-	size_t nbytes = count * elem;
-	void *p;
-
-	if (nbytes == 0)
-		nbytes = 64;
-	nbytes = (nbytes + 63) / 64 * 64;
-	if (posix_memalign(&p, 64, nbytes) != 0)
-		return NULL;
-	memset(p, 0, nbytes);
-	return p;
 }
 
 struct gpt2 *gpt2_create(const struct gpt2_config *cfg)
