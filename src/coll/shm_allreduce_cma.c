@@ -524,19 +524,14 @@ ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
 						       s->line[q].call[s->cur_b].src);
 		s->pout[q] = q == me ? NULL : share_ptr(coll, s, q, &s->line[q].call[s->cur_b].share[1],
 							s->line[q].call[s->cur_b].dst);
-		if (q != me && s->pin[q] && s->pout[q])
-			s->n_peer_mapped++;
-		else if (q != me)
-			s->n_peer_cma++;
 	}
-	s->n_single++;
 	if ((seq & 63) == 0)
 		unmap_unused(s);
 	return IBC_OK;
 }
 
-/* undo ibc_shmar_single_begin()'s counts: the call ran another way */
-void ibc_shmar_single_uncount(struct ibc_coll *coll, struct ibc_shmar *s)
+/* count a call that goes on by single copy after ibc_shmar_single_begin(), and its peers */
+void ibc_shmar_single_count(struct ibc_coll *coll, struct ibc_shmar *s)
 {
 	int q;
 
@@ -544,11 +539,11 @@ void ibc_shmar_single_uncount(struct ibc_coll *coll, struct ibc_shmar *s)
 		if (q == coll->net->rank)
 			continue;
 		if (s->pin[q] && s->pout[q])
-			s->n_peer_mapped--;
+			s->n_peer_mapped++;
 		else
-			s->n_peer_cma--;
+			s->n_peer_cma++;
 	}
-	s->n_single--;
+	s->n_single++;
 }
 
 /**
@@ -689,6 +684,7 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 	int q;
 
 	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, in, nbytes, out, nbytes, &seq));
+	ibc_shmar_single_count(coll, s);
 	for (off = lo; off < hi; off += piece) {
 		size_t cnt = IBC_MIN(piece, hi - off);
 		size_t boff = off * esz;

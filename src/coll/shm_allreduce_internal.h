@@ -152,7 +152,7 @@ ibc_status_t ibc_shmar_reduce_piece(struct ibc_coll *coll, struct ibc_shmar *s,
 ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
 				    const struct ibc_op *op, const void *in, size_t in_bytes,
 				    void *out, size_t out_bytes, uint64_t *seq_p);
-void ibc_shmar_single_uncount(struct ibc_coll *coll, struct ibc_shmar *s);
+void ibc_shmar_single_count(struct ibc_coll *coll, struct ibc_shmar *s);
 ibc_status_t ibc_shmar_single_abort(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq,
 				    ibc_status_t st);
 ibc_status_t ibc_shmar_single_end(struct ibc_coll *coll, struct ibc_shmar *s,

@@ -82,11 +82,12 @@ static int all_mapped(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq)
 		if (!__atomic_load_n(&s->line[q].call[s->cur_b].share[0].id, __ATOMIC_RELAXED) ||
 		    !__atomic_load_n(&s->line[q].call[s->cur_b].share[1].id, __ATOMIC_RELAXED))
 			break;
-	if (q == s->n)
+	if (q == s->n) {
+		ibc_shmar_single_count(coll, s);
 		return 1;
+	}
 	line_set(&s->line[coll->net->rank], F_REDUCED, seq);
 	line_set(&s->line[coll->net->rank], F_DONE, seq);
-	ibc_shmar_single_uncount(coll, s);
 	s->n_asked++;
 	return 0;
 }
