@@ -120,10 +120,23 @@ done
 # the checkpoints at 260, 772, 1796 and 3844; each of them compared the
 # slowest rank's fastest call with the timing's fastest repetition before
 # (0.4-0.65x, the job's calls find data waiting more often than back-to-back
-# ones) and timed again at all 4. Now the first checkpoint sets the baseline
-# and the others compare calls with calls: at most 2 (load may move them).
-bench 2 shm allreduce -b 8 -e 8 -n 5000 -w 5
-rc=$?
-ndrift=$(grep -c '\[rank 0\] .*TUNING re-timed all-reduce of 8 bytes.*its calls ran at' "$tmp/log")
+# ones) and timed again at all 4, in every run. Now the first checkpoint sets
+# the baseline and the others compare calls with calls: at most 2. Load that
+# comes and goes does move the calls for real (a make check's other tests,
+# or 3 busy loops on for 3 ms and off for 3 ms: 1 run in 6 timed again at
+# all 4, at 2.1-3.3x), so a run that timed again more than twice is run
+# again, up to 5 runs: the old bias timed again at all 4 in every one.
+try=0
+while :; do
+	try=$((try + 1))
+	bench 2 shm allreduce -b 8 -e 8 -n 5000 -w 5
+	rc=$?
+	ndrift=$(grep -c '\[rank 0\] .*TUNING re-timed all-reduce of 8 bytes.*its calls ran at' "$tmp/log")
+	{ [ $rc = 0 ] && exact && [ "$ndrift" -le 2 ]; } && break
+	echo "# run $try: rc $rc, $ndrift of 4 checkpoints timed again:"
+	grep '\[rank 0\] .*TUNING re-timed all-reduce of 8 bytes.*its calls ran at' "$tmp/log" |
+		sed 's/.*(size class/# (size class/; s/): .*//'
+	[ $try -ge 5 ] && break
+done
 [ $rc = 0 ] && exact && [ "$ndrift" -le 2 ]
-ok $? "5000 steady 8-byte calls: $ndrift of 4 checkpoints timed again (at most 2; rc $rc)"
+ok $? "5000 steady 8-byte calls: $ndrift of 4 checkpoints timed again (at most 2; run $try of at most 5; rc $rc)"
