@@ -96,6 +96,7 @@ int ibc_shmar_single_ok(struct ibc_coll *coll, size_t nbytes);
 ibc_status_t ibc_shm_allgather(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_broadcast(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_shm_alltoall(struct ibc_coll *coll, struct ibc_op *op);
 void ibc_shmar_destroy(struct ibc_shmar *s);
 
 /* grow the communicator's scratch area to @nbytes (kept across operations) */

@@ -5,8 +5,9 @@
  * broadcast and reduce run the algorithm, protocol and chunk they are given
  * (the tuner's choice, src/tune; ring, trees, recursive doubling,
  * Rabenseifner, shm: docs/algorithms.md); the other collectives have one
- * algorithm each, and on one host all-gather, reduce-scatter and broadcast
- * go by single copy where ibc_shmar_single_ok() (shm_single.c).
+ * algorithm each, and on one host all-gather, reduce-scatter, broadcast
+ * and all-to-all go by single copy where ibc_shmar_single_ok()
+ * (shm_single.c).
  */
 #include "config.h"
 
@@ -102,7 +103,10 @@ ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,
 		if (ibc_shmar_single_ok(coll, op_bytes(op, coll->net->nranks)))
 			return ibc_shm_allgather(coll, op);
 		return ibc_ring_allgather(coll, op);
-	case IBC_COLL_ALLTOALL:       return ibc_coll_alltoall(coll, op);
+	case IBC_COLL_ALLTOALL:
+		if (ibc_shmar_single_ok(coll, op_bytes(op, coll->net->nranks)))
+			return ibc_shm_alltoall(coll, op);
+		return ibc_coll_alltoall(coll, op);
 	case IBC_COLL_SEND:
 	case IBC_COLL_RECV:           return ibc_coll_p2p(coll, op);
 	case IBC_COLL_BARRIER:        return ibc_coll_barrier(coll, op);

@@ -190,6 +190,7 @@ static int shmar_create(struct ibc_coll *coll, struct ibc_shmar *s, struct shmar
 	s->hdr->chunk = s->chunk;
 	s->hdr->small_max = s->small_max;
 	s->hdr->cma_min = s->cma_min;
+	s->hdr->single_cma_min = s->single_cma_min;
 	s->hdr->nranks = (uint32_t)s->n;
 	__atomic_store_n(&s->hdr->magic, SHMAR_MAGIC, __ATOMIC_RELEASE);
 	m->size = s->size;
@@ -228,6 +229,7 @@ static int shmar_attach(struct ibc_shmar *s, const struct shmar_msg *m)
 			     s->small_max, (unsigned long long)s->hdr->small_max);
 	s->small_max = (size_t)s->hdr->small_max;
 	s->cma_min = (size_t)s->hdr->cma_min;
+	s->single_cma_min = (size_t)s->hdr->single_cma_min;
 	return 1;
 }
 
@@ -293,6 +295,7 @@ ibc_status_t ibc_shmar_init(struct ibc_coll *coll)
 	s->chunk = IBC_ALIGN_UP((size_t)ibc_param_shm_allreduce_chunk_bytes(), 64);
 	s->small_max = IBC_MIN((size_t)ibc_param_shm_allreduce_small_bytes(), s->chunk);
 	s->cma_min = IBC_MAX((size_t)ibc_param_shm_allreduce_cma_min_bytes(), s->small_max + 1);
+	s->single_cma_min = (size_t)ibc_param_shm_single_cma_min_bytes();
 	s->size = shmar_layout(s->n, s->chunk);
 	s->srcs = ibc_calloc((size_t)s->n, sizeof(*s->srcs), "shm all-reduce sources");
 	if (!s->srcs) {

@@ -408,7 +408,7 @@ ibc_status_t ibc_shmar_xfer_fail(struct ibc_coll *coll, int q, int write, size_t
 	int err = errno;
 
 	return ibc_net_fail(coll->net, err == ESRCH ? IBC_ERR_REMOTE : IBC_ERR_SYSTEM, q,
-			    "shm all-reduce: %s of %zu bytes %s rank %d's %s failed: %s",
+			    "shm single copy: %s of %zu bytes %s rank %d's %s failed: %s",
 			    write ? "process_vm_writev" : "process_vm_readv", len,
 			    write ? "into" : "from", q, what, strerror(err));
 }

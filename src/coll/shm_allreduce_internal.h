@@ -70,6 +70,7 @@ struct shmar_hdr {
 	uint64_t chunk;
 	uint64_t small_max;     /* rank 0's IBC_SHM_ALLREDUCE_SMALL_BYTES, adopted by all */
 	uint64_t cma_min;       /* rank 0's IBC_SHM_ALLREDUCE_CMA_MIN_BYTES, adopted by all */
+	uint64_t single_cma_min; /* rank 0's IBC_SHM_SINGLE_CMA_MIN_BYTES, adopted by all */
 	uint32_t nranks;
 	uint32_t pad;
 } __attribute__((aligned(64)));
@@ -89,6 +90,8 @@ struct ibc_shmar {
 	size_t chunk;           /* C, bytes (multiple of 64) */
 	size_t small_max;       /* IBC_SHM_ALLREDUCE_SMALL_BYTES */
 	size_t cma_min;         /* single-copy from this size; SIZE_MAX: not on this communicator */
+	size_t single_cma_min;  /* other collectives: by cross-memory attach from this many bytes
+				 * read per peer (shm_single.c) */
 	int n;
 	struct shmar_hdr *hdr;
 	struct shmar_line *line;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shm_single.c - all-gather, reduce-scatter and broadcast by the shm
+ * shm_single.c - all-gather, reduce-scatter, broadcast and all-to-all by the shm
  * all-reduce's single-copy machinery (shm_allreduce_cma.c), for
  * communicators whose ranks all share this host over shm, where the ring
  * moves every byte n - 1 hops through per-pair slot rings or CMA:
@@ -9,13 +9,23 @@
  *                   own output block (n - 1 copies of count elements);
  *   reduce-scatter: every rank reduces its own block of every rank's input
  *                   into its output, in rank order, piece by piece;
- *   broadcast:      every rank but the root copies the root's buffer.
+ *   broadcast:      every rank but the root copies the root's buffer;
+ *   all-to-all:     every rank copies block r of each peer's input into
+ *                   block q of its own output (n - 1 copies of count
+ *                   elements).
  *
- * Only when every rank's buffers lie in ibc_mem_alloc() memory, which each
- * rank maps and reads where it lies; any other call runs the ring (cross-
- * memory attach is slower than the ring here, all_mapped()). Each is one
- * synchronisation to publish the buffers (which also tells every rank
- * whether all are mapped) and one to finish (ibc_shmar_single_begin/_end()).
+ * When every rank's buffers lie in ibc_mem_alloc() memory, each rank maps
+ * its peers' and reads them where they lie; otherwise all-gather, broadcast
+ * and all-to-all read a private buffer by cross-memory attach
+ * (process_vm_readv) where each rank reads at least
+ * IBC_SHM_SINGLE_CMA_MIN_BYTES from a peer, and run the ring (the pairwise
+ * exchange for all-to-all) below it, where the kernel's page pinning costs
+ * more than the ring's two copies through the pair segments
+ * (single_path(); figures in bench/RESULTS.md, "Single copy of private
+ * buffers"). Reduce-scatter runs the ring unless every rank is mapped.
+ * Each call is one synchronisation to
+ * publish the buffers (which also tells every rank whether all are mapped)
+ * and one to finish (ibc_shmar_single_begin/_end()).
  * A call of at least SINGLE_ASK_BYTES always asks; a smaller one above the
  * small all-reduce size when every rank's previous call had mapped buffers,
  * and every 64th time anyway (ibc_shmar_single_ok(), the same decision on
@@ -67,14 +77,16 @@ int ibc_shmar_single_ok(struct ibc_coll *coll, size_t nbytes)
 }
 
 /*
- * After ibc_shmar_single_begin(): 1 when every rank published both buffers
- * as ibc_mem_alloc() memory (the same answer on every rank). Otherwise the
- * call is finished here without waiting (nobody touches another rank's
- * buffers) and the caller runs the ring: cross-memory attach costs more
- * than the ring's copies through the pair segments on this machine
- * (all-gather 1-64 MiB, 2 ranks: 1.0-1.4x Open MPI against 0.67-0.85x).
+ * After ibc_shmar_single_begin(): 1 when the call goes on by single copy,
+ * the same answer on every rank: every rank published both buffers as
+ * ibc_mem_alloc() memory, or each rank reads @cma_bytes >=
+ * s->single_cma_min from a peer (cross-memory attach for the private
+ * buffers; @cma_bytes 0: never). Otherwise the call is finished here
+ * without waiting (nobody touches another rank's buffers) and the caller
+ * runs the ring.
  */
-static int all_mapped(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq)
+static int single_path(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq,
+		       size_t cma_bytes)
 {
 	int q;
 
@@ -82,7 +94,7 @@ static int all_mapped(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq)
 		if (!__atomic_load_n(&s->line[q].call[s->cur_b].share[0].id, __ATOMIC_RELAXED) ||
 		    !__atomic_load_n(&s->line[q].call[s->cur_b].share[1].id, __ATOMIC_RELAXED))
 			break;
-	if (q == s->n) {
+	if (q == s->n || (cma_bytes > 0 && cma_bytes >= s->single_cma_min)) {
 		ibc_shmar_single_count(coll, s);
 		return 1;
 	}
@@ -134,7 +146,7 @@ ibc_status_t ibc_shm_allgather(struct ibc_coll *coll, struct ibc_op *op)
 	/* peers read this rank's own block of the output: it is there now */
 	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, out + (size_t)me * blk, blk, out,
 					 blk * (size_t)s->n, &seq));
-	if (!all_mapped(coll, s, seq))
+	if (!single_path(coll, s, seq, blk))
 		return ibc_ring_allgather(coll, op);
 	coll->net->cur_bytes_total += blk * (size_t)s->n;
 	for (i = 1; i < s->n; i++) {
@@ -174,7 +186,7 @@ ibc_status_t ibc_shm_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op)
 	blk = op->count * esz;
 	piece = IBC_MAX(s->chunk / esz, (size_t)1);
 	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, in, blk * (size_t)s->n, out, blk, &seq));
-	if (!all_mapped(coll, s, seq))
+	if (!single_path(coll, s, seq, 0))
 		return ibc_ring_reduce_scatter(coll, op);
 	coll->net->cur_bytes_total += blk * (size_t)s->n;
 	for (off = 0; off < op->count; off += piece) {
@@ -214,7 +226,7 @@ ibc_status_t ibc_shm_broadcast(struct ibc_coll *coll, struct ibc_op *op)
 	if (me == op->root && op->sendbuf != op->recvbuf)
 		memcpy(op->recvbuf, op->sendbuf, N);
 	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, src, N, op->recvbuf, N, &seq));
-	if (!all_mapped(coll, s, seq))
+	if (!single_path(coll, s, seq, N))
 		return ibc_ring_broadcast(coll, op);
 	coll->net->cur_bytes_total += N;
 	if (me != op->root) {
@@ -223,6 +235,45 @@ ibc_status_t ibc_shm_broadcast(struct ibc_coll *coll, struct ibc_op *op)
 		if (st != IBC_OK)
 			return ibc_shmar_single_abort(coll, s, seq, st);
 		__atomic_fetch_add(&coll->net->cur_bytes_done, N, __ATOMIC_RELAXED);
+	}
+	return ibc_shmar_single_end(coll, s, op, seq);
+}
+
+/**
+ * ibc_shm_alltoall() - All-to-all by single copy (file header): block r of
+ * every peer q's input into block q of this rank's output.
+ * @coll: [in] communicator (as ibc_shm_allgather()).
+ * @op:   [in] count elements per block; sendbuf and recvbuf hold n blocks
+ *        each and do not overlap (ibc_alltoall()).
+ * Blocking. Return: as ibc_shm_allgather().
+ */
+ibc_status_t ibc_shm_alltoall(struct ibc_coll *coll, struct ibc_op *op)
+{
+	struct ibc_shmar *s = coll->shmar;
+	const int me = coll->net->rank;
+	const char *in = op->sendbuf;
+	char *out = op->recvbuf;
+	size_t esz;
+	size_t blk;
+	uint64_t seq;
+	int i;
+
+	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
+	blk = op->count * esz;
+	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, in, blk * (size_t)s->n, out,
+					 blk * (size_t)s->n, &seq));
+	if (!single_path(coll, s, seq, blk))
+		return ibc_coll_alltoall(coll, op);
+	coll->net->cur_bytes_total += blk * (size_t)s->n;
+	memcpy(out + (size_t)me * blk, in + (size_t)me * blk, blk);
+	for (i = 1; i < s->n; i++) {
+		int q = (me + i) % s->n;
+
+		ibc_status_t st = pull(coll, s, q, 0, (size_t)me * blk, out + (size_t)q * blk, blk);
+
+		if (st != IBC_OK)
+			return ibc_shmar_single_abort(coll, s, seq, st);
+		__atomic_fetch_add(&coll->net->cur_bytes_done, blk, __ATOMIC_RELAXED);
 	}
 	return ibc_shmar_single_end(coll, s, op, seq);
 }

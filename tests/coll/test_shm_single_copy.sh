@@ -23,10 +23,19 @@
 #        of 2, malloc buffers): rank 1's call fails with the call, the peer
 #        and the cause in one ERROR line; rank 0 gets IBC_ERR_REMOTE at once
 #        (well within IBC_TIMEOUT_MS: no hang);
-#   11-12. all-gather, reduce-scatter and broadcast on 3 ranks with
-#        ibc_mem_alloc() buffers: exact; calls above 4 KiB single-copy, all
-#        peers mapped; with malloc buffers exact, and the calls from 64 KiB
-#        asked and ran the ring (no single copy, no CMA).
+#   11-12. all-gather, reduce-scatter, broadcast and all-to-all on 3 ranks
+#        with ibc_mem_alloc() buffers: exact; calls above 4 KiB single-copy,
+#        all peers mapped; with malloc buffers exact, the calls that read
+#        at least IBC_SHM_SINGLE_CMA_MIN_BYTES (64 KiB) per peer single-copy
+#        by cross-memory attach, the others from 64 KiB and every
+#        reduce-scatter asked and ran the ring;
+#   13.  5 ranks, malloc buffers, IBC_SHM_SINGLE_CMA_MIN_BYTES=1 (every call
+#        that asks goes by CMA): all-gather, broadcast (root 0 and others
+#        through coll_check's roots) and all-to-all exact at counts 1, 7,
+#        awkward, in and out of place;
+#   14.  an all-gather's transfer refused in the middle (cma:3 on rank 1 of
+#        2, malloc buffers): rank 1's ERROR line names the all-gather, rank
+#        0 and the cause; rank 0 gets IBC_ERR_REMOTE at once.
 # Every wait is bounded: IBC_TIMEOUT_MS=20000, the launcher's 200 s.
 set -u
 b=${top_builddir:-.}
@@ -35,7 +44,7 @@ run=$s/tests/scripts/run_local_ranks.sh
 check=$b/tests/coll/coll_check
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-echo "1..12"
+echo "1..14"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; grep -v '^ok\|^rank' "$tmp/log" | tail -n 12 | sed 's/^/# /'; fi; }
 env0="IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=COLL IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm IBC_ALGO=shm"
@@ -110,19 +119,43 @@ IBC_DEBUG=WARN IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm "$run" -n 2 -t 100 -- "$tm
 rc=$?
 took=$(( $(date +%s) - start ))
 [ "$rc" -ne 0 ] && [ "$took" -lt 15 ] &&
-	grep -q "\[rank 1\] IBC ERROR .*allreduce #[0-9]* (count 1048576 float32 sum.*shm all-reduce: process_vm_readv of [0-9]* bytes from rank 0's input failed: Operation not permitted" "$tmp/log" &&
+	grep -q "\[rank 1\] IBC ERROR .*allreduce #[0-9]* (count 1048576 float32 sum.*shm single copy: process_vm_readv of [0-9]* bytes from rank 0's input failed: Operation not permitted" "$tmp/log" &&
 	grep -q "ibc_bench: rank 0: allreduce failed: remote peer failed" "$tmp/log"
 ok $? "rank 1's transfer refused mid-call (cma:3): its ERROR line names the call, rank 0 and the cause; rank 0 gets IBC_ERR_REMOTE; ${took} s (timeout 20 s)"
 
-go 3 "" --mem-alloc -c allgather,reduce_scatter,broadcast -n $counts -p out,in -o sum,avg --no-errors \
-	-d int32,float32,bfloat16
+go 3 "" --mem-alloc -c allgather,reduce_scatter,broadcast,alltoall -n $counts -p out,in -o sum,avg \
+	--no-errors -d int32,float32,bfloat16
 rc=$?
 single=$(field 'single-copy'); mapped=$(field 'mapped'); viacma=$(field 'by cross')
 [ $rc -eq 0 ] && [ "$(npass)" -eq 3 ] && [ "$single" -gt 0 ] && [ "$mapped" -eq $((single * 2)) ] &&
 	[ "$viacma" -eq 0 ]
-ok $? "all-gather, reduce-scatter, broadcast on 3 ranks, ibc_mem_alloc: exact; $single single-copy calls, $mapped peers mapped, $viacma by CMA"
-go 3 "" -c allgather,reduce_scatter,broadcast -n $counts -p out,in -o sum,avg --no-errors -d int32,float32
+ok $? "all-gather, reduce-scatter, broadcast, all-to-all on 3 ranks, ibc_mem_alloc: exact; $single single-copy calls, $mapped peers mapped, $viacma by CMA"
+go 3 "" -c allgather,reduce_scatter,broadcast,alltoall -n $counts -p out,in -o sum,avg --no-errors \
+	-d int32,float32
 rc=$?
-single=$(field 'single-copy'); asked=$(field 'others asked')
-[ $rc -eq 0 ] && [ "$(npass)" -eq 3 ] && [ "$single" -eq 0 ] && [ "$asked" -gt 0 ]
-ok $? "... with malloc buffers: exact; $asked calls asked and ran the ring, $single single-copy"
+single=$(field 'single-copy'); mapped=$(field 'mapped'); viacma=$(field 'by cross'); asked=$(field 'others asked')
+[ $rc -eq 0 ] && [ "$(npass)" -eq 3 ] && [ "$single" -gt 0 ] && [ "$mapped" -eq 0 ] &&
+	[ "$viacma" -eq $((single * 2)) ] && [ "$asked" -gt 0 ]
+ok $? "... with malloc buffers: exact; $single single-copy calls by CMA ($viacma peers, $mapped mapped), $asked asked and ran the ring"
+
+IBC_SHM_SINGLE_CMA_MIN_BYTES=1 go 5 "" -c allgather,broadcast,alltoall -n 1,7,1025,4097,65537,300001 \
+	-p out,in -o sum --no-errors -d int8,int32,float64
+rc=$?
+single=$(field 'single-copy'); viacma=$(field 'by cross'); asked=$(field 'others asked')
+[ $rc -eq 0 ] && [ "$(npass)" -eq 5 ] && [ "$single" -gt 0 ] && [ "$viacma" -eq $((single * 4)) ] &&
+	[ "$asked" -eq 0 ]
+ok $? "5 ranks, malloc, IBC_SHM_SINGLE_CMA_MIN_BYTES=1: all-gather, broadcast, all-to-all exact; $single single-copy calls, all by CMA; $asked ran the ring"
+
+cat > "$tmp/wrap" <<EOW
+#!/bin/sh
+[ "\$IBC_RANK" = 1 ] && export IBC_FAULT_INJECT=cma:3
+exec "$b/bench/ibc_bench" allgather -b 4M -e 4M -n 1 -w 0
+EOW
+start=$(date +%s)
+IBC_DEBUG=WARN IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm "$run" -n 2 -t 100 -- "$tmp/wrap" > "$tmp/log" 2>&1
+rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] && [ "$took" -lt 15 ] &&
+	grep -q "\[rank 1\] IBC ERROR .*allgather #[0-9]* (count 524288 float32.*shm single copy: process_vm_readv of 2097152 bytes from rank 0's input failed: Operation not permitted" "$tmp/log" &&
+	grep -q "ibc_bench: rank 0: allgather failed: remote peer failed" "$tmp/log"
+ok $? "an all-gather's transfer refused mid-call (cma:3 on rank 1): its ERROR line names the call, rank 0 and the cause; rank 0 gets IBC_ERR_REMOTE; ${took} s (timeout 20 s)"
