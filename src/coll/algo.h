@@ -56,6 +56,8 @@ struct ibc_algo_choice {
 	int proto;
 	size_t chunk_bytes;
 	double predicted_us;
+	int forced;             /* IBC_ALGO or IBC_PROTO named it: run as is (no shortcut
+				 * such as shm_small.c's broadcast) */
 };
 
 const char *ibc_algo_name(int algo);
@@ -97,6 +99,12 @@ ibc_status_t ibc_shm_allgather(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_broadcast(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_alltoall(struct ibc_coll *coll, struct ibc_op *op);
+/* small calls in one step of the segment (shm_small.c), where ibc_shmar_small_ok() */
+int ibc_shmar_small_ok(const struct ibc_coll *coll, size_t nbytes);
+ibc_status_t ibc_shm_small_allgather(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_shm_small_alltoall(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_shm_small_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_shm_small_broadcast(struct ibc_coll *coll, struct ibc_op *op);
 void ibc_shmar_destroy(struct ibc_shmar *s);
 
 /* grow the communicator's scratch area to @nbytes (kept across operations) */

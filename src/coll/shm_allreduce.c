@@ -117,12 +117,14 @@ void ibc_shmar_destroy(struct ibc_shmar *s)
 {
 	if (!s)
 		return;
-	if (s->n_small + s->n_seg + s->n_single + s->n_asked)
-		IBC_LOG_INFO(COLL, "shm all-reduce: %llu calls: %llu small, %llu through the segment, %llu single-copy (peers: %llu mapped, %llu by cross-memory attach), %llu others asked and ran the ring",
-			     (unsigned long long)(s->n_small + s->n_seg + s->n_single + s->n_asked),
+	if (s->n_small + s->n_seg + s->n_single + s->n_asked + s->n_small_other)
+		IBC_LOG_INFO(COLL, "shm all-reduce: %llu calls: %llu small, %llu through the segment, %llu single-copy (peers: %llu mapped, %llu by cross-memory attach), %llu others asked and ran the ring; %llu others in one step of the segment",
+			     (unsigned long long)(s->n_small + s->n_seg + s->n_single + s->n_asked +
+						  s->n_small_other),
 			     (unsigned long long)s->n_small, (unsigned long long)s->n_seg,
 			     (unsigned long long)s->n_single, (unsigned long long)s->n_peer_mapped,
-			     (unsigned long long)s->n_peer_cma, (unsigned long long)s->n_asked);
+			     (unsigned long long)s->n_peer_cma, (unsigned long long)s->n_asked,
+			     (unsigned long long)s->n_small_other);
 	if (s->base)
 		munmap(s->base, s->size);
 	ibc_free(s->acc);
@@ -448,11 +450,13 @@ static ibc_status_t shmar_peer_mismatch(struct ibc_coll *coll, const struct ibc_
 			    q, b, phase_names[f], a);
 }
 
-/* the first rank whose counter @f is below @want, or -1 */
-static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
+/* the first rank (or rank @only, where >= 0) whose counter @f is below @want, or -1 */
+static int first_behind(const struct ibc_shmar *s, int f, uint64_t want, int only)
 {
 	int q;
 
+	if (only >= 0)
+		return line_get(&s->line[only], f) < want ? only : -1;
 	for (q = 0; q < s->n; q++)
 		if (line_get(&s->line[q], f) < want)
 			return q;
@@ -469,7 +473,7 @@ static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
  * process, and give up after IBC_TIMEOUT_MS without progress.
  */
 static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
-				   const struct ibc_op *op, int f, uint64_t want, int q,
+				   const struct ibc_op *op, int f, uint64_t want, int only, int q,
 				   struct ibc_net_spin *sp)
 {
 	struct ibc_msg_desc mine;
@@ -490,7 +494,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 	 */
 	for (i = 0; spin_ns && q >= 0 && i < SHMAR_FAST_POLLS; i++) {
 		ibc_cpu_relax();
-		q = first_behind(s, f, want);
+		q = first_behind(s, f, want, only);
 	}
 	prev = q;
 	while (q >= 0) {
@@ -559,42 +563,57 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			nanosleep(&ts, NULL);
 			sleep_ns = IBC_MIN(sleep_ns * 2, 1000000L);
 		}
-		q = first_behind(s, f, want);
+		q = first_behind(s, f, want, only);
 	}
 	return IBC_OK;
 }
 
-/* shmar_wait_body(), the lagging rank published for peers' wait-for queries */
-ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
-			    int f, uint64_t want)
+/*
+ * shmar_wait_body() for every rank's counter @f, or rank @only's where
+ * @only >= 0; the lagging rank published for peers' wait-for queries
+ */
+ibc_status_t ibc_shmar_wait_for(struct ibc_coll *coll, struct ibc_shmar *s,
+				const struct ibc_op *op, int f, uint64_t want, int only)
 {
 	struct ibc_net_spin sp;
-	int q = first_behind(s, f, want);
+	int q = first_behind(s, f, want, only);
 	ibc_status_t st;
 
 	if (q < 0)
 		return IBC_OK;  /* nothing to wait for */
 	ibc_net_wait_spin_begin(coll->net, &sp);
 	sp.polled = 1;
-	st = shmar_wait_body(coll, s, op, f, want, q, &sp);
+	st = shmar_wait_body(coll, s, op, f, want, only, q, &sp);
 	ibc_net_wait_clear(coll->net);
 	ibc_net_wait_spin_end(coll->net, &sp);
 	return st;
 }
 
+ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			    int f, uint64_t want)
+{
+	return ibc_shmar_wait_for(coll, s, op, f, want, -1);
+}
+
+/* after rank @q arrived: it contributes to the same call as this rank */
+ibc_status_t ibc_shmar_check_desc_of(struct ibc_coll *coll, struct ibc_shmar *s, int b, int q)
+{
+	const struct ibc_msg_desc *mine = &s->line[coll->net->rank].desc[b];
+	const struct ibc_msg_desc *d = &s->line[q].desc[b];
+
+	if (q != coll->net->rank && memcmp(d, mine, sizeof(*d)) != 0)
+		return ibc_net_desc_check(coll->net, q, mine, desc_nbytes(mine), d,
+					  desc_nbytes(d));
+	return IBC_OK;
+}
+
 /* after arrive: every rank must contribute to the same all-reduce */
 ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b)
 {
-	const struct ibc_msg_desc *mine = &s->line[coll->net->rank].desc[b];
 	int q;
 
-	for (q = 0; q < s->n; q++) {
-		const struct ibc_msg_desc *d = &s->line[q].desc[b];
-
-		if (q != coll->net->rank && memcmp(d, mine, sizeof(*d)) != 0)
-			return ibc_net_desc_check(coll->net, q, mine, desc_nbytes(mine), d,
-						  desc_nbytes(d));
-	}
+	for (q = 0; q < s->n; q++)
+		IBC_CHECK(ibc_shmar_check_desc_of(coll, s, b, q));
 	return IBC_OK;
 }
 
@@ -642,26 +661,35 @@ ibc_status_t ibc_shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s, const 
 }
 
 /* the n slabs of buffer parity @b, from byte @off: the sources of one reduction */
-static const char *const *slab_srcs(struct ibc_shmar *s, int b, size_t off)
+const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off)
 {
 	int q;
 
 	for (q = 0; q < s->n; q++)
-		s->srcs[q] = s->slab + ((size_t)q * 2 + (size_t)b) * s->chunk + off;
+		s->srcs[q] = shmar_slab(s, q, b) + off;
 	return s->srcs;
 }
 
-/* publish this rank's input chunk: wait for the buffer, copy, describe, arrive */
-static ibc_status_t shmar_put(struct ibc_coll *coll, struct ibc_shmar *s,
-			      const struct ibc_op *op, uint64_t seq, const char *src,
-			      size_t nbytes)
+/**
+ * ibc_shmar_put() - Publish this rank's part of segment call @seq: wait
+ * until slab parity seq % 2 is free (every rank done with call @seq - 2),
+ * copy @nbytes of @src into this rank's slab, describe @op, arrive, wait
+ * until every rank arrived and compare the descriptors.
+ * @coll, @s: the communicator and its segment. @op: [in] the call.
+ * @seq: [in] its sequence number (++s->seq). @src, @nbytes: [in] this
+ * rank's part (@nbytes <= s->chunk; 0: nothing to copy).
+ * Blocking: bounded by IBC_TIMEOUT_MS. Return: as ibc_shm_allreduce().
+ */
+ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			   uint64_t seq, const char *src, size_t nbytes)
 {
 	struct shmar_line *me = &s->line[coll->net->rank];
 	int b = (int)(seq & 1);
 
 	if (seq > 2)
 		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
-	memcpy(s->slab + ((size_t)coll->net->rank * 2 + (size_t)b) * s->chunk, src, nbytes);
+	if (nbytes)
+		memcpy(shmar_slab(s, coll->net->rank, b), src, nbytes);
 	__atomic_fetch_add(&coll->net->cur_bytes_done, nbytes, __ATOMIC_RELAXED);
 	ibc_op_desc(op, &me->desc[b]);
 	__atomic_store_n(&me->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
@@ -720,8 +748,8 @@ ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op)
 		s->n_small++;
 		int b = (int)(seq & 1);
 
-		IBC_CHECK(shmar_put(coll, s, op, seq, in, N));
-		IBC_CHECK(ibc_shmar_reduce(coll, s, op, out, slab_srcs(s, b, 0), op->count, accum));
+		IBC_CHECK(ibc_shmar_put(coll, s, op, seq, in, N));
+		IBC_CHECK(ibc_shmar_reduce(coll, s, op, out, ibc_shmar_slab_srcs(s, b, 0), op->count, accum));
 		__atomic_fetch_add(&coll->net->cur_bytes_done, N, __ATOMIC_RELAXED);
 		line_set(&s->line[coll->net->rank], F_REDUCED, seq);
 		line_set(&s->line[coll->net->rank], F_DONE, seq);
@@ -738,8 +766,8 @@ ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op)
 		int b = (int)(seq & 1);
 		char *res = s->result + (size_t)b * s->chunk;
 
-		IBC_CHECK(shmar_put(coll, s, op, seq, in + off, len));
-		IBC_CHECK(ibc_shmar_reduce(coll, s, op, res + so, slab_srcs(s, b, so), sc, accum));
+		IBC_CHECK(ibc_shmar_put(coll, s, op, seq, in + off, len));
+		IBC_CHECK(ibc_shmar_reduce(coll, s, op, res + so, ibc_shmar_slab_srcs(s, b, so), sc, accum));
 		line_set(&s->line[coll->net->rank], F_REDUCED, seq);
 		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_REDUCED, seq));
 		memcpy(out + off, res, len);

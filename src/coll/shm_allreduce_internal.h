@@ -115,6 +115,7 @@ struct ibc_shmar {
 	uint64_t n_peer_mapped; /* single-copy calls x peers whose buffers were both mapped */
 	uint64_t n_peer_cma;    /* ... and those reached by cross-memory attach */
 	uint64_t n_asked;       /* other collectives that asked and ran the ring */
+	uint64_t n_small_other; /* other collectives by the small path (shm_small.c) */
 	uint64_t n_mid;         /* their calls below SINGLE_ASK_BYTES that did not ask */
 	char **pin;             /* single-copy call: peer q's input mapped here, or NULL */
 	char **pout;            /* ... and its output */
@@ -136,11 +137,23 @@ static inline void line_set(struct shmar_line *l, int f, uint64_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/* rank @q's slab of buffer parity @b */
+static inline char *shmar_slab(const struct ibc_shmar *s, int q, int b)
+{
+	return s->slab + ((size_t)q * 2 + (size_t)b) * s->chunk;
+}
+
 /* shm_allreduce.c */
+ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			   uint64_t seq, const char *src, size_t nbytes);
+const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off);
 ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			    int f, uint64_t want);
 ibc_status_t ibc_shmar_acc(struct ibc_coll *coll, struct ibc_shmar *s, size_t cnt);
+ibc_status_t ibc_shmar_wait_for(struct ibc_coll *coll, struct ibc_shmar *s,
+				const struct ibc_op *op, int f, uint64_t want, int only);
 ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b);
+ibc_status_t ibc_shmar_check_desc_of(struct ibc_coll *coll, struct ibc_shmar *s, int b, int q);
 ibc_status_t ibc_shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			      char *dst, const char *const *src, size_t cnt, int accum);
 

@@ -778,6 +778,8 @@ ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc
 		}
 	}
 	tuner_choose(t, coll, nbytes, c);
+	c->forced = (t->meff.force_algo >= 0 && ibc_tune_algo_ok(&t->meff, coll, t->meff.force_algo)) ||
+		    t->meff.force_proto >= 0;
 	if (t->meff.force_algo >= 0 && !ibc_tune_algo_ok(&t->meff, coll, t->meff.force_algo) &&
 	    !t->told_na[coll]) {
 		t->told_na[coll] = 1;

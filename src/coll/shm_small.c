@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm_small.c - small all-gather, reduce-scatter, all-to-all and broadcast
+ * through the shm all-reduce's segment (shm_allreduce.c), in one
+ * synchronisation, as its small all-reduce: for communicators whose ranks
+ * all share this host over shm, and calls whose largest buffer is at most
+ * IBC_SHM_ALLREDUCE_SMALL_BYTES (rank 0's value). Call sequence s, buffer
+ * parity b = s % 2:
+ *
+ *   1. wait until every rank's done >= s - 2 (nobody reads slab[*][b])
+ *   2. copy this rank's input into slab[me][b] (broadcast: the root's
+ *      buffer; the others copy nothing); describe the call; arrive[me] = s
+ *   3. wait until every rank's arrive >= s; compare the descriptors
+ *   4. all-gather:     out[q] = slab[q][b] for every q
+ *      all-to-all:     out[q] = block me of slab[q][b]
+ *      reduce-scatter: out = block me of slab[0][b] op ... op slab[n-1][b]
+ *                      (rank order, as the small all-reduce)
+ *      broadcast:      out = slab[root][b]
+ *   5. done[me] = s
+ *
+ * The ring and the pairwise exchange take n - 1 message steps through the
+ * per-pair slot rings, each a wake-up of the receiver; here a call costs
+ * one wait for the slowest rank, like Open MPI's and MPICH's shared-memory
+ * collectives for short messages (e.g. Open MPI's coll/sm, MPICH's
+ * release/gather shm collectives). Not where IBC_ALGO or IBC_PROTO force a
+ * broadcast algorithm (ibc_algo_choice.forced): those run what they name.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "base/check.h"
+#include "base/param.h"
+#include "base/util.h"
+#include "coll/algo.h"
+#include "coll/reduce.h"
+#include "coll/shm_allreduce_internal.h"
+
+/**
+ * ibc_shmar_small_ok() - Whether a call whose largest buffer is @nbytes on
+ * @coll goes through the segment in one step (file header): the segment is
+ * usable and 0 < @nbytes <= the small all-reduce size. The same answer on
+ * every rank for the same call. Pure.
+ */
+int ibc_shmar_small_ok(const struct ibc_coll *coll, size_t nbytes)
+{
+	const struct ibc_shmar *s = coll->shmar;
+
+	return s && !s->failed && nbytes > 0 && nbytes <= s->small_max;
+}
+
+/* steps 1-3 (file header) with @nbytes of @src; the call's sequence number in *@seq_p */
+static ibc_status_t small_put(struct ibc_coll *coll, struct ibc_shmar *s, struct ibc_op *op,
+			      const void *src, size_t nbytes, uint64_t *seq_p)
+{
+	*seq_p = ++s->seq;
+	s->n_small_other++;
+	return ibc_shmar_put(coll, s, op, *seq_p, src, nbytes);
+}
+
+/* step 5 */
+static ibc_status_t small_done(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq,
+			       size_t nbytes)
+{
+	__atomic_fetch_add(&coll->net->cur_bytes_done, nbytes, __ATOMIC_RELAXED);
+	line_set(&s->line[coll->net->rank], F_REDUCED, seq);
+	line_set(&s->line[coll->net->rank], F_DONE, seq);
+	return IBC_OK;
+}
+
+/**
+ * ibc_shm_small_allgather() - All-gather in one step of the segment (file
+ * header). @coll: [in] communicator (ibc_shmar_small_ok() for the output's
+ * size). @op: [in] count elements per rank; recvbuf holds n blocks in rank
+ * order; in place when sendbuf is this rank's block of recvbuf.
+ * Blocking: bounded by IBC_TIMEOUT_MS. Return: IBC_OK; IBC_ERR_TIMEOUT;
+ * IBC_ERR_REMOTE (a rank's process is gone); IBC_ERR_INVALID_USAGE
+ * (mismatched calls). Errors are logged and poison @coll.
+ */
+ibc_status_t ibc_shm_small_allgather(struct ibc_coll *coll, struct ibc_op *op)
+{
+	struct ibc_shmar *s = coll->shmar;
+	const int me = coll->net->rank;
+	char *out = op->recvbuf;
+	uint64_t seq;
+	size_t esz;
+	size_t blk;
+	int q;
+
+	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
+	blk = op->count * esz;
+	coll->net->cur_bytes_total += blk * (size_t)(s->n + 1);
+	IBC_CHECK(small_put(coll, s, op, op->sendbuf, blk, &seq));
+	for (q = 0; q < s->n; q++)
+		if (q != me)
+			memcpy(out + (size_t)q * blk, shmar_slab(s, q, (int)(seq & 1)), blk);
+		else if (op->sendbuf != out + (size_t)me * blk)
+			memcpy(out + (size_t)me * blk, op->sendbuf, blk);
+	return small_done(coll, s, seq, blk * (size_t)s->n);
+}
+
+/**
+ * ibc_shm_small_alltoall() - All-to-all in one step of the segment (file
+ * header). @coll: as ibc_shm_small_allgather(). @op: [in] count elements
+ * per block; sendbuf and recvbuf hold n blocks each and do not overlap.
+ * Blocking; return: as ibc_shm_small_allgather().
+ */
+ibc_status_t ibc_shm_small_alltoall(struct ibc_coll *coll, struct ibc_op *op)
+{
+	struct ibc_shmar *s = coll->shmar;
+	const int me = coll->net->rank;
+	char *out = op->recvbuf;
+	uint64_t seq;
+	size_t esz;
+	size_t blk;
+	int q;
+
+	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
+	blk = op->count * esz;
+	coll->net->cur_bytes_total += 2 * blk * (size_t)s->n;
+	IBC_CHECK(small_put(coll, s, op, op->sendbuf, blk * (size_t)s->n, &seq));
+	for (q = 0; q < s->n; q++)
+		memcpy(out + (size_t)q * blk, shmar_slab(s, q, (int)(seq & 1)) + (size_t)me * blk,
+		       blk);
+	return small_done(coll, s, seq, blk * (size_t)s->n);
+}
+
+/**
+ * ibc_shm_small_reduce_scatter() - Reduce-scatter in one step of the
+ * segment (file header): block me of the rank-order reduction of every
+ * rank's input. @coll: as ibc_shm_small_allgather() (for the input's
+ * size). @op: [in] count elements per rank (recvbuf); sendbuf holds n
+ * blocks; in place when recvbuf is this rank's block of sendbuf.
+ * Blocking; return: as ibc_shm_small_allgather(), and IBC_ERR_NO_MEMORY
+ * (the fp32 accumulator of IBC_ACCUM_FP32).
+ */
+ibc_status_t ibc_shm_small_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op)
+{
+	struct ibc_shmar *s = coll->shmar;
+	const int accum = ibc_param_accum_fp32() &&
+			  (op->dtype == IBC_FLOAT16 || op->dtype == IBC_BFLOAT16);
+	uint64_t seq;
+	size_t esz;
+	size_t blk;
+
+	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
+	blk = op->count * esz;
+	coll->net->cur_bytes_total += blk * (size_t)(s->n + 1);
+	IBC_CHECK(small_put(coll, s, op, op->sendbuf, blk * (size_t)s->n, &seq));
+	IBC_CHECK(ibc_shmar_reduce(coll, s, op, op->recvbuf,
+				   ibc_shmar_slab_srcs(s, (int)(seq & 1),
+						       (size_t)coll->net->rank * blk),
+				   op->count, accum));
+	return small_done(coll, s, seq, blk);
+}
+
+/**
+ * ibc_shm_small_broadcast() - Broadcast in one step of the segment (file
+ * header), where only the root's arrival is awaited: the root copies its
+ * buffer into its slab, arrives and returns (it waits only for its slab
+ * of the parity to be free, every rank done with the call two before);
+ * every other rank arrives, waits for the root, compares the root's
+ * descriptor with its own and copies the root's slab out. A rank that makes
+ * another call where the root broadcasts finds the mismatch; the root
+ * learns of it at its next call with that rank.
+ * @coll: as ibc_shm_small_allgather(). @op: [in] count elements; the
+ * root's sendbuf (its recvbuf too when they differ).
+ * Blocking; return: as ibc_shm_small_allgather().
+ */
+ibc_status_t ibc_shm_small_broadcast(struct ibc_coll *coll, struct ibc_op *op)
+{
+	struct ibc_shmar *s = coll->shmar;
+	const int me = coll->net->rank;
+	struct shmar_line *mine = &s->line[me];
+	uint64_t seq = ++s->seq;
+	const int b = (int)(seq & 1);
+	size_t esz;
+	size_t N;
+
+	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
+	N = op->count * esz;
+	s->n_small_other++;
+	coll->net->cur_bytes_total += 2 * N;
+	/* the slab and descriptor of this parity are free once everyone is past seq - 2 */
+	if (seq > 2)
+		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
+	if (me == op->root)
+		memcpy(shmar_slab(s, me, b), op->sendbuf, N);
+	ibc_op_desc(op, &mine->desc[b]);
+	__atomic_store_n(&mine->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
+	line_set(mine, F_ARRIVE, seq);
+	if (me == op->root) {
+		if (op->sendbuf != op->recvbuf)
+			memcpy(op->recvbuf, op->sendbuf, N);
+		return small_done(coll, s, seq, 2 * N);
+	}
+	IBC_CHECK(ibc_shmar_wait_for(coll, s, op, F_ARRIVE, seq, op->root));
+	IBC_CHECK(ibc_shmar_check_desc_of(coll, s, b, op->root));
+	memcpy(op->recvbuf, shmar_slab(s, op->root, b), N);
+	return small_done(coll, s, seq, 2 * N);
+}
