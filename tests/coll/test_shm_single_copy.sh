@@ -109,18 +109,25 @@ go 3 "1=IBC_FAULT_INJECT=cma:1" --mem-alloc $cc -d int32,float32
 	grep -q "\[rank 1\] .*cannot read rank 0's memory by cross-memory attach (process_vm_readv: Operation not permitted)" "$tmp/log"
 ok $? "rank 1's probe refused: it names rank 0 and the cause, nobody goes single-copy, exact results"
 
-cat > "$tmp/wrap" <<EOW
+# $1 ibc_bench's arguments for one 4 MiB call of 2 ranks: rank 1's first
+# transfer refused (cma:3, after the probe's read and write); $2 what its
+# ERROR line must hold; sets rc and took
+refused() {
+	cat > "$tmp/wrap" <<EOW
 #!/bin/sh
 [ "\$IBC_RANK" = 1 ] && export IBC_FAULT_INJECT=cma:3
-exec "$b/bench/ibc_bench" allreduce -a shm -b 4M -e 4M -n 1 -w 0
+exec "$b/bench/ibc_bench" $1 -b 4M -e 4M -n 1 -w 0
 EOW
-start=$(date +%s)
-IBC_DEBUG=WARN IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm "$run" -n 2 -t 100 -- "$tmp/wrap" > "$tmp/log" 2>&1
-rc=$?
-took=$(( $(date +%s) - start ))
-[ "$rc" -ne 0 ] && [ "$took" -lt 15 ] &&
-	grep -q "\[rank 1\] IBC ERROR .*allreduce #[0-9]* (count 1048576 float32 sum.*shm single copy: process_vm_readv of [0-9]* bytes from rank 0's input failed: Operation not permitted" "$tmp/log" &&
-	grep -q "ibc_bench: rank 0: allreduce failed: remote peer failed" "$tmp/log"
+	start=$(date +%s)
+	IBC_DEBUG=WARN IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm "$run" -n 2 -t 100 -- "$tmp/wrap" > "$tmp/log" 2>&1
+	rc=$?
+	took=$(( $(date +%s) - start ))
+	coll=${1%% *}
+	[ "$rc" -ne 0 ] && [ "$took" -lt 15 ] &&
+		grep -q "\[rank 1\] IBC ERROR .*$coll #[0-9]* (count $2.*shm single copy: process_vm_readv of [0-9]* bytes from rank 0's input failed: Operation not permitted" "$tmp/log" &&
+		grep -q "ibc_bench: rank 0: $coll failed: remote peer failed" "$tmp/log"
+}
+refused "allreduce -a shm" "1048576 float32 sum"
 ok $? "rank 1's transfer refused mid-call (cma:3): its ERROR line names the call, rank 0 and the cause; rank 0 gets IBC_ERR_REMOTE; ${took} s (timeout 20 s)"
 
 go 3 "" --mem-alloc -c allgather,reduce_scatter,broadcast,alltoall -n $counts -p out,in -o sum,avg \
@@ -146,16 +153,5 @@ single=$(field 'single-copy'); viacma=$(field 'by cross'); asked=$(field 'others
 	[ "$asked" -eq 0 ]
 ok $? "5 ranks, malloc, IBC_SHM_SINGLE_CMA_MIN_BYTES=1: all-gather, broadcast, all-to-all exact; $single single-copy calls, all by CMA; $asked ran the ring"
 
-cat > "$tmp/wrap" <<EOW
-#!/bin/sh
-[ "\$IBC_RANK" = 1 ] && export IBC_FAULT_INJECT=cma:3
-exec "$b/bench/ibc_bench" allgather -b 4M -e 4M -n 1 -w 0
-EOW
-start=$(date +%s)
-IBC_DEBUG=WARN IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm "$run" -n 2 -t 100 -- "$tmp/wrap" > "$tmp/log" 2>&1
-rc=$?
-took=$(( $(date +%s) - start ))
-[ "$rc" -ne 0 ] && [ "$took" -lt 15 ] &&
-	grep -q "\[rank 1\] IBC ERROR .*allgather #[0-9]* (count 524288 float32.*shm single copy: process_vm_readv of 2097152 bytes from rank 0's input failed: Operation not permitted" "$tmp/log" &&
-	grep -q "ibc_bench: rank 0: allgather failed: remote peer failed" "$tmp/log"
+refused allgather "524288 float32"
 ok $? "an all-gather's transfer refused mid-call (cma:3 on rank 1): its ERROR line names the call, rank 0 and the cause; rank 0 gets IBC_ERR_REMOTE; ${took} s (timeout 20 s)"
