@@ -675,8 +675,8 @@ IBC_API ibc_status_t ibc_allreduce(const void *sendbuf, void *recvbuf, size_t co
  *
  * Algorithm: pipelined chain along the ring starting at @root (NCCL's ring
  *            broadcast); busbw = algbw. Where every rank shares one host
- *            over shm: up to 4 KiB through a shared segment in one step (the
- *            root does not wait), from 64 KiB by single copy (non-roots read
+ *            over shm: up to 4 KiB through a shared segment in one step,
+ *            from 64 KiB by single copy (non-roots read
  *            the root's buffer: mapped ibc_mem_alloc() memory, else
  *            cross-memory attach); docs/algorithms.md.
  * Return:    IBC_OK or one of the common errors above.

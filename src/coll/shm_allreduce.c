@@ -450,13 +450,11 @@ static ibc_status_t shmar_peer_mismatch(struct ibc_coll *coll, const struct ibc_
 			    q, b, phase_names[f], a);
 }
 
-/* the first rank (or rank @only, where >= 0) whose counter @f is below @want, or -1 */
-static int first_behind(const struct ibc_shmar *s, int f, uint64_t want, int only)
+/* the first rank whose counter @f is below @want, or -1 */
+static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
 {
 	int q;
 
-	if (only >= 0)
-		return line_get(&s->line[only], f) < want ? only : -1;
 	for (q = 0; q < s->n; q++)
 		if (line_get(&s->line[q], f) < want)
 			return q;
@@ -473,7 +471,7 @@ static int first_behind(const struct ibc_shmar *s, int f, uint64_t want, int onl
  * process, and give up after IBC_TIMEOUT_MS without progress.
  */
 static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
-				   const struct ibc_op *op, int f, uint64_t want, int only, int q,
+				   const struct ibc_op *op, int f, uint64_t want, int q,
 				   struct ibc_net_spin *sp)
 {
 	struct ibc_msg_desc mine;
@@ -494,7 +492,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 	 */
 	for (i = 0; spin_ns && q >= 0 && i < SHMAR_FAST_POLLS; i++) {
 		ibc_cpu_relax();
-		q = first_behind(s, f, want, only);
+		q = first_behind(s, f, want);
 	}
 	prev = q;
 	while (q >= 0) {
@@ -563,57 +561,42 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			nanosleep(&ts, NULL);
 			sleep_ns = IBC_MIN(sleep_ns * 2, 1000000L);
 		}
-		q = first_behind(s, f, want, only);
+		q = first_behind(s, f, want);
 	}
 	return IBC_OK;
 }
 
-/*
- * shmar_wait_body() for every rank's counter @f, or rank @only's where
- * @only >= 0; the lagging rank published for peers' wait-for queries
- */
-ibc_status_t ibc_shmar_wait_for(struct ibc_coll *coll, struct ibc_shmar *s,
-				const struct ibc_op *op, int f, uint64_t want, int only)
+/* shmar_wait_body(), the lagging rank published for peers' wait-for queries */
+ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			    int f, uint64_t want)
 {
 	struct ibc_net_spin sp;
-	int q = first_behind(s, f, want, only);
+	int q = first_behind(s, f, want);
 	ibc_status_t st;
 
 	if (q < 0)
 		return IBC_OK;  /* nothing to wait for */
 	ibc_net_wait_spin_begin(coll->net, &sp);
 	sp.polled = 1;
-	st = shmar_wait_body(coll, s, op, f, want, only, q, &sp);
+	st = shmar_wait_body(coll, s, op, f, want, q, &sp);
 	ibc_net_wait_clear(coll->net);
 	ibc_net_wait_spin_end(coll->net, &sp);
 	return st;
 }
 
-ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
-			    int f, uint64_t want)
-{
-	return ibc_shmar_wait_for(coll, s, op, f, want, -1);
-}
-
-/* after rank @q arrived: it contributes to the same call as this rank */
-ibc_status_t ibc_shmar_check_desc_of(struct ibc_coll *coll, struct ibc_shmar *s, int b, int q)
-{
-	const struct ibc_msg_desc *mine = &s->line[coll->net->rank].desc[b];
-	const struct ibc_msg_desc *d = &s->line[q].desc[b];
-
-	if (q != coll->net->rank && memcmp(d, mine, sizeof(*d)) != 0)
-		return ibc_net_desc_check(coll->net, q, mine, desc_nbytes(mine), d,
-					  desc_nbytes(d));
-	return IBC_OK;
-}
-
 /* after arrive: every rank must contribute to the same all-reduce */
 ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b)
 {
+	const struct ibc_msg_desc *mine = &s->line[coll->net->rank].desc[b];
 	int q;
 
-	for (q = 0; q < s->n; q++)
-		IBC_CHECK(ibc_shmar_check_desc_of(coll, s, b, q));
+	for (q = 0; q < s->n; q++) {
+		const struct ibc_msg_desc *d = &s->line[q].desc[b];
+
+		if (q != coll->net->rank && memcmp(d, mine, sizeof(*d)) != 0)
+			return ibc_net_desc_check(coll->net, q, mine, desc_nbytes(mine), d,
+						  desc_nbytes(d));
+	}
 	return IBC_OK;
 }
 

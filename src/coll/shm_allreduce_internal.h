@@ -150,10 +150,7 @@ const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off);
 ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			    int f, uint64_t want);
 ibc_status_t ibc_shmar_acc(struct ibc_coll *coll, struct ibc_shmar *s, size_t cnt);
-ibc_status_t ibc_shmar_wait_for(struct ibc_coll *coll, struct ibc_shmar *s,
-				const struct ibc_op *op, int f, uint64_t want, int only);
 ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b);
-ibc_status_t ibc_shmar_check_desc_of(struct ibc_coll *coll, struct ibc_shmar *s, int b, int q);
 ibc_status_t ibc_shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			      char *dst, const char *const *src, size_t cnt, int accum);
 

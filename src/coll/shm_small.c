@@ -156,13 +156,10 @@ ibc_status_t ibc_shm_small_reduce_scatter(struct ibc_coll *coll, struct ibc_op *
 
 /**
  * ibc_shm_small_broadcast() - Broadcast in one step of the segment (file
- * header), where only the root's arrival is awaited: the root copies its
- * buffer into its slab, arrives and returns (it waits only for its slab
- * of the parity to be free, every rank done with the call two before);
- * every other rank arrives, waits for the root, compares the root's
- * descriptor with its own and copies the root's slab out. A rank that makes
- * another call where the root broadcasts finds the mismatch; the root
- * learns of it at its next call with that rank.
+ * header). Every rank waits for every other, the root too: a root that
+ * returned at once (as an eager broadcast may) would leave a rank that
+ * takes itself for another root unseen by anyone on 2 ranks, and the
+ * non-roots would still have to wait for all to compare descriptors.
  * @coll: as ibc_shm_small_allgather(). @op: [in] count elements; the
  * root's sendbuf (its recvbuf too when they differ).
  * Blocking; return: as ibc_shm_small_allgather().
@@ -170,32 +167,18 @@ ibc_status_t ibc_shm_small_reduce_scatter(struct ibc_coll *coll, struct ibc_op *
 ibc_status_t ibc_shm_small_broadcast(struct ibc_coll *coll, struct ibc_op *op)
 {
 	struct ibc_shmar *s = coll->shmar;
-	const int me = coll->net->rank;
-	struct shmar_line *mine = &s->line[me];
-	uint64_t seq = ++s->seq;
-	const int b = (int)(seq & 1);
+	const int root = coll->net->rank == op->root;
+	uint64_t seq;
 	size_t esz;
 	size_t N;
 
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	N = op->count * esz;
-	s->n_small_other++;
 	coll->net->cur_bytes_total += 2 * N;
-	/* the slab and descriptor of this parity are free once everyone is past seq - 2 */
-	if (seq > 2)
-		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
-	if (me == op->root)
-		memcpy(shmar_slab(s, me, b), op->sendbuf, N);
-	ibc_op_desc(op, &mine->desc[b]);
-	__atomic_store_n(&mine->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
-	line_set(mine, F_ARRIVE, seq);
-	if (me == op->root) {
-		if (op->sendbuf != op->recvbuf)
-			memcpy(op->recvbuf, op->sendbuf, N);
-		return small_done(coll, s, seq, 2 * N);
-	}
-	IBC_CHECK(ibc_shmar_wait_for(coll, s, op, F_ARRIVE, seq, op->root));
-	IBC_CHECK(ibc_shmar_check_desc_of(coll, s, b, op->root));
-	memcpy(op->recvbuf, shmar_slab(s, op->root, b), N);
+	IBC_CHECK(small_put(coll, s, op, op->sendbuf, root ? N : 0, &seq));
+	if (!root)
+		memcpy(op->recvbuf, shmar_slab(s, op->root, (int)(seq & 1)), N);
+	else if (op->sendbuf != op->recvbuf)
+		memcpy(op->recvbuf, op->sendbuf, N);
 	return small_done(coll, s, seq, 2 * N);
 }
