@@ -888,7 +888,9 @@ IBC_API ibc_status_t ibc_alltoallv(const void *sendbuf, void *recvbuf,
  * @comm: communicator.
  *
  * Algorithm: dissemination barrier (Hensgen, Finkel & Manber 1988),
- *            ceil(log2 n) rounds.
+ *            ceil(log2 n) rounds; where every rank shares one host over
+ *            shm, one arrival and one wait in a shared segment
+ *            (docs/algorithms.md).
  * Return:    IBC_OK or one of the common errors above.
  */
 IBC_API ibc_status_t ibc_barrier(ibc_comm_h comm);

@@ -105,6 +105,7 @@ ibc_status_t ibc_shm_small_allgather(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_small_alltoall(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_small_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_small_broadcast(struct ibc_coll *coll, struct ibc_op *op);
+ibc_status_t ibc_shm_small_barrier(struct ibc_coll *coll, struct ibc_op *op);
 void ibc_shmar_destroy(struct ibc_shmar *s);
 
 /* grow the communicator's scratch area to @nbytes (kept across operations) */

@@ -119,7 +119,10 @@ ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,
 		return ibc_coll_alltoall(coll, op);
 	case IBC_COLL_SEND:
 	case IBC_COLL_RECV:           return ibc_coll_p2p(coll, op);
-	case IBC_COLL_BARRIER:        return ibc_coll_barrier(coll, op);
+	case IBC_COLL_BARRIER:
+		if (ibc_shmar_small_ok(coll, 1))
+			return ibc_shm_small_barrier(coll, op);
+		return ibc_coll_barrier(coll, op);
 	case IBC_COLL_GATHER:         return ibc_coll_gather(coll, op);
 	case IBC_COLL_SCATTER:        return ibc_coll_scatter(coll, op);
 	case IBC_COLL_ALLGATHERV:     return ibc_coll_allgatherv(coll, op);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shm_small.c - small all-gather, reduce-scatter, all-to-all and broadcast
- * through the shm all-reduce's segment (shm_allreduce.c), in one
+ * shm_small.c - small all-gather, reduce-scatter, all-to-all and broadcast,
+ * and the barrier, through the shm all-reduce's segment (shm_allreduce.c), in one
  * synchronisation, as its small all-reduce: for communicators whose ranks
  * all share this host over shm, and calls whose largest buffer is at most
  * IBC_SHM_ALLREDUCE_SMALL_BYTES (rank 0's value). Call sequence s, buffer
@@ -16,6 +16,7 @@
  *      reduce-scatter: out = block me of slab[0][b] op ... op slab[n-1][b]
  *                      (rank order, as the small all-reduce)
  *      broadcast:      out = slab[root][b]
+ *      barrier:        nothing (the arrival wait was the barrier)
  *   5. done[me] = s
  *
  * The ring and the pairwise exchange take n - 1 message steps through the
@@ -181,4 +182,22 @@ ibc_status_t ibc_shm_small_broadcast(struct ibc_coll *coll, struct ibc_op *op)
 	else if (op->sendbuf != op->recvbuf)
 		memcpy(op->recvbuf, op->sendbuf, N);
 	return small_done(coll, s, seq, 2 * N);
+}
+
+/**
+ * ibc_shm_small_barrier() - Barrier in one step of the segment (file
+ * header): arrive, wait for every rank. Every rank leaves once the last
+ * has arrived, where the dissemination barrier's log2(n) message rounds
+ * let the ranks leave one round apart.
+ * @coll: [in] communicator with a usable segment (ibc_shmar_small_ok(coll, 1)).
+ * @op:   [in] the barrier.
+ * Blocking; return: as ibc_shm_small_allgather().
+ */
+ibc_status_t ibc_shm_small_barrier(struct ibc_coll *coll, struct ibc_op *op)
+{
+	struct ibc_shmar *s = coll->shmar;
+	uint64_t seq;
+
+	IBC_CHECK(small_put(coll, s, op, NULL, 0, &seq));
+	return small_done(coll, s, seq, 0);
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # test_shm_small.sh - small all-gather, broadcast, all-to-all and
-# reduce-scatter in one step of the shm segment (src/coll/shm_small.c),
+# reduce-scatter, and the barrier, in one step of the shm segment
+# (src/coll/shm_small.c),
 # with coll_check's exact checks and the path from the INFO line each rank
 # logs when its communicator goes ("...; K others in one step of the
 # segment"):
@@ -16,7 +17,9 @@
 #   6.   IBC_ALGO=tree: broadcasts run the binomial tree they asked for,
 #        none in one step, exact;
 #   7.   the root of a stream of 8-byte broadcasts killed (3 ranks): each
-#        survivor's error names rank 0 within 10 s (IBC_TIMEOUT_MS 30 s).
+#        survivor's error names rank 0 within 10 s (IBC_TIMEOUT_MS 30 s);
+#   8.   5 ranks, 2000 barriers (ibc_bench): every rank ran them in one
+#        step of the segment.
 # Mismatched calls in the small path (a broadcast root of 1 against 0, an
 # all-reduce against a broadcast) are tests/reliability/test_mismatch's.
 set -u
@@ -26,7 +29,7 @@ run=$s/tests/scripts/run_local_ranks.sh
 check=$b/tests/coll/coll_check
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-echo "1..7"
+echo "1..8"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; grep -v '^ok\|^rank' "$tmp/log" | tail -n 12 | sed 's/^/# /'; fi; }
 env0="IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=COLL IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm"
@@ -34,7 +37,7 @@ cc="-c allgather,broadcast,alltoall,reduce_scatter -n 1,2,7,100,1000,4097"
 npass() { grep -c '^coll_check rank .*: PASS:' "$tmp/log"; }
 # ranks whose communicators ran calls in one step of the segment
 ranks_small() { grep ' shm all-reduce: [0-9]* calls:' "$tmp/log" | grep -v '; 0 others in one step' |
-	sed 's/.*\[rank \([0-9]*\)\].*/\1/' | sort -u | wc -l; }
+	sed 's/.*\[rank \([0-9]*\)[],].*/\1/' | sort -u | wc -l; }
 total_small() { grep ' shm all-reduce: [0-9]* calls:' "$tmp/log" |
 	sed 's/.*; \([0-9]*\) others in one step.*/\1/' | awk '{t += $1} END {print t + 0}'; }
 
@@ -96,3 +99,10 @@ took=$(( $(date +%s) - start ))
 	grep -q "ibc_bench: rank 2: broadcast failed" "$tmp/log" &&
 	[ "$(grep -c '\[rank [12]\] IBC ERROR .*rank 0' "$tmp/log")" -ge 2 ]
 ok $? "the root of 8-byte broadcasts killed: ranks 1 and 2 fail naming rank 0 in ${took} s (at most 10)"
+
+IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=COLL IBC_TRANSPORT=shm IBC_TIMEOUT_MS=20000 timeout -k 5 100 \
+	"$b/bench/ibc_bench" --local 5 barrier -n 2000 -w 0 > "$tmp/log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep ' shm all-reduce: [0-9]* calls:' "$tmp/log" |
+	sed 's/.*; \([0-9]*\) others in one step.*/\1/' | awk '$1 >= 2000' | wc -l)" -eq 5 ]
+ok $? "5 ranks, 2000 barriers: every rank ran them in one step of the segment (rc $rc)"
