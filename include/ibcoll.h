@@ -715,7 +715,7 @@ IBC_API ibc_status_t ibc_reduce(const void *sendbuf, void *recvbuf, size_t count
  * Algorithm: ring, n-1 steps; busbw = algbw * (n-1)/n where algbw uses the
  *            total output size nranks * @sendcount * elemsize (nccl-tests).
  *            Where every rank shares one host over shm: an output of up to
- *            4 KiB through a shared segment in one step; from 64 KiB per
+ *            16 KiB per rank through a shared segment in one step; from 64 KiB per
  *            rank by single copy (each rank reads its peers' inputs:
  *            mapped ibc_mem_alloc() memory, else cross-memory attach);
  *            docs/algorithms.md.
@@ -738,7 +738,7 @@ IBC_API ibc_status_t ibc_allgather(const void *sendbuf, void *recvbuf, size_t se
  * Algorithm: ring, n-1 steps; busbw = algbw * (n-1)/n where algbw uses the
  *            total input size nranks * @recvcount * elemsize (nccl-tests).
  *            Where every rank shares one host over shm: an input of up to
- *            4 KiB through a shared segment in one step; buffers that are
+ *            16 KiB per rank through a shared segment in one step; buffers that are
  *            all ibc_mem_alloc() memory by single copy; docs/algorithms.md.
  * Return:    IBC_OK or one of the common errors above.
  */
@@ -755,8 +755,8 @@ IBC_API ibc_status_t ibc_reduce_scatter(const void *sendbuf, void *recvbuf, size
  *
  * Algorithm: pairwise exchange, n-1 steps (step s: send to r+s, receive
  *            from r-s); busbw = algbw * (n-1)/n. Where every rank shares one
- *            host over shm: buffers of up to 4 KiB through a shared segment
- *            in one step; from 64 KiB per block by single copy (each rank
+ *            host over shm: buffers of up to 16 KiB per rank through a
+ *            shared segment in one step; from 64 KiB per block by single copy (each rank
  *            reads its block of every peer's input: mapped ibc_mem_alloc()
  *            memory, else cross-memory attach); docs/algorithms.md.
  * Return:    IBC_OK or one of the common errors above.

@@ -101,6 +101,7 @@ ibc_status_t ibc_shm_broadcast(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_alltoall(struct ibc_coll *coll, struct ibc_op *op);
 /* small calls in one step of the segment (shm_small.c), where ibc_shmar_small_ok() */
 int ibc_shmar_small_ok(const struct ibc_coll *coll, size_t nbytes);
+int ibc_shmar_onestep_ok(const struct ibc_coll *coll, size_t nbytes);
 ibc_status_t ibc_shm_small_allgather(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_small_alltoall(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_small_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op);

@@ -7,8 +7,8 @@
  * Rabenseifner, shm: docs/algorithms.md); the other collectives have one
  * algorithm each, and on one host all-gather, reduce-scatter, broadcast
  * and all-to-all go through the shm segment in one step where small
- * (ibc_shmar_small_ok(), shm_small.c; broadcast unless IBC_ALGO or
- * IBC_PROTO force its algorithm) and by single copy where
+ * (ibc_shmar_small_ok(), ibc_shmar_onestep_ok(), shm_small.c; broadcast
+ * unless IBC_ALGO or IBC_PROTO force its algorithm) and by single copy where
  * ibc_shmar_single_ok() (shm_single.c).
  */
 #include "config.h"
@@ -100,19 +100,19 @@ ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,
 	case IBC_COLL_BROADCAST:
 	case IBC_COLL_REDUCE:         return ibc_coll_run_choice(coll, op, choice);
 	case IBC_COLL_REDUCE_SCATTER:
-		if (ibc_shmar_small_ok(coll, op_bytes(op, coll->net->nranks)))
+		if (ibc_shmar_onestep_ok(coll, op_bytes(op, coll->net->nranks)))
 			return ibc_shm_small_reduce_scatter(coll, op);
 		if (ibc_shmar_single_ok(coll, op_bytes(op, coll->net->nranks)))
 			return ibc_shm_reduce_scatter(coll, op);
 		return ibc_ring_reduce_scatter(coll, op);
 	case IBC_COLL_ALLGATHER:
-		if (ibc_shmar_small_ok(coll, op_bytes(op, coll->net->nranks)))
+		if (ibc_shmar_onestep_ok(coll, op_bytes(op, coll->net->nranks)))
 			return ibc_shm_small_allgather(coll, op);
 		if (ibc_shmar_single_ok(coll, op_bytes(op, coll->net->nranks)))
 			return ibc_shm_allgather(coll, op);
 		return ibc_ring_allgather(coll, op);
 	case IBC_COLL_ALLTOALL:
-		if (ibc_shmar_small_ok(coll, op_bytes(op, coll->net->nranks)))
+		if (ibc_shmar_onestep_ok(coll, op_bytes(op, coll->net->nranks)))
 			return ibc_shm_small_alltoall(coll, op);
 		if (ibc_shmar_single_ok(coll, op_bytes(op, coll->net->nranks)))
 			return ibc_shm_alltoall(coll, op);

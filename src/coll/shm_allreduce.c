@@ -193,6 +193,7 @@ static int shmar_create(struct ibc_coll *coll, struct ibc_shmar *s, struct shmar
 	s->hdr->small_max = s->small_max;
 	s->hdr->cma_min = s->cma_min;
 	s->hdr->single_cma_min = s->single_cma_min;
+	s->hdr->onestep_max = s->onestep_max;
 	s->hdr->nranks = (uint32_t)s->n;
 	__atomic_store_n(&s->hdr->magic, SHMAR_MAGIC, __ATOMIC_RELEASE);
 	m->size = s->size;
@@ -232,6 +233,7 @@ static int shmar_attach(struct ibc_shmar *s, const struct shmar_msg *m)
 	s->small_max = (size_t)s->hdr->small_max;
 	s->cma_min = (size_t)s->hdr->cma_min;
 	s->single_cma_min = (size_t)s->hdr->single_cma_min;
+	s->onestep_max = (size_t)s->hdr->onestep_max;
 	return 1;
 }
 
@@ -298,6 +300,8 @@ ibc_status_t ibc_shmar_init(struct ibc_coll *coll)
 	s->small_max = IBC_MIN((size_t)ibc_param_shm_allreduce_small_bytes(), s->chunk);
 	s->cma_min = IBC_MAX((size_t)ibc_param_shm_allreduce_cma_min_bytes(), s->small_max + 1);
 	s->single_cma_min = (size_t)ibc_param_shm_single_cma_min_bytes();
+	s->onestep_max = IBC_MAX(s->small_max,
+				 IBC_MIN((size_t)ibc_param_shm_onestep_rank_bytes() * (size_t)s->n, s->chunk));
 	s->size = shmar_layout(s->n, s->chunk);
 	s->srcs = ibc_calloc((size_t)s->n, sizeof(*s->srcs), "shm all-reduce sources");
 	if (!s->srcs) {

@@ -71,6 +71,7 @@ struct shmar_hdr {
 	uint64_t small_max;     /* rank 0's IBC_SHM_ALLREDUCE_SMALL_BYTES, adopted by all */
 	uint64_t cma_min;       /* rank 0's IBC_SHM_ALLREDUCE_CMA_MIN_BYTES, adopted by all */
 	uint64_t single_cma_min; /* rank 0's IBC_SHM_SINGLE_CMA_MIN_BYTES, adopted by all */
+	uint64_t onestep_max;   /* rank 0's one-step limit of the other collectives (shm_small.c) */
 	uint32_t nranks;
 	uint32_t pad;
 } __attribute__((aligned(64)));
@@ -90,6 +91,8 @@ struct ibc_shmar {
 	size_t chunk;           /* C, bytes (multiple of 64) */
 	size_t small_max;       /* IBC_SHM_ALLREDUCE_SMALL_BYTES */
 	size_t cma_min;         /* single-copy from this size; SIZE_MAX: not on this communicator */
+	size_t onestep_max;     /* all-gather, all-to-all, reduce-scatter: one step up to this
+				 * largest buffer, bytes (shm_small.c) */
 	size_t single_cma_min;  /* other collectives: by cross-memory attach from this many bytes
 				 * read per peer (shm_single.c) */
 	int n;

@@ -4,8 +4,9 @@
  * and the barrier, through the shm all-reduce's segment (shm_allreduce.c), in one
  * synchronisation, as its small all-reduce: for communicators whose ranks
  * all share this host over shm, and calls whose largest buffer is at most
- * IBC_SHM_ALLREDUCE_SMALL_BYTES (rank 0's value). Call sequence s, buffer
- * parity b = s % 2:
+ * IBC_SHM_ALLREDUCE_SMALL_BYTES (broadcast), or IBC_SHM_ONESTEP_RANK_BYTES
+ * x the ranks (all-gather, all-to-all, reduce-scatter; rank 0's values).
+ * Call sequence s, buffer parity b = s % 2:
  *
  *   1. wait until every rank's done >= s - 2 (nobody reads slab[*][b])
  *   2. copy this rank's input into slab[me][b] (broadcast: the root's
@@ -38,16 +39,33 @@
 #include "coll/shm_allreduce_internal.h"
 
 /**
- * ibc_shmar_small_ok() - Whether a call whose largest buffer is @nbytes on
- * @coll goes through the segment in one step (file header): the segment is
- * usable and 0 < @nbytes <= the small all-reduce size. The same answer on
- * every rank for the same call. Pure.
+ * ibc_shmar_small_ok() - Whether a broadcast (or barrier) whose buffer is
+ * @nbytes on @coll goes through the segment in one step (file header): the
+ * segment is usable and 0 < @nbytes <= the small all-reduce size. The same
+ * answer on every rank for the same call. Pure.
  */
 int ibc_shmar_small_ok(const struct ibc_coll *coll, size_t nbytes)
 {
 	const struct ibc_shmar *s = coll->shmar;
 
 	return s && !s->failed && nbytes > 0 && nbytes <= s->small_max;
+}
+
+/**
+ * ibc_shmar_onestep_ok() - The same for an all-gather, all-to-all or
+ * reduce-scatter whose largest buffer is @nbytes: up to
+ * IBC_SHM_ONESTEP_RANK_BYTES x the ranks (at least the small all-reduce
+ * size, at most a slab). These need the whole input of every rank in the
+ * segment, where the ring pays n - 1 steps; on 4 ranks of this 2-core host
+ * 8-128 KiB took 0.5-0.8x the ring's time in one step, on 2 ranks 8 KiB
+ * 0.7-0.8x and 32 KiB the same, and a 128 KiB all-to-all twice the single
+ * copy's (bench/RESULTS.md). Pure.
+ */
+int ibc_shmar_onestep_ok(const struct ibc_coll *coll, size_t nbytes)
+{
+	const struct ibc_shmar *s = coll->shmar;
+
+	return s && !s->failed && nbytes > 0 && nbytes <= s->onestep_max;
 }
 
 /* steps 1-3 (file header) with @nbytes of @src; the call's sequence number in *@seq_p */
@@ -71,7 +89,7 @@ static ibc_status_t small_done(struct ibc_coll *coll, struct ibc_shmar *s, uint6
 
 /**
  * ibc_shm_small_allgather() - All-gather in one step of the segment (file
- * header). @coll: [in] communicator (ibc_shmar_small_ok() for the output's
+ * header). @coll: [in] communicator (ibc_shmar_onestep_ok() for the output's
  * size). @op: [in] count elements per rank; recvbuf holds n blocks in rank
  * order; in place when sendbuf is this rank's block of recvbuf.
  * Blocking: bounded by IBC_TIMEOUT_MS. Return: IBC_OK; IBC_ERR_TIMEOUT;

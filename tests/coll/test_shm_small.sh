@@ -7,13 +7,13 @@
 # logs when its communicator goes ("...; K others in one step of the
 # segment"):
 #   1-4. 2, 3, 5 and 8 ranks: the four collectives exact at counts 1, 2, 7,
-#        100, 1000 and 4097 (across IBC_SHM_ALLREDUCE_SMALL_BYTES at every
-#        element size), several dtypes and ops, in place and out of place,
+#        100, 1000, 4097 and 20000 (across IBC_SHM_ALLREDUCE_SMALL_BYTES and
+#        the one-step limit at most element sizes), several dtypes and ops, in place and out of place,
 #        blocking and not, with coll_check's bad-input checks; every rank
 #        ran calls in one step of the segment;
-#   5.   IBC_SHM_ALLREDUCE_SMALL_BYTES=64 on rank 0 and 4096 elsewhere:
-#        every rank takes rank 0's limit (calls above 64 B by the ring),
-#        exact;
+#   5.   IBC_SHM_ALLREDUCE_SMALL_BYTES=64 and IBC_SHM_ONESTEP_RANK_BYTES=16
+#        on rank 0, the defaults elsewhere: every rank takes rank 0's limits
+#        (calls above 64 B by the ring), exact;
 #   6.   IBC_ALGO=tree: broadcasts run the binomial tree they asked for,
 #        none in one step, exact;
 #   7.   the root of a stream of 8-byte broadcasts killed (3 ranks): each
@@ -33,7 +33,7 @@ echo "1..8"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; grep -v '^ok\|^rank' "$tmp/log" | tail -n 12 | sed 's/^/# /'; fi; }
 env0="IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=COLL IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm"
-cc="-c allgather,broadcast,alltoall,reduce_scatter -n 1,2,7,100,1000,4097"
+cc="-c allgather,broadcast,alltoall,reduce_scatter -n 1,2,7,100,1000,4097,20000"
 npass() { grep -c '^coll_check rank .*: PASS:' "$tmp/log"; }
 # ranks whose communicators ran calls in one step of the segment
 ranks_small() { grep ' shm all-reduce: [0-9]* calls:' "$tmp/log" | grep -v '; 0 others in one step' |
@@ -52,7 +52,7 @@ done
 
 cat > "$tmp/wrap" <<EOW
 #!/bin/sh
-[ "\$IBC_RANK" = 0 ] && export IBC_SHM_ALLREDUCE_SMALL_BYTES=64
+[ "\$IBC_RANK" = 0 ] && export IBC_SHM_ALLREDUCE_SMALL_BYTES=64 IBC_SHM_ONESTEP_RANK_BYTES=16
 exec "$check" $cc -d int32,float32 -o sum -p out,in --no-errors
 EOW
 chmod +x "$tmp/wrap"
@@ -61,7 +61,7 @@ env $env0 IBC_SHM_ALLREDUCE_SMALL_BYTES=4096 "$run" -n 3 -t 200 -- "$tmp/wrap" >
 rc=$?
 [ $rc -eq 0 ] && [ "$(npass)" -eq 3 ] && [ "$(ranks_small)" -eq 3 ] &&
 	grep -q "IBC_SHM_ALLREDUCE_SMALL_BYTES is 4096 here and 64 on rank 0; using rank 0's" "$tmp/log"
-ok $? "3 ranks, rank 0's small limit 64 B, the others' 4096: rank 0's used, exact (rc $rc)"
+ok $? "3 ranks, rank 0's limits 64 B and 16 B per rank, the others' 4096 and 16384: rank 0's used, exact (rc $rc)"
 
 # one step of the segment per rank: ibc_bench's broadcasts of 8, 64 and 512 B (rank 0's count)
 bcast_small() {
