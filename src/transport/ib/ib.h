@@ -417,6 +417,19 @@ int ibc_ib_qp_sq_room(const struct ibc_ib_qp *qp);
 int ibc_ib_qp_post_write(struct ibc_ib_qp *qp, uint64_t wr_id, int signaled, int inl,
 			 const void *laddr, uint32_t lkey, size_t nbytes, uint64_t raddr,
 			 uint32_t rkey, int with_imm, uint32_t imm);
+/**
+ * ibc_ib_qp_post_write_sg() - ibc_ib_qp_post_write() gathering its source
+ * from @nsge (1 or 2) local pieces, e.g. an eager header and the payload.
+ * @qp, @wr_id, @signaled, @inl: as ibc_ib_qp_post_write(); with @inl the
+ *            pieces' total must fit qp->max_inline.
+ * @sge:      [in] the pieces in order (addr, length, lkey); lengths may be 0.
+ * @nsge:     [in] 1 or 2 (the QP is created with two send SGEs).
+ * @raddr, @rkey, @with_imm, @imm: as ibc_ib_qp_post_write().
+ * Return: 0 or the errno of ibv_post_send.
+ */
+int ibc_ib_qp_post_write_sg(struct ibc_ib_qp *qp, uint64_t wr_id, int signaled, int inl,
+			    const struct ibv_sge *sge, int nsge, uint64_t raddr, uint32_t rkey,
+			    int with_imm, uint32_t imm);
 void ibc_ib_qp_sq_retire(struct ibc_ib_qp *qp);
 
 /* wr_id encoding: a pointer (8-byte aligned) with the kind in the low bits */

@@ -68,7 +68,7 @@ ibc_status_t ibc_ib_qp_create(struct ibc_ib_ctx *ctx, struct ibc_ib_conn *conn, 
 		ia.sq_sig_all = 0;
 		ia.cap.max_send_wr = (uint32_t)sq_depth;
 		ia.cap.max_recv_wr = (uint32_t)rq_depth;
-		ia.cap.max_send_sge = 1;
+		ia.cap.max_send_sge = 2; /* eager: header + payload */
 		ia.cap.max_recv_sge = 1;
 		ia.cap.max_inline_data = (uint32_t)inline_try[i];
 		if (ibc_fault_hit(IBC_FAULT_VERBS, "ibv_create_qp")) {
@@ -305,9 +305,24 @@ int ibc_ib_qp_post_write(struct ibc_ib_qp *qp, uint64_t wr_id, int signaled, int
 			 const void *laddr, uint32_t lkey, size_t nbytes, uint64_t raddr,
 			 uint32_t rkey, int with_imm, uint32_t imm)
 {
+	struct ibv_sge sge;
+
+	sge.addr = (uint64_t)(uintptr_t)laddr;
+	sge.length = (uint32_t)nbytes;
+	sge.lkey = lkey;
+	return ibc_ib_qp_post_write_sg(qp, wr_id, signaled, inl, &sge, 1, raddr, rkey, with_imm,
+				       imm);
+}
+
+int ibc_ib_qp_post_write_sg(struct ibc_ib_qp *qp, uint64_t wr_id, int signaled, int inl,
+			    const struct ibv_sge *sge, int nsge, uint64_t raddr, uint32_t rkey,
+			    int with_imm, uint32_t imm)
+{
 	struct ibv_send_wr wr;
 	struct ibv_send_wr *bad = NULL;
-	struct ibv_sge sge;
+	struct ibv_sge sg[2];
+	int n = 0;
+	int i;
 	int ret;
 
 	if (!signaled && qp->unsignaled + 1 >= qp->sq_depth / 2)
@@ -319,12 +334,13 @@ int ibc_ib_qp_post_write(struct ibc_ib_qp *qp, uint64_t wr_id, int signaled, int
 	wr.imm_data = htonl(imm);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
-	if (nbytes) {
-		sge.addr = (uint64_t)(uintptr_t)laddr;
-		sge.length = (uint32_t)nbytes;
-		sge.lkey = lkey;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
+	/* empty pieces are left out: a zero-byte write has no SGE at all */
+	for (i = 0; i < nsge && i < 2; i++)
+		if (sge[i].length)
+			sg[n++] = sge[i];
+	if (n) {
+		wr.sg_list = sg;
+		wr.num_sge = n;
 	}
 	if (ibc_fault_hit(IBC_FAULT_VERBS, "ibv_post_send"))
 		ret = ENOMEM;
