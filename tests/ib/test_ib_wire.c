@@ -83,16 +83,24 @@ int main(void)
 	a.ll_rkey = 0x12345678;
 	a.ll_lines = 8 * 19;
 	a.ll_max = 1024;
+	a.eager_addr = 0x7f00ddeeff00ull;
+	a.eager_rkey = 0x9abcdef0;
+	a.eager_stride = 64 + 65536;
+	a.eager_max = 65536;
 	ibc_ib_conn_info_pack(&a, buf);
 	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_OK, "connection info round trip");
 	tap_ok(!memcmp(&a, &b, sizeof(a)), "every field survives");
-	tap_is_int(IBC_IB_CONN_INFO_WIRE_BYTES, 384, "wire size is 384 bytes (v2: LL ring fields)");
+	tap_is_int(IBC_IB_CONN_INFO_WIRE_BYTES, 408, "wire size is 408 bytes (v3: eager slot fields)");
 	tap_is_int(buf[360], 0x00, "LL ring address little-endian after the GIDs");
 	tap_is_int(buf[361], 0xcc, "LL ring address byte 1");
 	tap_is_int(buf[376], 0x00, "LL limit little-endian (1024 = 0x400)");
 	tap_is_int(buf[377], 0x04, "LL limit byte 1");
 	tap_is_int(buf[0], IBC_IB_CONN_INFO_VERSION, "little-endian version first");
 	tap_is_int(buf[28], 0xef, "rkey little-endian");
+	tap_is_int(buf[384], 0x00, "eager slots' address little-endian after the LL fields");
+	tap_is_int(buf[385], 0xff, "eager slots' address byte 1");
+	tap_is_int(buf[400], 0x00, "eager limit little-endian (65536 = 0x10000)");
+	tap_is_int(buf[402], 0x01, "eager limit byte 2");
 
 	a.version = 99;
 	ibc_ib_conn_info_pack(&a, buf);
@@ -117,12 +125,19 @@ int main(void)
 	a.ll_lines = 0;
 	ibc_ib_conn_info_pack(&a, buf);
 	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_OK, "no LL ring (IBC_LL_MAX_BYTES=0) accepted");
+	a.eager_stride = 64 + 1024;
+	ibc_ib_conn_info_pack(&a, buf);
+	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_ERR_INVALID_USAGE,
+		   "eager slots smaller than header + limit refused");
+	a.eager_max = 0;
+	ibc_ib_conn_info_pack(&a, buf);
+	tap_is_int(ibc_ib_conn_info_unpack(buf, &b), IBC_OK, "no eager path (IBC_IB_EAGER_BYTES=0) accepted");
 
 	imm = ibc_ib_imm_make(IBC_IB_IMM_DATA, 16, 255, 0x12345678u);
 	tap_is_int(ibc_ib_imm_type(imm), IBC_IB_IMM_DATA, "imm type data");
 	tap_is_int(ibc_ib_imm_nparts(imm), 16, "imm 16 parts");
 	tap_is_int(ibc_ib_imm_slot(imm), 255, "imm slot 255");
-	tap_is_int(ibc_ib_imm_seq(imm), 0x12345678u & 0x3ffff, "imm keeps 18 bits of seq");
+	tap_is_int(ibc_ib_imm_seq(imm), 0x12345678u & 0x1ffff, "imm keeps 17 bits of seq");
 	imm = ibc_ib_imm_make(IBC_IB_IMM_NACK, 1, 0, 7);
 	tap_is_int(ibc_ib_imm_type(imm), IBC_IB_IMM_NACK, "imm type nack");
 	tap_is_int(ibc_ib_imm_nparts(imm), 1, "imm 1 part");
@@ -130,6 +145,17 @@ int main(void)
 	imm = ibc_ib_imm_make(IBC_IB_IMM_CTS, 1, 17, 3);
 	tap_is_int(ibc_ib_imm_type(imm), IBC_IB_IMM_CTS, "imm type cts");
 	tap_is_int(ibc_ib_imm_slot(imm), 17, "imm slot 17");
+	imm = ibc_ib_imm_make(IBC_IB_IMM_EAGER, 1, 255, 0x1ffff);
+	tap_ok(ibc_ib_imm_type(imm) == IBC_IB_IMM_EAGER && ibc_ib_imm_slot(imm) == 255 &&
+	       ibc_ib_imm_seq(imm) == 0x1ffff && ibc_ib_imm_nparts(imm) == 1,
+	       "imm type eager, slot 255, seq 0x1ffff, 1 part");
+	imm = ibc_ib_imm_make(IBC_IB_IMM_RTS, 16, 3, 9);
+	tap_ok(ibc_ib_imm_type(imm) == IBC_IB_IMM_RTS && ibc_ib_imm_nparts(imm) == 16 &&
+	       ibc_ib_imm_slot(imm) == 3, "imm type rts keeps parts and slot");
+	imm = ibc_ib_imm_credit(0xfedcba98u);
+	tap_is_int(ibc_ib_imm_type(imm), IBC_IB_IMM_CREDIT, "imm type credit");
+	tap_is_int(imm & IBC_IB_IMM_CREDIT_MASK, 0xfedcba98u & 0x1fffffff,
+		   "credit keeps the low 29 bits of the consumed count");
 	test_sq_retire();
 	return tap_done();
 }

@@ -5,23 +5,50 @@
  * (ib_gid.c, pure), the registration cache (ib_mr.c; CUDA device memory
  * through GPUDirect and the probe behind IBC_TCAP_CUDA: ib_mr_dev.c), the context with its
  * CQ, progress engine and async events (ib_cq.c), RC queue pairs
- * (ib_qp.c), connections and their data path (ib_conn.c), and the ops
+ * (ib_qp.c), connections and their data path (ib_conn.c, ib_rndv.c,
+ * ib_eager.c, ib_ll.c), and the ops
  * table over the transport's environment (ib_ops.c). Only ib_ops.c knows
  * struct ibc_tenv; everything else is usable from a test program that
  * connects two endpoints inside one process (tests/ib/test_ib_loop.c).
  *
- * Data path (NCCL's net_ib protocol, receiver-driven):
+ * Data path of a message larger than the connection's eager limit (NCCL's
+ * net_ib protocol, receiver-driven; ib_rndv.c):
  *   receiver: irecv #k -> RDMA WRITE WITH IMM of a clear-to-send (CTS)
- *             entry {addr, rkey, nbytes, its msg desc, k} into slot k % D
- *             of the sender's FIFO; D = IBC_IB_DEPTH credits.
+ *             entry {addr, rkey, nbytes, its msg desc, k, its consumed
+ *             count} into slot k % D of the sender's FIFO; D =
+ *             IBC_IB_DEPTH credits.
  *   sender:   isend #k waits for CTS #k, compares descriptors (mismatch:
  *             writes a NACK with its own descriptor into the receiver's
  *             FIFO so both sides fail), then RDMA WRITEs the payload,
  *             striped over the connection's QPs, each part ending with an
  *             RDMA WRITE WITH IMM {slot, nparts} that completes the
- *             receive. Small payloads are inline, medium ones go through
- *             registered bounce slots, large ones are zero-copy through
+ *             receive. Payloads up to IBC_IB_BOUNCE_BYTES go through
+ *             registered bounce slots, larger ones are zero-copy through
  *             the registration cache.
+ *
+ * Eager path, messages up to the eager limit (the smaller
+ * IBC_IB_EAGER_BYTES of the two ends; ib_eager.c), one work request each:
+ *   sender:   isend #k writes {its msg desc, nbytes, k, its consumed count}
+ *             (64 bytes) and the payload with one RDMA WRITE WITH IMM
+ *             {EAGER, slot k % D, k} into the receiver's slot k % D, whose
+ *             address and rkey came with the connection info: the payload
+ *             inline (up to IBC_IB_INLINE_BYTES), copied behind the header
+ *             in a registered send slot (up to the bounce size), or
+ *             zero-copy from its registration. It may do so once the
+ *             receiver's consumed count (every message below it finished)
+ *             is above k - D: the slot's previous message was taken.
+ *   receiver: the message waits in its slot until irecv #k is posted (or is
+ *             taken at once), the descriptors are compared, the payload is
+ *             copied out. The consumed count goes back piggybacked on the
+ *             CTS entries and eager headers it writes anyway, or, once D/2
+ *             are owed, by a zero-byte WRITE WITH IMM {CREDIT, count}.
+ *   mismatch: the receiver fails its receive and writes an ENACK with both
+ *             descriptors into the sender's FIFO; the sender's descriptor
+ *             check reports it too (its request completed when written). A
+ *             rendezvous send still without its CTS every 200 ms writes a
+ *             zero-byte {RTS, slot, k}: an eager receive #k answers with a
+ *             CTS (that the sender refuses), an LL one fails as mismatched
+ *             protocols, so no mismatch leaves both sides waiting.
  *   Every remote notification is a WRITE WITH IMM, so a sleeping rank is
  *   woken by the CQ completion channel (ibc_ib_ctx_wait()).
  *
@@ -297,6 +324,7 @@ struct ibc_ib_params {
 	int sl;                 /* IBC_IB_SL */
 	int tc;                 /* IBC_IB_TC */
 	size_t ll_max_bytes;    /* IBC_LL_MAX_BYTES, 0: no LL path */
+	size_t eager_bytes;     /* IBC_IB_EAGER_BYTES, 0: no eager path */
 };
 
 void ibc_ib_params_from_env(struct ibc_ib_params *p);
@@ -450,10 +478,10 @@ static inline uint64_t ibc_ib_wr_id(const void *p, enum ibc_ib_wr_kind kind)
 /* Connections and data path (ib_conn.c)                                  */
 /* ---------------------------------------------------------------------- */
 
-#define IBC_IB_CONN_INFO_VERSION 2     /* 2: LL ring fields */
+#define IBC_IB_CONN_INFO_VERSION 3     /* 2: LL ring fields; 3: eager slots */
 /* packed size of struct ibc_ib_conn_info on the wire */
 #define IBC_IB_CONN_INFO_WIRE_BYTES \
-	(48 + IBC_IB_NAME_LEN + 8 * IBC_IB_MAX_QPS + 20 * IBC_IB_GID_CLASS_COUNT + 24)
+	(48 + IBC_IB_NAME_LEN + 8 * IBC_IB_MAX_QPS + 20 * IBC_IB_GID_CLASS_COUNT + 24 + 24)
 
 /* struct ibc_ib_conn_info - what one end tells the other to connect (bootstrap payload) */
 struct ibc_ib_conn_info {
@@ -476,6 +504,11 @@ struct ibc_ib_conn_info {
 	uint32_t ll_lines;      /* data lines of the ring; 0: no LL path */
 	uint32_t ll_max;        /* largest LL message, bytes (IBC_LL_MAX_BYTES) */
 	uint32_t ll_pad;
+	uint64_t eager_addr;    /* receive slots [depth] of eager_stride bytes the peer writes */
+	uint32_t eager_rkey;
+	uint32_t eager_stride;  /* bytes per slot: a 64-byte header, then the payload */
+	uint32_t eager_max;     /* largest eager message, bytes (IBC_IB_EAGER_BYTES); 0: none */
+	uint32_t eager_pad;
 };
 
 void ibc_ib_conn_info_pack(const struct ibc_ib_conn_info *info,
@@ -509,6 +542,8 @@ int ibc_ib_conn_gid_index(const struct ibc_ib_conn *conn);
 int ibc_ib_conn_nqps(const struct ibc_ib_conn *conn);
 /* the connection's LL limit, bytes (0: no LL path; valid once established) */
 size_t ibc_ib_conn_ll_max(const struct ibc_ib_conn *conn);
+/* the connection's eager limit, bytes (0: no eager path; valid once established) */
+size_t ibc_ib_conn_eager_max(const struct ibc_ib_conn *conn);
 
 /* called by the context (ib_cq.c) */
 void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc);
@@ -521,21 +556,36 @@ void ibc_ib_conn_fail(struct ibc_ib_conn *conn, ibc_status_t st, const char *fmt
 	__attribute__((format(printf, 3, 4)));
 void ibc_ib_conn_qp_event(struct ibc_ib_qp *qp, enum ibv_event_type ev);
 
-/* imm data of RDMA WRITE WITH IMM (host order; wire is big-endian) */
+/*
+ * imm data of RDMA WRITE WITH IMM (host order; wire is big-endian): a 3-bit
+ * type, then nparts - 1 (4 bits), the credit slot (8 bits) and the low 17
+ * bits of the message's sequence number; IBC_IB_IMM_CREDIT carries the low
+ * 29 bits of a consumed count instead.
+ */
 enum ibc_ib_imm_type {
-	IBC_IB_IMM_DATA = 0,    /* last write of one part of a message */
+	IBC_IB_IMM_DATA = 0,    /* last write of one part of a rendezvous message */
 	IBC_IB_IMM_CTS = 1,     /* a clear-to-send entry was written */
 	IBC_IB_IMM_NACK = 2,    /* the sender refused a receive (descriptor mismatch) */
+	IBC_IB_IMM_EAGER = 3,   /* an eager message (header + payload) is in a receive slot */
+	IBC_IB_IMM_ENACK = 4,   /* the receiver refused an eager message (both descriptors) */
+	IBC_IB_IMM_RTS = 5,     /* a rendezvous send has waited long for its clear-to-send */
+	IBC_IB_IMM_CREDIT = 6,  /* zero-byte: the receiver's consumed count (low 29 bits) */
 };
+#define IBC_IB_IMM_SEQ_MASK    0x1ffffu
+#define IBC_IB_IMM_CREDIT_MASK 0x1fffffffu
 static inline uint32_t ibc_ib_imm_make(unsigned type, unsigned nparts, unsigned slot, uint32_t seq)
 {
-	return (uint32_t)type << 30 | (uint32_t)(nparts - 1) << 26 | (uint32_t)slot << 18 |
-	       (seq & 0x3ffffu);
+	return (uint32_t)type << 29 | (uint32_t)(nparts - 1) << 25 | (uint32_t)slot << 17 |
+	       (seq & IBC_IB_IMM_SEQ_MASK);
 }
-static inline unsigned ibc_ib_imm_type(uint32_t imm) { return imm >> 30; }
-static inline unsigned ibc_ib_imm_nparts(uint32_t imm) { return ((imm >> 26) & 0xfu) + 1; }
-static inline unsigned ibc_ib_imm_slot(uint32_t imm) { return (imm >> 18) & 0xffu; }
-static inline uint32_t ibc_ib_imm_seq(uint32_t imm) { return imm & 0x3ffffu; }
+static inline uint32_t ibc_ib_imm_credit(uint32_t consumed)
+{
+	return (uint32_t)IBC_IB_IMM_CREDIT << 29 | (consumed & IBC_IB_IMM_CREDIT_MASK);
+}
+static inline unsigned ibc_ib_imm_type(uint32_t imm) { return imm >> 29; }
+static inline unsigned ibc_ib_imm_nparts(uint32_t imm) { return ((imm >> 25) & 0xfu) + 1; }
+static inline unsigned ibc_ib_imm_slot(uint32_t imm) { return (imm >> 17) & 0xffu; }
+static inline uint32_t ibc_ib_imm_seq(uint32_t imm) { return imm & IBC_IB_IMM_SEQ_MASK; }
 
 /*
  * Port choice per rank: ib_ops_pick_port() in ib_ops.c asks the topology

@@ -3,15 +3,18 @@
  * ib_conn.c - one connection to a peer: its QPs, FIFO and bounce buffers,
  * the connection info exchanged out of band (wire format), the RTR/RTS
  * set-up (MTU and GID negotiation), its failure, and the bounded drain at
- * teardown. The data path is ib_rndv.c (receiver-driven rendezvous) and
- * ib_ll.c (LL). Relies on ib.h, ib_qp.c, ib_mr.c, ib_gid.c and the context
- * (ib_cq.c).
+ * teardown. The data path is ib_rndv.c (receiver-driven rendezvous),
+ * ib_eager.c (eager messages into the receiver's slots) and ib_ll.c (LL).
+ * Relies on ib.h, ib_qp.c, ib_mr.c, ib_gid.c and the context (ib_cq.c).
  *
  * Sequence numbers: the k-th isend and the k-th irecv of a connection
  * direction match; both use credit slot k % D (D = negotiated depth). The
  * receiver issues the clear-to-send of receive k only when slot k % D is
  * free (receive k - D completed), so at most D messages are in flight per
  * direction and no slot is overwritten while the sender may still read it.
+ * Eager messages (ib.h) use slot k % D too, but the sender writes message k
+ * into the receiver's slot without a clear-to-send once the receiver's
+ * consumed count (credits) says that message k - D is finished.
  * LL messages (ib.h) take their sequence numbers from the same counters but
  * no credit slot: the sender writes the k-th message's lines into the
  * peer's LL ring at once, the receiver's k-th receive finds them by the
@@ -78,6 +81,11 @@ size_t ibc_ib_conn_ll_max(const struct ibc_ib_conn *conn)
 	return conn->ll_max;
 }
 
+size_t ibc_ib_conn_eager_max(const struct ibc_ib_conn *conn)
+{
+	return conn->eager_max;
+}
+
 /* lines an LL message of @nbytes takes */
 uint32_t ibc_ib_ll_nlines(size_t nbytes)
 {
@@ -115,6 +123,17 @@ void ibc_ib_op_free(struct ibc_ib_op *op)
 	if (op->mr) {
 		ibc_ib_mr_put(&ctx->mrc, op->mr);
 		op->mr = NULL;
+	}
+	if (op->in_rord) {
+		if (op->rord_prev)
+			op->rord_prev->rord_next = op->rord_next;
+		else
+			conn->rord_head = op->rord_next;
+		if (op->rord_next)
+			op->rord_next->rord_prev = op->rord_prev;
+		else
+			conn->rord_tail = op->rord_prev;
+		op->in_rord = 0;
 	}
 	if (op->live_prev)
 		op->live_prev->live_next = op->live_next;
@@ -182,6 +201,9 @@ void ibc_ib_conn_set_failed(struct ibc_ib_conn *conn, ibc_status_t st)
 	conn->ll_rq_head = conn->ll_rq_tail = NULL;
 	memset(conn->rslot, 0, sizeof(conn->rslot));
 	memset(conn->cts_ready, 0, sizeof(conn->cts_ready));
+	memset(conn->eager_in, 0, sizeof(conn->eager_in));
+	memset(conn->enack_due, 0, sizeof(conn->enack_due));
+	conn->nenack_due = 0;
 }
 
 /**
@@ -273,8 +295,8 @@ void ibc_ib_conn_release(struct ibc_ib_conn *conn)
 	}
 	conn_region_free(conn, conn->fifo, fifo_bytes, conn->fifo_mr);
 	conn_region_free(conn, conn->out, fifo_bytes, conn->out_mr);
-	conn_region_free(conn, conn->sbounce, conn->bb * (size_t)conn->depth, conn->sbounce_mr);
-	conn_region_free(conn, conn->rbounce, conn->bb * (size_t)conn->depth, conn->rbounce_mr);
+	conn_region_free(conn, conn->sbounce, conn->sstride * (size_t)conn->depth, conn->sbounce_mr);
+	conn_region_free(conn, conn->rbounce, conn->rstride * (size_t)conn->depth, conn->rbounce_mr);
 	conn_region_free(conn, conn->ll_in, ((size_t)conn->ll_lines + 1) * sizeof(struct ib_ll_line),
 			 conn->ll_in_mr);
 	conn_region_free(conn, conn->ll_stage,
@@ -295,7 +317,8 @@ void ibc_ib_conn_free(struct ibc_ib_conn *conn)
 /**
  * ibc_ib_conn_create() - Create the local half of a connection to @peer:
  * IBC_IB_QPS_PER_CONN RC QPs (in INIT), the FIFO the peer writes
- * clear-to-send and NACK entries into, the bounce slots, and (with
+ * clear-to-send, NACK and eager refusal entries into, the send and receive
+ * slots (bounce payloads, and eager messages behind their header), and (with
  * IBC_LL_MAX_BYTES > 0) the LL receive ring of IB_LL_RING_MSGS messages of
  * that size plus the word the peer writes LL credits into.
  * @ctx:       [in]  the context (port) to use.
@@ -333,20 +356,20 @@ ibc_status_t ibc_ib_conn_create(struct ibc_ib_ctx *ctx, int peer, const char *pe
 	conn->depth = IBC_MIN(IBC_MAX(ctx->prm.depth, 1), IBC_IB_MAX_DEPTH);
 	conn->nqps = IBC_MIN(IBC_MAX(ctx->prm.nqps, 1), IBC_IB_MAX_QPS);
 	conn->bb = ctx->prm.bounce_bytes;
+	conn->eager_local = ctx->prm.eager_bytes;
 	conn->sgid_index = -1;
+	/* payloads start 64-byte aligned behind the eager header */
+	conn->sstride = IB_EAGER_HDR + IBC_ALIGN_UP(conn->bb, (size_t)64);
+	conn->rstride = IB_EAGER_HDR + IBC_ALIGN_UP(IBC_MAX(conn->bb, conn->eager_local), (size_t)64);
 	fifo_bytes = (size_t)conn->depth * sizeof(struct ib_fifo_slot);
 	IBC_CHECK_GOTO(conn_region(conn, fifo_bytes, (void **)&conn->fifo, &conn->fifo_mr,
 				   "clear-to-send FIFO"), st, err);
 	IBC_CHECK_GOTO(conn_region(conn, fifo_bytes, (void **)&conn->out, &conn->out_mr,
 				   "clear-to-send staging"), st, err);
-	if (conn->bb) {
-		IBC_CHECK_GOTO(conn_region(conn, conn->bb * (size_t)conn->depth,
-					   (void **)&conn->sbounce, &conn->sbounce_mr,
-					   "send bounce buffer"), st, err);
-		IBC_CHECK_GOTO(conn_region(conn, conn->bb * (size_t)conn->depth,
-					   (void **)&conn->rbounce, &conn->rbounce_mr,
-					   "receive bounce buffer"), st, err);
-	}
+	IBC_CHECK_GOTO(conn_region(conn, conn->sstride * (size_t)conn->depth, (void **)&conn->sbounce,
+				   &conn->sbounce_mr, "send bounce buffer"), st, err);
+	IBC_CHECK_GOTO(conn_region(conn, conn->rstride * (size_t)conn->depth, (void **)&conn->rbounce,
+				   &conn->rbounce_mr, "receive slots"), st, err);
 	conn->ll_max_local = ctx->prm.ll_max_bytes;
 	if (conn->ll_max_local) {
 		conn->ll_lines = IB_LL_RING_MSGS * ibc_ib_ll_nlines(conn->ll_max_local);
@@ -354,9 +377,12 @@ ibc_status_t ibc_ib_conn_create(struct ibc_ib_ctx *ctx, int peer, const char *pe
 					   (void **)&conn->ll_in, &conn->ll_in_mr, "LL receive ring"),
 			       st, err);
 	}
-	/* per QP: up to D CTS, D NACK and D data writes (plus parts) in each direction */
-	sq_depth = 3 * conn->depth + 8;
-	rq_depth = 3 * conn->depth + 2 * IB_RQ_REPOST;
+	/*
+	 * per QP: up to D CTS, D NACK, D eager refusals and D data or eager
+	 * writes in each direction, plus credit returns and nudges
+	 */
+	sq_depth = 4 * conn->depth + 16;
+	rq_depth = 5 * conn->depth + 2 * IB_RQ_REPOST + 8;
 	for (i = 0; i < conn->nqps; i++) {
 		IBC_CHECK_GOTO(ibc_ib_qp_create(ctx, conn, i, sq_depth, rq_depth, &conn->qps[i]), st,
 			       err);
@@ -407,6 +433,10 @@ void ibc_ib_conn_local_info(const struct ibc_ib_conn *conn, struct ibc_ib_conn_i
 		info->ll_lines = conn->ll_lines;
 		info->ll_max = (uint32_t)conn->ll_max_local;
 	}
+	info->eager_addr = (uint64_t)(uintptr_t)conn->rbounce;
+	info->eager_rkey = conn->rbounce_mr->rkey;
+	info->eager_stride = (uint32_t)conn->rstride;
+	info->eager_max = (uint32_t)conn->eager_local;
 }
 
 /**
@@ -449,6 +479,12 @@ void ibc_ib_conn_info_pack(const struct ibc_ib_conn_info *info,
 	ibc_wire_put32(p + 12, info->ll_lines);
 	ibc_wire_put32(p + 16, info->ll_max);
 	ibc_wire_put32(p + 20, info->ll_pad);
+	p += 24;
+	ibc_wire_put64(p, info->eager_addr);
+	ibc_wire_put32(p + 8, info->eager_rkey);
+	ibc_wire_put32(p + 12, info->eager_stride);
+	ibc_wire_put32(p + 16, info->eager_max);
+	ibc_wire_put32(p + 20, info->eager_pad);
 }
 
 /**
@@ -494,6 +530,12 @@ ibc_status_t ibc_ib_conn_info_unpack(const uint8_t in[IBC_IB_CONN_INFO_WIRE_BYTE
 	info->ll_lines = ibc_wire_get32(p + 12);
 	info->ll_max = ibc_wire_get32(p + 16);
 	info->ll_pad = ibc_wire_get32(p + 20);
+	p += 24;
+	info->eager_addr = ibc_wire_get64(p);
+	info->eager_rkey = ibc_wire_get32(p + 8);
+	info->eager_stride = ibc_wire_get32(p + 12);
+	info->eager_max = ibc_wire_get32(p + 16);
+	info->eager_pad = ibc_wire_get32(p + 20);
 	if (info->version != IBC_IB_CONN_INFO_VERSION) {
 		IBC_LOG_WARN(IB, "peer sent ib connection info version %u, this ibcoll speaks %u: mixed ibcoll versions",
 			     info->version, IBC_IB_CONN_INFO_VERSION);
@@ -510,6 +552,12 @@ ibc_status_t ibc_ib_conn_info_unpack(const uint8_t in[IBC_IB_CONN_INFO_WIRE_BYTE
 			       info->ll_lines > (1u << 24))) {
 		IBC_LOG_WARN(IB, "peer sent malformed ib connection info (LL ring of %u lines for %u-byte messages)",
 			     info->ll_lines, info->ll_max);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	if (info->eager_max && (info->eager_max > (1u << 20) ||
+				info->eager_stride < IB_EAGER_HDR + info->eager_max)) {
+		IBC_LOG_WARN(IB, "peer sent malformed ib connection info (eager slots of %u bytes for %u-byte messages)",
+			     info->eager_stride, info->eager_max);
 		return IBC_ERR_INVALID_USAGE;
 	}
 	return IBC_OK;
@@ -566,6 +614,11 @@ ibc_status_t ibc_ib_conn_establish(struct ibc_ib_conn *conn, const struct ibc_ib
 				      (void **)&conn->ll_stage, &conn->ll_stage_mr, "LL send staging"));
 		conn->ll_max = IBC_MIN(conn->ll_max_local, (size_t)remote->ll_max);
 	}
+	/* the smaller limit: both ends' slots hold it, and both agree on the path */
+	conn->eager_max = IBC_MIN(conn->eager_local, (size_t)remote->eager_max);
+	conn->eager_raddr = remote->eager_addr;
+	conn->eager_rkey = remote->eager_rkey;
+	conn->eager_rstride = remote->eager_stride;
 	memset(&dest, 0, sizeof(dest));
 	dest.mtu = conn->mtu;
 	dest.lid = (uint16_t)remote->lid;
@@ -590,11 +643,11 @@ ibc_status_t ibc_ib_conn_establish(struct ibc_ib_conn *conn, const struct ibc_ib
 			     dest.sgid_index, ibc_ib_gid_class_name(lcls), gs, why,
 			     ctx->prm.gid_index >= 0 ? " (IBC_IB_GID_INDEX)" : "");
 	}
-	IBC_LOG_INFO(IB, "peer rank %d (%s:%d) from %s:%d: path mtu %s (local %s, peer %s), %d qps, %d credits, LL up to %zu bytes",
+	IBC_LOG_INFO(IB, "peer rank %d (%s:%d) from %s:%d: path mtu %s (local %s, peer %s), %d qps, %d credits, LL up to %zu bytes, eager up to %zu bytes",
 		     conn->peer, remote->dev_name, remote->port, ctx->dev_name, ctx->port,
 		     ibc_ib_mtu_str(conn->mtu), ibc_ib_mtu_str(ctx->port_attr.active_mtu),
 		     ibc_ib_mtu_str((enum ibv_mtu)remote->active_mtu), conn->nqps_used, conn->D,
-		     conn->ll_max);
+		     conn->ll_max, conn->eager_max);
 	for (i = conn->nqps_used; i < conn->nqps; i++)
 		ibc_ib_qp_destroy(&conn->qps[i]);
 	conn->nqps = conn->nqps_used;

@@ -47,6 +47,7 @@ void ibc_ib_params_from_env(struct ibc_ib_params *p)
 	p->sl = (int)ibc_param_ib_sl();
 	p->tc = (int)ibc_param_ib_tc();
 	p->ll_max_bytes = (size_t)ibc_param_ll_max_bytes();
+	p->eager_bytes = (size_t)ibc_param_ib_eager_bytes();
 }
 
 static int set_nonblock(int fd)

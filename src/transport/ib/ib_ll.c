@@ -160,15 +160,7 @@ static const struct ib_ll_line *ll_ready(const struct ibc_ib_conn *conn, uint64_
 	return le64toh(__atomic_load_n(&l->flag, __ATOMIC_ACQUIRE)) == idx + 1 ? l : NULL;
 }
 
-/*
- * The message numbered @seq came by one path and this rank posted its
- * receive for the other (ranks chose different protocols, or sizes on
- * either side of the LL limit). With the sender's descriptor (@theirs,
- * @their_nbytes; NULL when unknown) and our receive (@mine, may be NULL),
- * a differing call is reported as such by the descriptor check; otherwise
- * as mismatched protocols. Fails the connection with IBC_ERR_INVALID_USAGE.
- */
-static void ll_path_mismatch(struct ibc_ib_conn *conn, uint32_t seq, int their_ll,
+void ibc_ib_ll_path_mismatch(struct ibc_ib_conn *conn, uint32_t seq, int their_ll,
 			     const struct ibc_ib_op *mine, const struct ibc_msg_desc *theirs,
 			     size_t their_nbytes)
 {
@@ -189,7 +181,8 @@ static void ll_path_mismatch(struct ibc_ib_conn *conn, uint32_t seq, int their_l
 	}
 	ibc_ib_conn_fail(conn, IBC_ERR_INVALID_USAGE,
 			 "mismatched protocols: message #%u came by the %s path, this rank expects the %s path (ranks chose different protocols: IBC_PROTO, or sizes on either side of IBC_LL_MAX_BYTES %zu)",
-			 seq, their_ll ? "LL" : "rendezvous", their_ll ? "rendezvous" : "LL",
+			 seq, their_ll ? "LL" : "rendezvous or eager",
+			 their_ll ? "rendezvous or eager" : "LL",
 			 conn->ll_max);
 }
 
@@ -204,7 +197,18 @@ static struct ibc_ib_op *find_recv(struct ibc_ib_conn *conn, uint32_t seq)
 	return NULL;
 }
 
-/* an LL message whose receive was posted for the rendezvous path? */
+struct ibc_ib_op *ibc_ib_ll_find_recv(struct ibc_ib_conn *conn, uint32_t seq, int low17)
+{
+	uint32_t mask = low17 ? IBC_IB_IMM_SEQ_MASK : 0xffffffffu;
+	struct ibc_ib_op *op;
+
+	for (op = conn->ll_rq_head; op; op = op->next)
+		if ((op->seq & mask) == (seq & mask))
+			return op;
+	return NULL;
+}
+
+/* an LL message whose receive was posted for the rendezvous or eager path? */
 static void ll_check_unexpected(struct ibc_ib_conn *conn)
 {
 	const struct ib_ll_line *l = ll_ready(conn, conn->ll_rtail);
@@ -217,25 +221,31 @@ static void ll_check_unexpected(struct ibc_ib_conn *conn)
 	if ((int32_t)(msgno - conn->recv_seq) >= 0)
 		return; /* the receive is not posted yet: legal, the sender is ahead */
 	ibc_msg_desc_unpack(l->data, &theirs);
-	ll_path_mismatch(conn, msgno, 1, find_recv(conn, msgno), &theirs, ibc_wire_get32(l->data + 32));
+	ibc_ib_ll_path_mismatch(conn, msgno, 1, find_recv(conn, msgno), &theirs,
+				ibc_wire_get32(l->data + 32));
 }
 
 /*
  * ibc_ib_conn_peek() - the next message in, when no receive is posted and it
- * came by the LL path (its first line holds the descriptor). A rendezvous
- * message announces nothing before its receive is posted: its sender waits
- * for a clear-to-send instead, and the wait-for chain names it.
+ * came by the LL path (its first line holds the descriptor) or the eager
+ * path (its header does). A rendezvous message announces nothing before its
+ * receive is posted: its sender waits for a clear-to-send instead, and the
+ * wait-for chain names it.
  */
 int ibc_ib_conn_peek(struct ibc_ib_conn *conn, struct ibc_msg_desc *desc, size_t *nbytes)
 {
 	const struct ib_ll_line *l;
 	struct ibc_ib_op *op;
 
-	if (!conn->ll_max || conn->failed != IBC_OK || conn->ll_rq_head || conn->rq_head)
+	if (conn->failed != IBC_OK || conn->ll_rq_head || conn->rq_head)
 		return 0;
 	for (op = conn->live; op; op = op->live_next)
 		if (!op->is_send && op->req)
 			return 0;
+	if (ibc_ib_eager_peek(conn, desc, nbytes))
+		return 1;
+	if (!conn->ll_max)
+		return 0;
 	l = ll_ready(conn, conn->ll_rtail);
 	if (!l || ibc_wire_get32(l->data + 36) != conn->recv_seq)
 		return 0;
@@ -274,9 +284,9 @@ void ibc_ib_ll_progress_recvs(struct ibc_ib_conn *conn)
 			if (msgno != op->seq) {
 				/* later: ours went by the other path; earlier: theirs did */
 				if ((int32_t)(msgno - op->seq) > 0)
-					ll_path_mismatch(conn, op->seq, 0, NULL, NULL, 0);
+					ibc_ib_ll_path_mismatch(conn, op->seq, 0, NULL, NULL, 0);
 				else
-					ll_path_mismatch(conn, msgno, 1, find_recv(conn, msgno),
+					ibc_ib_ll_path_mismatch(conn, msgno, 1, find_recv(conn, msgno),
 							 &theirs, n32);
 				return;
 			}

@@ -11,6 +11,7 @@
  * receiver issues the clear-to-send of receive k only when slot k % D is
  * free (receive k - D completed), so at most D messages are in flight per
  * direction and no slot is overwritten while the sender may still read it.
+ * Eager messages (ib_eager.c) use the same slots without a clear-to-send;
  * LL messages (ib_ll.c) take their sequence numbers from the same counters
  * but no credit slot.
  */
@@ -33,6 +34,46 @@
 /* data path: receive side                                                */
 /* ---------------------------------------------------------------------- */
 
+int ibc_ib_rndv_post_cts(struct ibc_ib_conn *conn, struct ibc_ib_op *op, unsigned slot,
+			 uint64_t addr, uint32_t rkey)
+{
+	struct ibc_ib_ctx *ctx = conn->ctx;
+	struct ibc_ib_qp *qp = &conn->qps[slot % (unsigned)conn->nqps];
+	uint8_t *e = (uint8_t *)&conn->out[slot].cts;
+	int ret;
+
+	ibc_wire_put64(e + offsetof(struct ib_cts, addr), addr);
+	ibc_wire_put64(e + offsetof(struct ib_cts, nbytes), op->nbytes);
+	ibc_wire_put32(e + offsetof(struct ib_cts, rkey), rkey);
+	ibc_wire_put32(e + offsetof(struct ib_cts, seq), op->seq);
+	ibc_msg_desc_pack(&op->desc, e + offsetof(struct ib_cts, desc));
+	ibc_wire_put32(e + offsetof(struct ib_cts, credit), ibc_ib_eager_credit_take(conn));
+	ret = ibc_ib_qp_post_write(qp, ibc_ib_wr_id(qp, IBC_IB_WR_QP), 0,
+				   qp->max_inline >= (int)sizeof(struct ib_cts), e,
+				   conn->out_mr->lkey, sizeof(struct ib_cts),
+				   conn->rfifo_addr + (uint64_t)slot * sizeof(struct ib_fifo_slot),
+				   conn->rfifo_rkey, 1,
+				   ibc_ib_imm_make(IBC_IB_IMM_CTS, 1, slot, op->seq));
+	if (ret)
+		ibc_ib_conn_fail(conn, IBC_ERR_VERBS,
+				 "ibv_post_send of a clear-to-send on qp 0x%x (%s:%d) failed: %s",
+				 qp->qp->qp_num, ctx->dev_name, ctx->port, strerror(ret));
+	return ret;
+}
+
+/* take @op, the head of the receive queue, off it */
+static void rq_pop(struct ibc_ib_conn *conn, struct ibc_ib_op *op)
+{
+	conn->rq_head = op->next;
+	if (!conn->rq_head)
+		conn->rq_tail = NULL;
+}
+
+/*
+ * Give the queued receives their slots in order: an eager receive takes
+ * its slot and the message if it is there; a rendezvous receive writes its
+ * clear-to-send (bounce slot or zero-copy buffer).
+ */
 void ibc_ib_rndv_issue_cts(struct ibc_ib_conn *conn)
 {
 	struct ibc_ib_ctx *ctx = conn->ctx;
@@ -41,18 +82,31 @@ void ibc_ib_rndv_issue_cts(struct ibc_ib_conn *conn)
 	while ((op = conn->rq_head) && conn->failed == IBC_OK) {
 		unsigned slot = op->seq % (unsigned)conn->D;
 		struct ibc_ib_qp *qp = &conn->qps[slot % (unsigned)conn->nqps];
-		uint8_t *e = (uint8_t *)&conn->out[slot].cts;
 		uint64_t addr = 0;
 		uint32_t rkey = 0;
-		int ret;
 
-		if (conn->rslot[slot] || ibc_ib_qp_sq_room(qp) < 1)
+		if (conn->rslot[slot])
 			return;
+		if (op->eager) {
+			rq_pop(conn, op);
+			conn->rslot[slot] = op;
+			op->bounce = 1;
+			ibc_ib_eager_recv_start(conn, op, slot);
+			continue;
+		}
+		if (ibc_ib_qp_sq_room(qp) < 1)
+			return;
+		if (conn->eager_max && conn->eager_in[slot] == op->seq + 1) {
+			rq_pop(conn, op);
+			conn->rslot[slot] = op;
+			ibc_ib_eager_recv_check(conn, op, slot);
+			continue;
+		}
 		if (op->nbytes == 0) {
 			op->bounce = 1;
 		} else if (op->nbytes <= conn->bb) {
 			op->bounce = 1;
-			addr = (uint64_t)(uintptr_t)(conn->rbounce + (size_t)slot * conn->bb);
+			addr = (uint64_t)(uintptr_t)(ibc_ib_rslot(conn, slot) + IB_EAGER_HDR);
 			rkey = conn->rbounce_mr->rkey;
 		} else {
 			if (!op->mr) {
@@ -68,27 +122,10 @@ void ibc_ib_rndv_issue_cts(struct ibc_ib_conn *conn)
 			addr = (uint64_t)(uintptr_t)op->buf;
 			rkey = op->mr->rkey;
 		}
-		ibc_wire_put64(e + offsetof(struct ib_cts, addr), addr);
-		ibc_wire_put64(e + offsetof(struct ib_cts, nbytes), op->nbytes);
-		ibc_wire_put32(e + offsetof(struct ib_cts, rkey), rkey);
-		ibc_wire_put32(e + offsetof(struct ib_cts, seq), op->seq);
-		ibc_msg_desc_pack(&op->desc, e + offsetof(struct ib_cts, desc));
-		ret = ibc_ib_qp_post_write(qp, ibc_ib_wr_id(qp, IBC_IB_WR_QP), 0,
-					   qp->max_inline >= (int)sizeof(struct ib_cts), e,
-					   conn->out_mr->lkey, sizeof(struct ib_cts),
-					   conn->rfifo_addr + (uint64_t)slot * sizeof(struct ib_fifo_slot),
-					   conn->rfifo_rkey, 1,
-					   ibc_ib_imm_make(IBC_IB_IMM_CTS, 1, slot, op->seq));
-		if (ret) {
-			ibc_ib_conn_fail(conn, IBC_ERR_VERBS,
-					 "ibv_post_send of a clear-to-send on qp 0x%x (%s:%d) failed: %s",
-					 qp->qp->qp_num, ctx->dev_name, ctx->port, strerror(ret));
+		if (ibc_ib_rndv_post_cts(conn, op, slot, addr, rkey))
 			return;
-		}
 		conn->rslot[slot] = op;
-		conn->rq_head = op->next;
-		if (!conn->rq_head)
-			conn->rq_tail = NULL;
+		rq_pop(conn, op);
 	}
 }
 
@@ -96,7 +133,7 @@ static void recv_finish(struct ibc_ib_conn *conn, struct ibc_ib_op *op, unsigned
 			ibc_status_t st)
 {
 	if (st == IBC_OK && op->bounce && op->nbytes)
-		memcpy(op->buf, conn->rbounce + (size_t)slot * conn->bb, op->nbytes);
+		memcpy(op->buf, ibc_ib_rslot(conn, slot) + IB_EAGER_HDR, op->nbytes);
 	conn->rslot[slot] = NULL;
 	ibc_ib_op_complete(op, st);
 	ibc_ib_op_free(op);
@@ -130,6 +167,10 @@ static void recv_imm(struct ibc_ib_conn *conn, struct ibc_ib_qp *qp, const struc
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	imm = ntohl(wc->imm_data);
 	type = ibc_ib_imm_type(imm);
+	if (type == IBC_IB_IMM_CREDIT) {
+		ibc_ib_eager_credit_in(conn, imm);
+		return;
+	}
 	slot = ibc_ib_imm_slot(imm);
 	if (slot >= (unsigned)conn->D) {
 		ibc_ib_conn_fail(conn, IBC_ERR_INTERNAL, "immediate 0x%08x names slot %u of %d (protocol error)",
@@ -148,11 +189,34 @@ static void recv_imm(struct ibc_ib_conn *conn, struct ibc_ib_qp *qp, const struc
 					 conn->ll_max);
 			return;
 		}
+		ibc_ib_eager_credit_learn(conn, ibc_wire_get32(e + offsetof(struct ib_cts, credit)));
+		/* the receiver expects the rendezvous path for a message sent eagerly:
+		 * it refuses the eager message when it meets it, and both report */
+		if (conn->eager_max && conn->eager_sent_tag[slot] == cts_seq + 1)
+			return;
 		conn->cts_ready[slot] = 1;
 		return; /* sends start in ibc_ib_conn_kick() */
 	}
+	switch (type) {
+	case IBC_IB_IMM_EAGER:
+		ibc_ib_eager_in(conn, slot, imm);
+		return;
+	case IBC_IB_IMM_ENACK:
+		ibc_ib_eager_enack_in(conn, slot);
+		return;
+	case IBC_IB_IMM_RTS:
+		ibc_ib_eager_rts_in(conn, slot, imm);
+		return;
+	case IBC_IB_IMM_DATA:
+	case IBC_IB_IMM_NACK:
+		break;
+	default:
+		ibc_ib_conn_fail(conn, IBC_ERR_INTERNAL, "immediate 0x%08x of unknown type %u (protocol error)",
+				 imm, type);
+		return;
+	}
 	op = conn->rslot[slot];
-	if (!op || (op->seq & 0x3ffffu) != ibc_ib_imm_seq(imm)) {
+	if (!op || (op->seq & IBC_IB_IMM_SEQ_MASK) != ibc_ib_imm_seq(imm)) {
 		ibc_ib_conn_fail(conn, IBC_ERR_INTERNAL,
 				 "%s for slot %u, message %u, which has no receive waiting (protocol error)",
 				 type == IBC_IB_IMM_NACK ? "refusal" : "data", slot, ibc_ib_imm_seq(imm));
@@ -241,7 +305,7 @@ static int send_post_data(struct ibc_ib_conn *conn, struct ibc_ib_op *op, unsign
 		if (ibc_ib_qp_sq_room(qp) < 1)
 			return 1;
 		if (!inl && n) {
-			src = conn->sbounce + (size_t)slot * conn->bb;
+			src = ibc_ib_sslot(conn, slot) + IB_EAGER_HDR;
 			memcpy((void *)src, op->buf, n);
 			lkey = conn->sbounce_mr->lkey;
 		}
@@ -327,8 +391,21 @@ void ibc_ib_rndv_start_sends(struct ibc_ib_conn *conn)
 		ibc_status_t st;
 		int r;
 
-		if (!conn->cts_ready[slot])
+		if (op->eager) {
+			struct ibc_ib_op *next = op->next;
+
+			if (ibc_ib_eager_send(conn, op) != 0)
+				return;
+			conn->sq_head = next;
+			if (!next)
+				conn->sq_tail = NULL;
+			continue;
+		}
+		if (!conn->cts_ready[slot]) {
+			if (conn->eager_max || conn->ll_max)
+				ibc_ib_eager_maybe_rts(conn, op, slot);
 			return;
+		}
 		cts_seq = ibc_wire_get32(e + offsetof(struct ib_cts, seq));
 		if (cts_seq != op->seq) {
 			ibc_ib_conn_fail(conn, IBC_ERR_INTERNAL,
@@ -415,6 +492,8 @@ int ibc_ib_conn_kick(struct ibc_ib_conn *conn)
 		ibc_ib_rndv_issue_cts(conn);
 	if (conn->sq_head)
 		ibc_ib_rndv_start_sends(conn);
+	if (conn->eager_max)
+		ibc_ib_eager_progress(conn);
 	ibc_ib_rndv_maybe_probe(conn);
 	return conn->failed == IBC_OK && (conn->ll_rq_head || conn->ll_sq_head);
 }
@@ -483,6 +562,17 @@ static ibc_status_t conn_post(struct ibc_ib_conn *conn, void *buf, size_t nbytes
 	op->desc = *desc;
 	op->is_send = is_send;
 	op->ll = ibc_ib_ll_eligible(conn, desc, nbytes);
+	op->eager = !op->ll && ibc_ib_eager_eligible(conn, nbytes);
+	if (!is_send) {
+		/* receives in sequence order: the first one not finished is the consumed count */
+		op->in_rord = 1;
+		op->rord_prev = conn->rord_tail;
+		if (conn->rord_tail)
+			conn->rord_tail->rord_next = op;
+		else
+			conn->rord_head = op;
+		conn->rord_tail = op;
+	}
 	if (is_send && op->ll) {
 		op->seq = conn->send_seq++;
 		/* nothing queued ahead: write it now, the request completes at once */
@@ -667,7 +757,7 @@ void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc)
 			ibc_ib_qp_sq_retire(qp);
 		else
 			wc_error(qp->conn, qp, wc, NULL,
-				 "rdma write (clear-to-send, refusal, or inline or bounce data)");
+				 "rdma write (clear-to-send, refusal, credit, or inline, bounce or eager data)");
 		break;
 	case IBC_IB_WR_RECV:
 		qp = ptr;
