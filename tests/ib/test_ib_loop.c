@@ -12,6 +12,12 @@
  *   - the registration cache over ibv_reg_mr: hits within one operation,
  *     release at the next, retention with IBC_IB_REG_CACHE_BYTES;
  *   - descriptor and size mismatches failing both sides;
+ *   - the eager path (IBC_IB_EAGER_BYTES): exact data at the bounce and
+ *     eager limits, sends that complete before any receive is posted
+ *     (unexpected messages), streams far beyond the credits (credit
+ *     return), mismatches on eager messages and across the eager limit
+ *     reported by both sides, a peer dying mid-stream (eager writes fail,
+ *     sends blocked on credits fail by the keep-alive probe);
  *   - a dead peer QP: retry-exceeded error naming the QP and status text,
  *     within a bounded time; requests complete with IBC_ERR_REMOTE;
  *   - a departed peer while only a send waits for its clear-to-send: found
@@ -27,12 +33,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/param.h"
 #include "base/util.h"
 #include "ib_test_util.h"
 #include "tap.h"
 
 #define GUARD 64
 #define NSIZES 14
+#define EAGER_DEPTH 4           /* credits of the test pairs */
 
 static const size_t sizes[NSIZES] = { 0, 1, 7, 64, 65, 128, 129, 1000, 4096, 8192, 8193,
 				      65539, 1048581, 3145728 };
@@ -256,6 +264,15 @@ static void reg_cache(struct ibt_pair *p)
 	free(r);
 }
 
+/* progress both sides until the sender's check has run @n times (the refusal arrived) */
+static void eager_wait_check(struct ibt_pair *p, int n)
+{
+	uint64_t t0 = ibc_time_ms();
+
+	while (p->ra.ndesc_mismatch < n && ibc_time_ms() - t0 < 10000)
+		ibt_spin(p, 20);
+}
+
 static void mismatch(struct ibt_pair *p)
 {
 	uint8_t s[256];
@@ -274,19 +291,26 @@ static void mismatch(struct ibt_pair *p)
 	ibc_ib_conn_isend(p->ca, s, 100, &ds, &sq);
 	ibc_ib_conn_irecv(p->cb, r, 100, &dr, &rq);
 	tap_is_int(ibt_wait(p, all, 2, 30000), 0, "descriptor mismatch: both requests finish");
-	tap_is_int(sq.status, IBC_ERR_INVALID_USAGE, "sender fails with IBC_ERR_INVALID_USAGE");
+	/* an eager send is done once written; the sender's check runs on the refusal */
+	tap_is_int(sq.status, IBC_OK, "eager sender's request completed when written");
 	tap_is_int(rq.status, IBC_ERR_INVALID_USAGE, "receiver fails with IBC_ERR_INVALID_USAGE");
+	eager_wait_check(p, ma + 1);
 	tap_ok(p->ra.ndesc_mismatch == ma + 1 && p->rb.ndesc_mismatch == mb + 1,
-	       "both sides compared and saw both values: '%s'", p->rb.last_desc);
+	       "both sides compared and saw both values: '%s'", p->ra.last_desc);
 	tap_ok(strstr(p->rb.last_desc, "count 11") && strstr(p->rb.last_desc, "count 10"),
 	       "receiver's check has its count 11 and the sender's 10");
+	tap_ok(strstr(p->ra.last_desc, "mine seq 7 coll 1 count 10") &&
+	       strstr(p->ra.last_desc, "theirs seq 7 coll 1 count 11"),
+	       "sender's check (from the eager refusal) has its count 10 and the receiver's 11");
 	ds = desc_of(8, 50);
 	ibc_ib_conn_isend(p->ca, s, 100, &ds, &sq);
 	ibc_ib_conn_irecv(p->cb, r, 200, &ds, &rq);
 	tap_is_int(ibt_wait(p, all, 2, 30000), 0, "size mismatch: both requests finish");
-	tap_ok(sq.status == IBC_ERR_INVALID_USAGE && rq.status == IBC_ERR_INVALID_USAGE,
-	       "size mismatch fails both sides (%s, %s)", ibc_status_str(sq.status),
-	       ibc_status_str(rq.status));
+	eager_wait_check(p, ma + 2);
+	tap_ok(rq.status == IBC_ERR_INVALID_USAGE && p->ra.ndesc_mismatch == ma + 2 &&
+	       strstr(p->ra.last_desc, "nbytes 100") && strstr(p->ra.last_desc, "nbytes 200"),
+	       "size mismatch fails the receive (%s) and the sender's check: '%s'",
+	       ibc_status_str(rq.status), p->ra.last_desc);
 	one_msg(p, s, r, 256, 9, &ss, &rs);
 	tap_ok(ss == IBC_OK && rs == IBC_OK && !memcmp(r, s, 256),
 	       "the connection still carries the next message");
@@ -322,10 +346,11 @@ static void small_stream(struct ibt_pair *p)
 
 static void dead_peer(const char *d0, int p0, const char *d1, int p1)
 {
+	enum { N = 128 * 1024 }; /* rendezvous: over the eager limit */
 	struct ibc_ib_params prm;
 	struct ibt_pair p;
-	uint8_t buf[4096];
-	struct ibc_msg_desc d = desc_of(1, 4096);
+	static uint8_t buf[N];
+	struct ibc_msg_desc d = desc_of(1, N);
 	struct ibc_treq sq;
 	struct ibc_treq rq;
 	ibc_status_t st = IBC_OK;
@@ -376,7 +401,7 @@ static void departed_peer(const char *d0, int p0, const char *d1, int p1)
 {
 	struct ibc_ib_params prm;
 	struct ibt_pair p;
-	uint8_t buf[64];
+	static uint8_t buf[128 * 1024]; /* rendezvous: waits for a clear-to-send */
 	struct ibc_msg_desc d = desc_of(1, sizeof(buf));
 	struct ibc_treq sq;
 	uint64_t t0;
@@ -432,6 +457,316 @@ static void link_down(const char *netdev, const char *d0, int p0, const char *d1
 	       "naming the async event and port: '%s'", p.rb.last_why);
 	snprintf(cmd, sizeof(cmd), "ip link set %s up", netdev);
 	tap_is_int(system(cmd), 0, "%s", cmd);
+	ibt_pair_close(&p);
+}
+
+/* ---- eager path (ib.h): messages written into the receiver's slots ----- */
+
+/* post @n receives on @c (from @bufs, sizes @ns) with descriptors of operation @seq */
+static void post_recvs(struct ibc_ib_conn *c, uint8_t **bufs, const size_t *ns, int n, uint32_t seq,
+		       struct ibc_treq *rq)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct ibc_msg_desc d = desc_of(seq, ns[i]);
+
+		ibc_ib_conn_irecv(c, bufs[i], ns[i], &d, &rq[i]);
+	}
+}
+
+/*
+ * Exact data at 0, 1, 7, 4096, bounce-1, bounce, bounce+1, eager-1, eager
+ * (and eager+1, by rendezvous): first in groups of D/2 sends that complete
+ * while no receive is posted (they arrive unexpected and wait in the
+ * slots), then with the receives posted first.
+ */
+static void eager_exact(struct ibt_pair *p)
+{
+	enum { NE = 10 };
+	size_t bb = p->a->prm.bounce_bytes;
+	size_t eb = ibc_ib_conn_eager_max(p->ca);
+	size_t ns[NE] = { 0, 1, 7, 4096, bb - 1, bb, bb + 1, eb - 1, eb, eb + 1 };
+	static struct ibc_treq sq[NE];
+	static struct ibc_treq rq[NE];
+	struct ibc_treq *all[2 * NE];
+	uint8_t *sb[NE];
+	uint8_t *rb[NE];
+	int D = EAGER_DEPTH / 2; /* credits come back lazily: D/2 are always free */
+	int early = 1;
+	int bad = 0;
+	int pass;
+	int g;
+	int i;
+
+	for (i = 0; i < NE; i++) {
+		sb[i] = malloc(ns[i] + GUARD);
+		rb[i] = malloc(ns[i] + GUARD);
+		fill(sb[i], ns[i], 6, i);
+	}
+	/* pass 0: unexpected (eager sizes only, D at a time); pass 1: receives first */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < NE; i++)
+			memset(rb[i], 0xee, ns[i] + GUARD);
+		if (pass == 0) {
+			for (g = 0; g < NE - 1; g += D) {
+				int k = IBC_MIN(D, NE - 1 - g);
+				uint64_t t0 = ibc_time_ms();
+				int done = 0;
+
+				for (i = g; i < g + k; i++) {
+					struct ibc_msg_desc d = desc_of(700, ns[i]);
+
+					ibc_ib_conn_isend(p->ca, sb[i], ns[i], &d, &sq[i]);
+				}
+				/* only the sender progresses: no clear-to-send can come */
+				while (!done && ibc_time_ms() - t0 < 10000) {
+					ibc_ib_ctx_progress(p->a);
+					for (done = 1, i = g; i < g + k; i++)
+						done &= ibc_treq_is_done(&sq[i]) && sq[i].status == IBC_OK;
+					if (!done)
+						ibc_ib_ctx_wait(p->a, 1000);
+				}
+				early &= done;
+				ibt_spin(p, 30); /* the receiver sees them arrive, no receive posted */
+				post_recvs(p->cb, rb + g, ns + g, k, 700, rq + g);
+				for (i = 0; i < k; i++)
+					all[i] = &rq[g + i];
+				if (ibt_wait(p, all, k, 30000))
+					bad++;
+			}
+			tap_ok(early, "eager: sends of 0 .. %zu bytes complete while no receive is posted (%d at a time)",
+			       eb, D);
+		} else {
+			post_recvs(p->cb, rb, ns, NE, 701, rq);
+			for (i = 0; i < NE; i++) {
+				struct ibc_msg_desc d = desc_of(701, ns[i]);
+
+				ibc_ib_conn_isend(p->ca, sb[i], ns[i], &d, &sq[i]);
+				all[2 * i] = &sq[i];
+				all[2 * i + 1] = &rq[i];
+			}
+			if (ibt_wait(p, all, 2 * NE, 60000))
+				bad++;
+		}
+		for (i = 0; i < (pass ? NE : NE - 1); i++) {
+			if (rq[i].status != IBC_OK || sq[i].status != IBC_OK ||
+			    !check(rb[i], ns[i], 6, i)) {
+				tap_diag("pass %d size %zu: send %s, receive %s, data %s", pass, ns[i],
+					 ibc_status_str(sq[i].status), ibc_status_str(rq[i].status),
+					 check(rb[i], ns[i], 6, i) ? "ok" : "wrong");
+				bad++;
+			}
+		}
+		tap_is_int(bad, 0, "eager: sizes 0, 1, 7, 4096, %zu, %zu, %zu, %zu, %zu%s exact, guard untouched (%s)",
+			   bb - 1, bb, bb + 1, eb - 1, eb, pass ? ", and eager+1 by rendezvous" : "",
+			   pass ? "receives posted first" : "unexpected: sends first");
+	}
+	for (i = 0; i < NE; i++) {
+		free(sb[i]);
+		free(rb[i]);
+	}
+}
+
+/*
+ * Both directions at once, every send posted before any receive: many
+ * times the D credits, sizes mixing inline, copied and zero-copy eager
+ * messages with rendezvous ones; credits come back piggybacked on the other
+ * direction's messages and clear-to-sends, or by their own write.
+ */
+static void eager_stream(struct ibt_pair *p)
+{
+	enum { N = 240 };
+	static const size_t mix[] = { 8, 100, 1000, 8192, 8193, 30000, 100000, 64, 4096 };
+	static struct ibc_treq sq[2][N];
+	static struct ibc_treq rq[2][N];
+	static struct ibc_treq *all[4 * N];
+	static uint8_t *sb[2][N];
+	static uint8_t *rb[2][N];
+	struct ibc_ib_conn *c[2] = { p->ca, p->cb };
+	int k = 0;
+	int bad = 0;
+	int d;
+	int i;
+
+	for (d = 0; d < 2; d++)
+		for (i = 0; i < N; i++) {
+			size_t n = mix[(i + d) % IBC_ARRAY_SIZE(mix)];
+			struct ibc_msg_desc ds = desc_of(800 + (uint32_t)i, n);
+
+			sb[d][i] = malloc(n + GUARD);
+			rb[d][i] = malloc(n + GUARD);
+			fill(sb[d][i], n, 7 + d, i);
+			memset(rb[d][i], 0xee, n + GUARD);
+			rq[d][i].nbytes = n;
+			ibc_ib_conn_isend(c[d], sb[d][i], n, &ds, &sq[d][i]);
+			all[k++] = &sq[d][i];
+		}
+	ibt_spin(p, 20);
+	for (d = 0; d < 2; d++)
+		for (i = 0; i < N; i++) {
+			size_t n = rq[d][i].nbytes;
+			struct ibc_msg_desc dr = desc_of(800 + (uint32_t)i, n);
+
+			ibc_ib_conn_irecv(c[1 - d], rb[d][i], n, &dr, &rq[d][i]);
+			all[k++] = &rq[d][i];
+		}
+	tap_is_int(ibt_wait(p, all, k, 120000), 0,
+		   "eager: %d messages each way posted before their receives (%d credits) complete", N,
+		   EAGER_DEPTH);
+	for (d = 0; d < 2; d++)
+		for (i = 0; i < N; i++) {
+			size_t n = mix[(i + d) % IBC_ARRAY_SIZE(mix)];
+
+			if (sq[d][i].status != IBC_OK || rq[d][i].status != IBC_OK ||
+			    !check(rb[d][i], n, 7 + d, i)) {
+				if (!bad)
+					tap_diag("dir %d message %d (%zu bytes): send %s, receive %s", d, i, n,
+						 ibc_status_str(sq[d][i].status),
+						 ibc_status_str(rq[d][i].status));
+				bad++;
+			}
+			free(sb[d][i]);
+			free(rb[d][i]);
+		}
+	tap_is_int(bad, 0, "eager: every message exact both ways, guard bytes untouched");
+}
+
+/* sizes on either side of the eager limit: both sides report, the connection goes on */
+static void eager_mismatch(struct ibt_pair *p)
+{
+	static uint8_t s[100000];
+	static uint8_t r[100000];
+	struct ibc_msg_desc d1 = desc_of(20, 1000);
+	struct ibc_msg_desc d2 = desc_of(20, 100000);
+	struct ibc_treq sq;
+	struct ibc_treq rq;
+	struct ibc_treq *all[2] = { &sq, &rq };
+	int ma = p->ra.ndesc_mismatch;
+	uint64_t t0;
+	int wret;
+	ibc_status_t ss;
+	ibc_status_t rs;
+
+	memset(s, 9, sizeof(s));
+	/* eager message, rendezvous receive: its clear-to-send meets an eager message */
+	ibc_ib_conn_irecv(p->cb, r, 100000, &d2, &rq);
+	ibc_ib_conn_isend(p->ca, s, 1000, &d1, &sq);
+	tap_is_int(ibt_wait(p, all, 2, 30000), 0, "eager 1000 B sent, 100000 B received: both finish");
+	eager_wait_check(p, ma + 1);
+	tap_ok(rq.status == IBC_ERR_INVALID_USAGE && p->ra.ndesc_mismatch == ma + 1 &&
+	       strstr(p->ra.last_desc, "nbytes 1000,") && strstr(p->ra.last_desc, "nbytes 100000"),
+	       "receive fails (%s), the sender's check names both sizes: '%s'",
+	       ibc_status_str(rq.status), p->ra.last_desc);
+	/* rendezvous message, eager receive: the sender's nudge brings a clear-to-send */
+	t0 = ibc_time_ms();
+	ibc_ib_conn_irecv(p->cb, r, 1000, &d1, &rq);
+	ibc_ib_conn_isend(p->ca, s, 100000, &d2, &sq);
+	wret = ibt_wait(p, all, 2, 30000);
+	tap_is_int(wret, 0, "100000 B sent, eager 1000 B received: both finish (after %llu ms, nudge every 200 ms)",
+		   (unsigned long long)(ibc_time_ms() - t0));
+	tap_ok(sq.status == IBC_ERR_INVALID_USAGE && rq.status == IBC_ERR_INVALID_USAGE,
+	       "both sides fail with IBC_ERR_INVALID_USAGE (%s, %s)", ibc_status_str(sq.status),
+	       ibc_status_str(rq.status));
+	one_msg(p, s, r, 5000, 21, &ss, &rs);
+	tap_ok(ss == IBC_OK && rs == IBC_OK && !memcmp(r, s, 5000),
+	       "the connection still carries the next (eager) message");
+	tap_is_int(p->ra.nfail + p->rb.nfail, 0, "no connection failure from eager mismatches");
+}
+
+static ibc_status_t eager_open(struct ibt_pair *p, const char *d0, int p0, const char *d1, int p1)
+{
+	struct ibc_ib_params prm;
+
+	ibt_default_params(&prm);
+	prm.depth = EAGER_DEPTH;
+	prm.timeout = 12;       /* 16.8 ms per try */
+	prm.retry_cnt = 2;
+	prm.probe_ms = 200;
+	return ibt_pair_open(p, d0, p0, d1, p1, &prm);
+}
+
+/* the receiving side goes away in the middle of a stream of eager messages */
+static void eager_dead_peer(const char *d0, int p0, const char *d1, int p1)
+{
+	enum { N = 3 * EAGER_DEPTH, SZ = 1000 };
+	static uint8_t s[SZ];
+	static uint8_t r[N][SZ];
+	struct ibc_treq sq[N];
+	struct ibc_treq rq[N];
+	struct ibc_treq *all[2 * N];
+	struct ibc_msg_desc d = desc_of(30, SZ);
+	struct ibt_pair p;
+	ibc_status_t st = IBC_OK;
+	uint64_t t0;
+	int nfailed = 0;
+	int i;
+
+	if (eager_open(&p, d0, p0, d1, p1) != IBC_OK) {
+		tap_ok(0, "eager dead peer: pair opens");
+		return;
+	}
+	for (i = 0; i < N; i++) {
+		ibc_ib_conn_irecv(p.cb, r[i], SZ, &d, &rq[i]);
+		ibc_ib_conn_isend(p.ca, s, SZ, &d, &sq[i]);
+		all[2 * i] = &sq[i];
+		all[2 * i + 1] = &rq[i];
+	}
+	tap_is_int(ibt_wait(&p, all, 2 * N, 30000), 0, "eager dead peer: a first stream of %d completes", N);
+	ibc_ib_conn_destroy(p.cb);
+	p.cb = NULL;
+	t0 = ibc_time_ms();
+	ibc_ib_conn_irecv(p.ca, r[0], SZ, &d, &rq[0]);
+	for (i = 0; i < N; i++)
+		ibc_ib_conn_isend(p.ca, s, SZ, &d, &sq[i]);
+	while (!(ibc_treq_is_done(&sq[N - 1]) && ibc_treq_is_done(&rq[0])) &&
+	       ibc_time_ms() - t0 < 20000) {
+		ibc_status_t s1 = ibc_ib_ctx_progress(p.a);
+
+		if (s1 != IBC_OK)
+			st = s1;
+		ibc_ib_ctx_wait(p.a, 1000);
+	}
+	for (i = 0; i < N; i++)
+		nfailed += ibc_treq_is_done(&sq[i]) && sq[i].status == IBC_ERR_REMOTE;
+	tap_ok(ibc_treq_is_done(&sq[N - 1]) && ibc_treq_is_done(&rq[0]),
+	       "eager dead peer: every request finishes (after %llu ms)",
+	       (unsigned long long)(ibc_time_ms() - t0));
+	tap_ok(sq[N - 1].status == IBC_ERR_REMOTE && rq[0].status == IBC_ERR_REMOTE,
+	       "sends waiting for credits (%d of %d) and the receive fail with IBC_ERR_REMOTE", nfailed,
+	       N);
+	tap_is_int(st, IBC_ERR_REMOTE, "progress returned the error");
+	tap_ok(p.ra.nfail == 1 && p.ra.last_peer == 1 &&
+	       strstr(p.ra.last_why, "transport retry counter exceeded"),
+	       "reported once, naming peer rank 1: '%s'", p.ra.last_why);
+	ibt_pair_close(&p);
+
+	/* the peer goes away while sends only wait for credits: nothing in flight */
+	if (eager_open(&p, d0, p0, d1, p1) != IBC_OK) {
+		tap_ok(0, "eager departed peer: pair opens");
+		return;
+	}
+	for (i = 0; i < EAGER_DEPTH + 2; i++)
+		ibc_ib_conn_isend(p.ca, s, SZ, &d, &sq[i]);
+	t0 = ibc_time_ms();
+	while (!ibc_treq_is_done(&sq[EAGER_DEPTH - 1]) && ibc_time_ms() - t0 < 10000) {
+		ibc_ib_ctx_progress(p.a);
+		ibc_ib_ctx_wait(p.a, 1000);
+	}
+	tap_ok(ibc_treq_is_done(&sq[EAGER_DEPTH - 1]) && !ibc_treq_is_done(&sq[EAGER_DEPTH]),
+	       "eager departed peer: %d sends written, the next waits for a credit", EAGER_DEPTH);
+	ibc_ib_conn_destroy(p.cb);
+	p.cb = NULL;
+	t0 = ibc_time_ms();
+	while (!ibc_treq_is_done(&sq[EAGER_DEPTH + 1]) && ibc_time_ms() - t0 < 20000) {
+		ibc_ib_ctx_progress(p.a);
+		ibc_ib_ctx_wait(p.a, 1000);
+	}
+	tap_ok(sq[EAGER_DEPTH].status == IBC_ERR_REMOTE && sq[EAGER_DEPTH + 1].status == IBC_ERR_REMOTE,
+	       "sends waiting for credits fail with IBC_ERR_REMOTE (after %llu ms)",
+	       (unsigned long long)(ibc_time_ms() - t0));
+	tap_ok(p.ra.nfail == 1 && strstr(p.ra.last_why, "keep-alive probe"),
+	       "found by the keep-alive probe: '%s'", p.ra.last_why);
 	ibt_pair_close(&p);
 }
 
@@ -528,8 +863,8 @@ static void ll_mismatch(const char *what, const char *d0, int p0, const char *d1
 	struct ibc_treq sq;
 	struct ibc_treq rq;
 	struct ibc_treq *all[2] = { &sq, &rq };
-	uint8_t s[512];
-	uint8_t r[512];
+	static uint8_t s[100000];
+	static uint8_t r[100000];
 	struct ibt_pair p;
 	const char *seen;
 
@@ -574,8 +909,12 @@ static void ll_tests(const char *d0, int p0, const char *d1, int p1)
 	ll_mismatch("size across the limit (100 vs 300 B)", d0, p0, d1, p1, 100, IBC_DESC_F_LL,
 		    300, IBC_DESC_F_LL, "nbytes");
 	/* same size, only the protocol differs */
-	ll_mismatch("protocol mismatch (LL sent, rendezvous expected)", d0, p0, d1, p1, 64,
+	ll_mismatch("protocol mismatch (LL sent, eager expected)", d0, p0, d1, p1, 64,
 		    IBC_DESC_F_LL, 64, 0, "mismatched protocols");
+	ll_mismatch("protocol mismatch (eager sent, LL expected)", d0, p0, d1, p1, 64, 0, 64,
+		    IBC_DESC_F_LL, "mismatched protocols");
+	ll_mismatch("protocol mismatch (rendezvous sent, LL expected: the nudge finds it)", d0, p0,
+		    d1, p1, 100000, 0, 64, IBC_DESC_F_LL, "mismatched protocols");
 }
 
 int main(void)
@@ -644,10 +983,16 @@ int main(void)
 	reg_cache(&p);
 	mismatch(&p);
 	small_stream(&p);
+	tap_is_int(ibc_ib_conn_eager_max(p.ca), ibc_param_ib_eager_bytes(),
+		   "eager limit IBC_IB_EAGER_BYTES (%zu) on both ends", ibc_ib_conn_eager_max(p.cb));
+	eager_exact(&p);
+	eager_stream(&p);
+	eager_mismatch(&p);
 	tap_is_int(p.ra.nfail + p.rb.nfail, 0, "no failure reported on the healthy pair");
 	ibt_pair_close(&p);
 
 	ll_tests(d0, p0, d1, p1);
+	eager_dead_peer(d0, p0, d1, p1);
 	dead_peer(d0, p0, d1, p1);
 	departed_peer(d0, p0, d1, p1);
 	if (netdev)
