@@ -398,7 +398,11 @@ int ibc_ib_eager_peek(struct ibc_ib_conn *conn, struct ibc_msg_desc *desc, size_
 	if (!conn->eager_max)
 		return 0;
 	slot = conn->recv_seq % (unsigned)conn->D;
+	/* an eager message announces itself by a completion: handle those that
+	 * came (a rank waiting to connect elsewhere may not have polled yet) */
 	if (conn->eager_in[slot] != conn->recv_seq + 1)
+		ibc_ib_ctx_poll(conn->ctx);
+	if (conn->failed != IBC_OK || conn->rq_head || conn->eager_in[slot] != conn->recv_seq + 1)
 		return 0;
 	h = ibc_ib_rslot(conn, slot);
 	ibc_msg_desc_unpack(h + offsetof(struct ib_eager_hdr, desc), desc);
