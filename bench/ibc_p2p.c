@@ -6,10 +6,11 @@
  * over a TCP socket (like perftest), then the client writes to the server.
  *
  * It measures the transport's own data path through its internal endpoint
- * API (src/transport/ib/ib.h): every message is a receiver-driven
- * clear-to-send followed by RDMA WRITE(s) ending with WRITE WITH IMM,
- * inline, bounce or zero-copy by size, exactly what collectives use; it
- * does not go through the communicator, the bootstrap or the net layer.
+ * API (src/transport/ib/ib.h): a message up to the eager limit
+ * (IBC_IB_EAGER_BYTES) is one RDMA WRITE WITH IMM into the receiver's slot,
+ * a larger one a receiver-driven clear-to-send followed by RDMA WRITE(s)
+ * ending with WRITE WITH IMM, exactly what collectives use; it does not go
+ * through the communicator, the bootstrap or the net layer.
  *
  *   server:  ibc_p2p [-d rxe1] [options]
  *   client:  ibc_p2p [-d rxe0] [options] SERVER_HOST
@@ -358,7 +359,7 @@ static void lat_run(const struct opts *o, int fd, struct ibc_ib_conn *conn, size
 	long i;
 
 	oob_sync(fd);
-	/* pre-post the first receive so its clear-to-send is already at the peer */
+	/* pre-post the first receive (a rendezvous one has its clear-to-send at the peer) */
 	ibc_ib_conn_irecv(conn, rbuf, n, &d, &rr[0]);
 	oob_sync(fd);
 	for (i = 0; i < iters; i++) {
@@ -393,8 +394,9 @@ static void usage(FILE *f)
 		"usage: ibc_p2p [options]              (server)\n"
 		"       ibc_p2p [options] SERVER_HOST  (client: writes to the server)\n"
 		"Measures RDMA write bandwidth and latency through ibcoll's verbs transport via its\n"
-		"internal endpoint API (clear-to-send + RDMA WRITE WITH IMM per message, as used by\n"
-		"collectives), not through the communicator; the peers meet over TCP like perftest.\n"
+		"internal endpoint API (eager RDMA WRITE WITH IMM, or clear-to-send + RDMA WRITE WITH\n"
+		"IMM above IBC_IB_EAGER_BYTES, as used by collectives), not through the communicator;\n"
+		"the peers meet over TCP like perftest.\n"
 		"  -d, --ib-dev DEV[:PORT]  verbs device (default: first ACTIVE port, IBC_IB_HCA applies)\n"
 		"  -x, --gid-index N        GID index (default: auto-selection, see IBC_IB_GID_INDEX)\n"
 		"  -p, --port N             TCP port of the out-of-band exchange (default 18515)\n"
@@ -580,11 +582,12 @@ int main(int argc, char **argv)
 
 		if (ibc_ib_conn_gid_index(conn) >= 0)
 			snprintf(gs, sizeof(gs), "%d", ibc_ib_conn_gid_index(conn));
-		printf("# ibc_p2p: RDMA write through ibcoll's verbs transport (internal endpoint API: clear-to-send + RDMA WRITE WITH IMM)\n");
-		printf("# local %s:%d, peer %s:%d, path mtu %s, gid idx %s, %d QPs, %d credits, window %d, inline <= %d bytes, bounce <= %zu bytes%s\n",
+		printf("# ibc_p2p: RDMA write through ibcoll's verbs transport (internal endpoint API: eager RDMA WRITE WITH IMM, or clear-to-send + RDMA WRITE WITH IMM)\n");
+		printf("# local %s:%d, peer %s:%d, path mtu %s, gid idx %s, %d QPs, %d credits, window %d, inline <= %d bytes, bounce <= %zu bytes, eager <= %zu bytes%s\n",
 		       o.dev, o.port_num, theirs.dev_name, theirs.port,
 		       ibc_ib_mtu_str(ibc_ib_conn_mtu(conn)), gs, ibc_ib_conn_nqps(conn), prm.depth,
-		       o.window, prm.inline_bytes, prm.bounce_bytes, o.check ? ", data checked" : "");
+		       o.window, prm.inline_bytes, prm.bounce_bytes, ibc_ib_conn_eager_max(conn),
+		       o.check ? ", data checked" : "");
 	}
 	if (o.test_bw) {
 		if (is_client) {
