@@ -604,6 +604,7 @@ static ibc_status_t stage_exec(struct stage_run *sr, size_t k)
 	IBC_CHECK(stage_wait(sr->net, cc, s, DIR_IN));
 	sub = *sr->op;
 	sub.cuda_flags = 0;
+	sub.staged = 1;
 	sub.count = len;
 	sub.sendbuf = p->send_rows ? cc->slot[s].send : NULL;
 	sub.recvbuf = p->recv_rows ? cc->slot[s].recv : NULL;

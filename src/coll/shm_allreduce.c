@@ -378,6 +378,21 @@ int ibc_shmar_usable(const struct ibc_coll *coll)
  * @coll: [in] communicator. @op: [in] the collective.
  * Blocking: no. Threading: the thread running @coll's operations.
  */
+/*
+ * @op's call-level descriptor as announced: with IBC_DESC_F_STAGED for a
+ * segment of a staged device operation and IBC_DESC_F_INTERNAL for the
+ * tuner's internal operations on the user's sequence number, whose counts
+ * are not the call's
+ */
+static void shmar_op_desc(const struct ibc_op *op, struct ibc_msg_desc *d)
+{
+	ibc_op_desc(op, d);
+	if (op->staged)
+		d->flags |= IBC_DESC_F_STAGED;
+	if (op->user)
+		d->flags |= IBC_DESC_F_INTERNAL;
+}
+
 void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op)
 {
 	struct ibc_shmar *s = coll->shmar;
@@ -388,7 +403,7 @@ void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op)
 	me = &s->line[coll->net->rank];
 	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	ibc_op_desc(op, &me->cur);
+	shmar_op_desc(op, &me->cur);
 	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELEASE);
 }
 
@@ -421,8 +436,12 @@ static const char *const phase_names[] = { "its input", "its reduced slice", "it
 /*
  * Rank @q, whose counter @f this rank waits for in the all-reduce @mine,
  * announced @theirs: mismatched calls when it is another collective (or
- * dtype, op, root) of the same sequence number, the same all-reduce with a
- * count of 0 where this rank's is not (or the reverse), or a later
+ * dtype, op, root) of the same sequence number, the same collective with
+ * another count (a count of 0 where this rank's is not, or the reverse,
+ * always; other counts where neither is a staged segment or an internal
+ * operation, whose counts are not the call's: ranks whose counts differ
+ * may take different paths, one the segment and one the ring, and would
+ * otherwise wait for each other until IBC_TIMEOUT_MS), or a later
  * collective: then @q completed #seq without writing its part, which only
  * a call that differs does (a count of 0 returns at once).
  */
@@ -430,12 +449,14 @@ static ibc_status_t shmar_peer_mismatch(struct ibc_coll *coll, const struct ibc_
 					const struct ibc_msg_desc *mine,
 					const struct ibc_msg_desc *theirs, int f, uint64_t want)
 {
+	const unsigned loose = IBC_DESC_F_STAGED | IBC_DESC_F_INTERNAL;
 	char a[300];
 	char b[300];
 
 	if (theirs->seq == mine->seq &&
 	    (theirs->coll != mine->coll || theirs->dtype != mine->dtype || theirs->op != mine->op ||
-	     theirs->root != mine->root || (theirs->count == 0) != (mine->count == 0)))
+	     theirs->root != mine->root || (theirs->count == 0) != (mine->count == 0) ||
+	     (theirs->count != mine->count && !((theirs->flags | mine->flags) & loose))))
 		return ibc_net_desc_check(coll->net, q, mine, desc_nbytes(mine), theirs,
 					  desc_nbytes(theirs));
 	if ((int32_t)(theirs->seq - mine->seq) <= 0)
@@ -534,7 +555,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			 * segment is slow, not mismatched; differing counts are
 			 * caught by the per-chunk descriptors once both arrive.
 			 */
-			ibc_op_desc(op, &mine);
+			shmar_op_desc(op, &mine);
 			if (shmar_peer_cur(s, q, &theirs)) {
 				pst = shmar_peer_mismatch(coll, s, q, &mine, &theirs, f, want);
 				if (pst != IBC_OK)

@@ -59,6 +59,7 @@ struct ibc_op {
 	/* device buffers (src/cuda/cuda.h), 0 for host buffers */
 	unsigned cuda_flags;    /* IBC_CUDA_REQ_*, set by ibc_cuda_op_classify() */
 	int cuda_dev;           /* CUDA device of the device buffers */
+	int staged;             /* one segment of a staged device operation (cuda_stage.c) */
 };
 
 /*

@@ -197,6 +197,13 @@ struct ibc_msg_desc {
  * the user's call.
  */
 #define IBC_DESC_F_INTERNAL 0x4
+/*
+ * IBC_DESC_F_STAGED: an announcement (src/coll/shm_allreduce.c) of one
+ * segment of an operation staged from device buffers (src/api/cuda_stage.c),
+ * whose count is the segment's: a peer's count may differ from this rank's
+ * while it finishes the previous segment of the same sequence number.
+ */
+#define IBC_DESC_F_STAGED 0x8
 
 /*
  * ibc_msg_desc_set_internal() - mark @d as an internal exchange of the

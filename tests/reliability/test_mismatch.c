@@ -2,7 +2,9 @@
 /*
  * test_mismatch.c - ranks that call mismatched collectives get an error, not
  * a hang: 3 ranks, one of which differs in count, dtype, root, collective,
- * or point-to-point count; over shm and tcp. Checks on every rank:
+ * or point-to-point count (also counts on either side of a shm path's
+ * threshold: one rank on the ring, the others in the shm segment); over shm
+ * and tcp. Checks on every rank:
  *   - the call fails within 5 s with IBC_ERR_INVALID_USAGE (ranks that see
  *     the mismatch detect it; the others are told through the liveness
  *     hub), or, for a rank whose part completed (a broadcast root's sends
@@ -44,6 +46,14 @@ static const struct mcase cases[] = {
 	{ "root", "broadcast", 2, "--root", "1", "root 0", "root 1" },
 	{ "collective", "allreduce", 0, "--coll", "broadcast", "allreduce", "broadcast" },
 	{ "p2p count", "sendrecv", 1, "--count", "1001", "count 1000", "count 1001" },
+	/*
+	 * counts that send the ranks down different paths on one host: the
+	 * others' 4000-byte broadcast (12000-byte all-gather) goes through the
+	 * shm segment in one step, the odd rank's 40000 bytes (60000) through
+	 * the ring; the segment's waiters compare the announced counts
+	 */
+	{ "count across paths", "broadcast", 1, "--count", "10000", "count 1000", "count 10000" },
+	{ "count across paths", "allgather", 2, "--count", "5000", "count 1000", "count 5000" },
 };
 
 static void run_case(const char *transport, const struct mcase *mc)
