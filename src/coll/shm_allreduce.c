@@ -542,9 +542,10 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 				return pst;
 			if (__atomic_load_n(&coll->net->aborting, __ATOMIC_ACQUIRE))
 				return IBC_ERR_REMOTE;
+			/* the call itself is named by ibc_net_fail() */
 			if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
 				return ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
-						     "shm all-reduce: process %d of rank %d is gone (exited or crashed) before it wrote %s",
+						     "shm segment: process %d of rank %d is gone (exited or crashed) before it wrote %s",
 						     (int)pid, q, phase_names[f]);
 			/*
 			 * The lagging rank is in another collective of this
@@ -572,7 +573,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			/* @q lags: ask it (and whom it waits on) why */
 			if (now - last > (uint64_t)coll->net->timeout_ms * 1000000ull)
 				return ibc_net_fail_stalled(coll->net, q, q,
-							     "shm all-reduce: no progress for %lld ms (IBC_TIMEOUT_MS) waiting for rank %d to write %s (chunk %llu)",
+							     "shm segment: no progress for %lld ms (IBC_TIMEOUT_MS) waiting for rank %d to write %s (step %llu)",
 							     (long long)coll->net->timeout_ms, q, phase_names[f],
 							     (unsigned long long)want);
 		}

@@ -402,11 +402,47 @@ ibc_status_t ibc_shmar_cma_agree(struct ibc_coll *coll, struct ibc_shmar *s)
 }
 
 /* a failed transfer with peer @q: the peer is gone (ESRCH) or its buffer is not mapped */
-ibc_status_t ibc_shmar_xfer_fail(struct ibc_coll *coll, int q, int write, size_t len,
-				 const char *what)
+/*
+ * 1 if this process can read (@write: read and write) @len bytes at @p:
+ * cross-memory attach into its own address space, a piece at a time, so a
+ * bad range gives EFAULT here instead of a signal
+ */
+static int local_range_ok(const void *p, size_t len, int write)
+{
+	char tmp[4096];
+	size_t off;
+
+	for (off = 0; off < len; off += sizeof(tmp)) {
+		size_t n = IBC_MIN(sizeof(tmp), len - off);
+		struct iovec r = { .iov_base = (char *)p + off, .iov_len = n };
+		struct iovec l = { .iov_base = write ? (char *)p + off : tmp, .iov_len = n };
+		ssize_t k;
+
+		/* writing: the bytes onto themselves (reads and writes them) */
+		k = write ? process_vm_writev(getpid(), &l, 1, &r, 1, 0) :
+			    process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+		if (k != (ssize_t)n)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * A failed ibc_shmar_xfer() between this rank's @local and rank @q's @what
+ * (@write: this rank wrote into it). EFAULT names whichever side is bad:
+ * this rank's own buffer when it cannot be read (or written), else rank
+ * @q's.
+ */
+ibc_status_t ibc_shmar_xfer_fail(struct ibc_coll *coll, int q, int write, const void *local,
+				 size_t len, const char *what)
 {
 	int err = errno;
 
+	if (err == EFAULT && !local_range_ok(local, len, !write))
+		return ibc_net_fail(coll->net, IBC_ERR_INVALID_ARG, -1,
+				    "shm single copy: this rank's buffer at %p (%zu bytes), which %s rank %d's %s, cannot be %s: %s",
+				    local, len, write ? "was to be written into" : "was to receive",
+				    q, what, write ? "read" : "written", strerror(err));
 	return ibc_net_fail(coll->net, err == ESRCH ? IBC_ERR_REMOTE : IBC_ERR_SYSTEM, q,
 			    "shm single copy: %s of %zu bytes %s rank %d's %s failed: %s",
 			    write ? "process_vm_writev" : "process_vm_readv", len,
@@ -444,7 +480,7 @@ ibc_status_t ibc_shmar_reduce_piece(struct ibc_coll *coll, struct ibc_shmar *s,
 			char *to = q == 0 && !accum ? (hold ? A : res) : B;
 
 			if (ibc_shmar_xfer((pid_t)s->line[q].pid, to, s->line[q].call[s->cur_b].src + boff, len, 0) != 0)
-				return ibc_shmar_xfer_fail(coll, q, 0, len, "input");
+				return ibc_shmar_xfer_fail(coll, q, 0, to, len, "input");
 			src = to;
 		}
 		if (accum) {
@@ -706,7 +742,7 @@ ibc_status_t ibc_shmar_cma_allreduce(struct ibc_coll *coll, struct ibc_shmar *s,
 			else if (ibc_shmar_xfer((pid_t)s->line[r].pid, (void *)res,
 						s->line[r].call[s->cur_b].dst + boff, len, 1) != 0)
 				return ibc_shmar_single_abort(coll, s, seq,
-							      ibc_shmar_xfer_fail(coll, r, 1, len,
+							      ibc_shmar_xfer_fail(coll, r, 1, res, len,
 										  "output"));
 		}
 		__atomic_fetch_add(&coll->net->cur_bytes_done, 2 * len * (size_t)s->n,

@@ -160,8 +160,8 @@ ibc_status_t ibc_shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s, const 
 /* shm_allreduce_cma.c */
 void ibc_shmar_unmap_all(struct ibc_shmar *s);
 int ibc_shmar_xfer(pid_t pid, void *local, uint64_t remote, size_t len, int write);
-ibc_status_t ibc_shmar_xfer_fail(struct ibc_coll *coll, int q, int write, size_t len,
-				 const char *what);
+ibc_status_t ibc_shmar_xfer_fail(struct ibc_coll *coll, int q, int write, const void *local,
+				 size_t len, const char *what);
 ibc_status_t ibc_shmar_reduce_piece(struct ibc_coll *coll, struct ibc_shmar *s,
 				    const struct ibc_op *op, const char *in, char *res, size_t boff,
 				    size_t cnt, size_t esz, int accum);

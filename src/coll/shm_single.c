@@ -116,7 +116,7 @@ static ibc_status_t pull(struct ibc_coll *coll, struct ibc_shmar *s, int q, int 
 		return IBC_OK;
 	}
 	if (ibc_shmar_xfer((pid_t)s->line[q].pid, dst, addr + off, len, 0) != 0)
-		return ibc_shmar_xfer_fail(coll, q, 0, len, output ? "output" : "input");
+		return ibc_shmar_xfer_fail(coll, q, 0, dst, len, output ? "output" : "input");
 	return IBC_OK;
 }
 

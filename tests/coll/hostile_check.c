@@ -35,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -382,13 +384,61 @@ static int t_texts(ibc_comm_h world)
 	return 0;
 }
 
+/* ---- badbuf ---------------------------------------------------------------- */
+
+/*
+ * Rank 1 receives a broadcast of 256 KiB from rank 0 into a read-only
+ * buffer, on a communicator split off for it (its error poisons that one
+ * only). Over shm with private buffers the call goes by cross-memory attach
+ * (IBC_SHM_SINGLE_CMA_MIN_BYTES): rank 1's process_vm_readv fails with
+ * EFAULT, and the error must name rank 1's own buffer, not rank 0's input
+ * (IBC_ERR_INVALID_ARG); every other rank fails (not a hang, not success).
+ * Other transports fail on rank 1 in their own words, and a rank that
+ * does not receive through rank 1 may succeed: only rank 1's failure is
+ * checked there.
+ */
+static int t_badbuf(ibc_comm_h world)
+{
+	const size_t nb = 256 << 10;
+	const char *tp = getenv("IBC_TRANSPORT");
+	int shm = tp && !strcmp(tp, "shm");
+	ibc_comm_h sub = NULL;
+	unsigned char *in = xmalloc(nb);
+	unsigned char *ro;
+	ibc_status_t st;
+
+	if (nranks < 2) {
+		free(in);
+		return 0;
+	}
+	ro = mmap(NULL, nb, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(ro != MAP_FAILED, "mmap: %s", strerror(errno));
+	memset(in, 7, nb);
+	CHECK(ibc_comm_split(world, 0, rank, &sub) == IBC_OK && sub, "split: %s", ibc_last_error());
+	st = ibc_broadcast(in, rank == 1 ? (void *)ro : (void *)in, nb, IBC_UINT8, 0, sub);
+	if (rank == 1) {
+		if (shm && !refused(st, IBC_ERR_INVALID_ARG, "this rank's buffer", "read-only recvbuf"))
+			failed = 1;
+		CHECK(st != IBC_OK, "a broadcast into a read-only buffer succeeded");
+	} else if (shm && (rank != 0 || st != IBC_OK)) {
+		/* the root may be done before rank 1 reads; every other rank waits for rank 1 */
+		CHECK(st != IBC_OK, "rank %d: the broadcast succeeded though rank 1 failed", rank);
+		CHECK(strstr(ibc_last_error(), "rank 1"),
+		      "the error does not name rank 1: '%s'", ibc_last_error());
+	}
+	ibc_comm_destroy(sub);
+	munmap(ro, nb);
+	free(in);
+	return failed;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(ibc_comm_h);
 } patterns[] = {
 	{ "overlap", t_overlap }, { "stale", t_stale },     { "limit", t_limit },
 	{ "align", t_align },     { "fork", t_fork },       { "scratch", t_scratch },
-	{ "texts", t_texts },
+	{ "texts", t_texts },     { "badbuf", t_badbuf },
 };
 
 int main(int argc, char **argv)

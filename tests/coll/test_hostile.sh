@@ -3,7 +3,8 @@
 # test_hostile.sh - the hostile inputs of issue 20 that need no peer that
 # misbehaves (tests/coll/hostile_check: overlap, stale handles, the request
 # limit, alignment, fork, the reduce-scatter's scratch, error texts) on 1,
-# 2, 3 and 5 ranks over shm and tcp, and the launch mistakes: ranks given
+# 2, 3 and 5 ranks over shm and tcp, a read-only receive buffer on one rank
+# (badbuf), and the launch mistakes: ranks given
 # different sizes, a rank number that is not a number, two ranks of one
 # host that do not share /dev/shm (a mount namespace with its own tmpfs;
 # needs root and unshare, else skipped), hosts with different numbers of
@@ -30,7 +31,7 @@ ok() {
 # the patterns, every rank PASSes each: "ranks transport progress-thread patterns"
 pats="overlap stale align fork scratch"
 cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|2 tcp 1|3 tcp 0|3 shm 0"
-echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 18))"
+echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 21))"
 while read -r nr tp th; do
 	start=$(date +%s)
 	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=20000 \
@@ -52,6 +53,16 @@ for cfg in "3 shm 1" "3 tcp 0" "2 shm 0"; do
 	np=$(grep -c ': PASS: limit' "$dir/log")
 	ok $([ "$rc" -eq 0 ] && [ "$np" -eq "$1" ] && echo 0 || echo 1) \
 		"$1 ranks, $2, progress thread $3: IBC_MAX_REQUESTS=16 refuses request 17 on every rank with IBC_ERR_LIMIT, the communicator stays usable"
+done
+
+# a read-only receive buffer on rank 1: its own error names its buffer (shm), no hang
+for cfg in "3 shm" "5 shm" "2 tcp"; do
+	set -- $cfg
+	IBC_TRANSPORT=$2 IBC_TIMEOUT_MS=20000 "$run" -n "$1" -t 90 -- "$prog" badbuf >"$dir/log" 2>&1
+	rc=$?
+	np=$(grep -c ': PASS: badbuf' "$dir/log")
+	ok $([ "$rc" -eq 0 ] && [ "$np" -eq "$1" ] && echo 0 || echo 1) \
+		"$1 ranks, $2: a broadcast into rank 1's read-only buffer fails on rank 1$([ "$2" = shm ] && echo " with IBC_ERR_INVALID_ARG naming its own buffer, and on every rank but the root, naming rank 1"); the world communicator stays usable"
 done
 
 # texts: split communicators name the world rank; one line for a bad dtype; a reused id
