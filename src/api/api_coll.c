@@ -423,19 +423,8 @@ static ibc_status_t op_start(ibc_comm_h h, const struct op_args *a, ibc_request_
 
 	IBC_CHECK(ibc_comm_enter(h, fn, &comm));
 	st = check_args(comm, a, fn);
-	if (st != IBC_OK) {
-		/*
-		 * A refused collective still takes its sequence number: a rank
-		 * that alone refused its call (a NULL buffer, a bad root of its
-		 * own) and goes on would otherwise match its next call with the
-		 * peers' refused one and return their data as a success; this
-		 * way the next call differs in its number and the peers report
-		 * mismatched calls. Ranks that all refuse stay in step.
-		 */
-		if (a->coll != IBC_COLL_SEND && a->coll != IBC_COLL_RECV && !a->tagged)
-			comm->net.coll_seq++;
+	if (st != IBC_OK)
 		goto out;
-	}
 	st = ibc_net_status(&comm->net);
 	if (st != IBC_OK) {
 		/* a failed communicator answers at once, with the original error */

@@ -23,8 +23,6 @@
  *             scratch under one block (none on 2 ranks), in place under two;
  *   badbuf    a broadcast into one rank's read-only buffer: that rank's
  *             error names its own buffer (shm), no hang;
- *   skipped   one rank's refused all-reduce, the others' valid one, then
- *             a second all-reduce: reported as mismatched, never matched;
  *   texts     an error on a split communicator names the world rank and
  *             the communicator; a bad dtype gives one line with its value;
  *             a unique id used twice fails saying an id serves one
@@ -436,66 +434,13 @@ static int t_badbuf(ibc_comm_h world)
 	return failed;
 }
 
-/* ---- skipped ---------------------------------------------------------------- */
-
-/*
- * Rank 1 alone makes a refused all-reduce (dtype 99) and goes on; the
- * others make it validly, then every rank makes a second all-reduce with
- * other inputs. Rank 1's second call must not be taken for the peers'
- * first: every rank fails at some call within 10 s (IBC_TIMEOUT_MS is 20 s
- * in the script, so it is no timeout), and a call that succeeds holds
- * exactly its own sum. On a split communicator; the world stays usable.
- */
-static int t_skipped(ibc_comm_h world)
-{
-	enum { N = 1000 };
-	ibc_comm_h sub = NULL;
-	int32_t *x = xmalloc(N * sizeof(*x));
-	ibc_status_t st[2];
-	int nfail = 0;
-	int call;
-	int i;
-	struct timespec t0, t1;
-
-	if (nranks < 2) {
-		free(x);
-		return 0;
-	}
-	CHECK(ibc_comm_split(world, 0, rank, &sub) == IBC_OK && sub, "split: %s", ibc_last_error());
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (call = 0; call < 2; call++) {
-		/* call c: every rank contributes c * 1000 + 1, the sum is n of them */
-		for (i = 0; i < N; i++)
-			x[i] = call * 1000 + 1;
-		st[call] = ibc_allreduce(x, x, N, rank == 1 && call == 0 ? (ibc_dtype_t)99 : IBC_INT32,
-					 IBC_SUM, sub);
-		if (st[call] != IBC_OK) {
-			nfail++;
-			continue;
-		}
-		for (i = 0; i < N; i++)
-			CHECK(x[i] == (call * 1000 + 1) * nranks,
-			      "call %d succeeded with %d at [%d], want %d: rank 1's refused call was matched with another",
-			      call, x[i], i, (call * 1000 + 1) * nranks);
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	CHECK(rank != 1 || st[0] == IBC_ERR_INVALID_ARG, "rank 1's dtype 99 gave %s",
-	      ibc_status_str(st[0]));
-	CHECK(rank != 1 || st[1] != IBC_OK, "rank 1's second call succeeded");
-	CHECK(nfail > 0, "no call failed on rank %d", rank);
-	CHECK(t1.tv_sec - t0.tv_sec < 10, "took %ld s", (long)(t1.tv_sec - t0.tv_sec));
-	ibc_comm_destroy(sub);
-	free(x);
-	return failed;
-}
-
 static const struct {
 	const char *name;
 	int (*fn)(ibc_comm_h);
 } patterns[] = {
 	{ "overlap", t_overlap }, { "stale", t_stale },     { "limit", t_limit },
 	{ "align", t_align },     { "fork", t_fork },       { "scratch", t_scratch },
-	{ "texts", t_texts },     { "badbuf", t_badbuf },   { "skipped", t_skipped },
+	{ "texts", t_texts },     { "badbuf", t_badbuf },
 };
 
 int main(int argc, char **argv)
