@@ -128,6 +128,8 @@ exec "$@"
 EOS
 chmod +x "$dir/ns.sh"
 if [ "$ns_ok" -eq 1 ]; then
+	# probe segments already there (another job's, or one a killed job left)
+	ls /dev/shm 2>/dev/null | grep '^ibc-probe-' | sort >"$dir/probes0"
 	IBC_TIMEOUT_MS=20000 IBC_DEBUG=WARN "$run" -n 2 -t 90 -- "$dir/ns.sh" "$prog" overlap \
 		>"$dir/log" 2>&1
 	rc=$?
@@ -140,7 +142,8 @@ if [ "$ns_ok" -eq 1 ]; then
 	ok $([ "$rc" -ne 0 ] && [ "$(grep -c 'FAIL: init:.*IBC_TRANSPORT=shm, but ranks of this host do not share /dev/shm' "$dir/log")" -eq 2 ] && echo 0 || echo 1) \
 		"the same with IBC_TRANSPORT=shm: both ranks fail at init saying they do not share /dev/shm"
 	# and no segment is left behind, by anyone
-	ok $(ls /dev/shm 2>/dev/null | grep -q '^ibc-probe-' && echo 1 || echo 0) \
+	ls /dev/shm 2>/dev/null | grep '^ibc-probe-' | sort >"$dir/probes1"
+	ok $(comm -13 "$dir/probes0" "$dir/probes1" | grep -q . && echo 1 || echo 0) \
 		"no probe segment is left in /dev/shm"
 else
 	for k in 1 2 3; do
