@@ -370,14 +370,6 @@ int ibc_shmar_usable(const struct ibc_coll *coll)
 	return coll->shmar && !coll->shmar->failed;
 }
 
-/**
- * ibc_shmar_announce() - Publish the collective this rank is entering, so
- * that a peer waiting in the shm all-reduce can tell mismatched calls from a
- * slow rank (file header). Called by ibc_coll_run() for every collective
- * (not send/recv) when the communicator has a segment.
- * @coll: [in] communicator. @op: [in] the collective.
- * Blocking: no. Threading: the thread running @coll's operations.
- */
 /*
  * @op's call-level descriptor as announced: with IBC_DESC_F_STAGED for a
  * segment of a staged device operation and IBC_DESC_F_INTERNAL for the
@@ -393,6 +385,14 @@ static void shmar_op_desc(const struct ibc_op *op, struct ibc_msg_desc *d)
 		d->flags |= IBC_DESC_F_INTERNAL;
 }
 
+/**
+ * ibc_shmar_announce() - Publish the collective this rank is entering, so
+ * that a peer waiting in the shm all-reduce can tell mismatched calls from a
+ * slow rank (file header). Called by ibc_coll_run() for every collective
+ * (not send/recv) when the communicator has a segment.
+ * @coll: [in] communicator. @op: [in] the collective.
+ * Blocking: no. Threading: the thread running @coll's operations.
+ */
 void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op)
 {
 	struct ibc_shmar *s = coll->shmar;

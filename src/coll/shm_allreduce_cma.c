@@ -401,37 +401,31 @@ ibc_status_t ibc_shmar_cma_agree(struct ibc_coll *coll, struct ibc_shmar *s)
 	return IBC_OK;
 }
 
-/* a failed transfer with peer @q: the peer is gone (ESRCH) or its buffer is not mapped */
 /*
  * 1 if this process can read (@write: read and write) @len bytes at @p:
- * cross-memory attach into its own address space, a piece at a time, so a
- * bad range gives EFAULT here instead of a signal
+ * ibc_shmar_xfer() with its own address space, so a bad range gives EFAULT
+ * here instead of a signal (writing copies the bytes onto themselves, which
+ * reads and writes them; reading goes a page at a time through @tmp)
  */
 static int local_range_ok(const void *p, size_t len, int write)
 {
 	char tmp[4096];
 	size_t off;
 
-	for (off = 0; off < len; off += sizeof(tmp)) {
-		size_t n = IBC_MIN(sizeof(tmp), len - off);
-		struct iovec r = { .iov_base = (char *)p + off, .iov_len = n };
-		struct iovec l = { .iov_base = write ? (char *)p + off : tmp, .iov_len = n };
-		ssize_t k;
-
-		/* writing: the bytes onto themselves (reads and writes them) */
-		k = write ? process_vm_writev(getpid(), &l, 1, &r, 1, 0) :
-			    process_vm_readv(getpid(), &l, 1, &r, 1, 0);
-		if (k != (ssize_t)n)
+	if (write)
+		return ibc_shmar_xfer(getpid(), (void *)p, (uint64_t)(uintptr_t)p, len, 1) == 0;
+	for (off = 0; off < len; off += sizeof(tmp))
+		if (ibc_shmar_xfer(getpid(), tmp, (uint64_t)(uintptr_t)p + off,
+				   IBC_MIN(sizeof(tmp), len - off), 0) != 0)
 			return 0;
-	}
 	return 1;
 }
 
 /*
  * A failed ibc_shmar_xfer() between this rank's @local and rank @q's @what
- * (@write: this rank wrote into it). EFAULT names whichever side is bad:
- * this rank's own buffer when it cannot be read (or written), else rank
- * @q's.
+ * (@write: this rank wrote into it): ESRCH, the peer is gone; EFAULT,
+ * either side's buffer is not mapped (or not writable), and this rank's own
+ * is named when it is the bad one, else rank @q's.
  */
 ibc_status_t ibc_shmar_xfer_fail(struct ibc_coll *coll, int q, int write, const void *local,
 				 size_t len, const char *what)
