@@ -9,13 +9,16 @@
  * ring, log2(n) for recursive doubling. Here every local rank maps the same
  * segment, and one operation costs one or two flag synchronisations:
  *
- *   segment: header | line[n] (one 64-byte line per rank: its counters) |
+ *   segment: header | line[n] (per rank: its counters, each group that
+ *            peers poll in its own cache line; shm_allreduce_internal.h) |
  *            slab[n][2] (chunk C each) | result[2] (chunk C each)
  *
  *   small messages (N <= IBC_SHM_ALLREDUCE_SMALL_BYTES), call sequence s,
  *   buffer b = s % 2:
- *     1. wait until every rank's done >= s - 2 (nobody reads slab[*][b] any more)
- *     2. copy the input into slab[me][b]; arrive[me] = s
+ *     1. wait until every rank's done >= s - 2 (nobody reads slab[*][b] any more;
+ *        known without a look when this rank saw everyone arrive at s - 1)
+ *     2. copy the input into slab[me][b] (up to 24 bytes: into its arrival
+ *        line, beside the descriptor); arrive[me] = s
  *     3. wait until every rank's arrive >= s
  *     4. out = slab[0][b] op slab[1][b] op ... op slab[n-1][b] (rank order)
  *     5. done[me] = s                       -> one synchronisation per call
@@ -481,7 +484,7 @@ static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
 	int q;
 
 	for (q = 0; q < s->n; q++)
-		if (line_get(&s->line[q], f) < want)
+		if (!line_reached(&s->line[q], f, want))
 			return q;
 	return -1;
 }
@@ -613,11 +616,11 @@ ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const st
 /* after arrive: every rank must contribute to the same all-reduce */
 ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b)
 {
-	const struct ibc_msg_desc *mine = &s->line[coll->net->rank].desc[b];
+	const struct ibc_msg_desc *mine = &s->line[coll->net->rank].post[b].desc;
 	int q;
 
 	for (q = 0; q < s->n; q++) {
-		const struct ibc_msg_desc *d = &s->line[q].desc[b];
+		const struct ibc_msg_desc *d = &s->line[q].post[b].desc;
 
 		if (q != coll->net->rank && memcmp(d, mine, sizeof(*d)) != 0)
 			return ibc_net_desc_check(coll->net, q, mine, desc_nbytes(mine), d,
@@ -669,25 +672,37 @@ ibc_status_t ibc_shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s, const 
 	return IBC_OK;
 }
 
-/* the n slabs of buffer parity @b, from byte @off: the sources of one reduction */
-const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off)
+/*
+ * the n inputs of buffer parity @b, from byte @off, of a call that put
+ * @put_bytes each (ibc_shmar_put()): the sources of one reduction
+ */
+const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off, size_t put_bytes)
 {
 	int q;
 
 	for (q = 0; q < s->n; q++)
-		s->srcs[q] = shmar_slab(s, q, b) + off;
+		s->srcs[q] = shmar_in(s, q, b, put_bytes) + off;
 	return s->srcs;
 }
 
 /**
  * ibc_shmar_put() - Publish this rank's part of segment call @seq: wait
  * until slab parity seq % 2 is free (every rank done with call @seq - 2),
- * copy @nbytes of @src into this rank's slab, describe @op, arrive, wait
- * until every rank arrived and compare the descriptors.
+ * copy @nbytes of @src into this rank's slab (or its arrival line, up to
+ * SHMAR_INLINE_BYTES: read it back with shmar_in()), describe @op, arrive,
+ * wait until every rank arrived and compare the descriptors.
  * @coll, @s: the communicator and its segment. @op: [in] the call.
  * @seq: [in] its sequence number (++s->seq). @src, @nbytes: [in] this
- * rank's part (@nbytes <= s->chunk; 0: nothing to copy).
- * Blocking: bounded by IBC_TIMEOUT_MS. Return: as ibc_shm_allreduce().
+ * rank's input (@nbytes 0: none).
+ *
+ * The wait for seq - 2 is skipped when this rank saw every rank arrive at
+ * seq - 1: a rank arrives at k only after it has finished every read of
+ * call k - 1 and earlier (each path reads the segment only between its
+ * arrival and its done, and arrives at the next call after that), so every
+ * rank is past seq - 2. That saves a transfer of each peer's counter line
+ * per call, which it has just written.
+ * Blocking: bounded by IBC_TIMEOUT_MS. Return: as ibc_shmar_wait() and
+ * ibc_shmar_check_desc().
  */
 ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			   uint64_t seq, const char *src, size_t nbytes)
@@ -695,15 +710,18 @@ ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const str
 	struct shmar_line *me = &s->line[coll->net->rank];
 	int b = (int)(seq & 1);
 
-	if (seq > 2)
+	if (seq > 2 && s->arrived_all + 1 < seq)
 		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
 	if (nbytes)
-		memcpy(shmar_slab(s, coll->net->rank, b), src, nbytes);
+		memcpy(shmar_in(s, coll->net->rank, b, nbytes), src, nbytes);
 	__atomic_fetch_add(&coll->net->cur_bytes_done, nbytes, __ATOMIC_RELAXED);
-	ibc_op_desc(op, &me->desc[b]);
-	__atomic_store_n(&me->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
+	ibc_op_desc(op, &me->post[b].desc);
+	/* peers read it in larger calls only: a store that changes nothing would take their copy */
+	if (__atomic_load_n(&me->mapped[b], __ATOMIC_RELAXED) != s->my_mapped)
+		__atomic_store_n(&me->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
 	line_set(me, F_ARRIVE, seq);
 	IBC_CHECK(ibc_shmar_wait(coll, s, op, F_ARRIVE, seq));
+	s->arrived_all = seq;
 	return ibc_shmar_check_desc(coll, s, b);
 }
 
@@ -758,7 +776,8 @@ ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op)
 		int b = (int)(seq & 1);
 
 		IBC_CHECK(ibc_shmar_put(coll, s, op, seq, in, N));
-		IBC_CHECK(ibc_shmar_reduce(coll, s, op, out, ibc_shmar_slab_srcs(s, b, 0), op->count, accum));
+		IBC_CHECK(ibc_shmar_reduce(coll, s, op, out, ibc_shmar_slab_srcs(s, b, 0, N), op->count,
+					   accum));
 		__atomic_fetch_add(&coll->net->cur_bytes_done, N, __ATOMIC_RELAXED);
 		line_set(&s->line[coll->net->rank], F_REDUCED, seq);
 		line_set(&s->line[coll->net->rank], F_DONE, seq);
@@ -776,7 +795,8 @@ ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op)
 		char *res = s->result + (size_t)b * s->chunk;
 
 		IBC_CHECK(ibc_shmar_put(coll, s, op, seq, in + off, len));
-		IBC_CHECK(ibc_shmar_reduce(coll, s, op, res + so, ibc_shmar_slab_srcs(s, b, so), sc, accum));
+		IBC_CHECK(ibc_shmar_reduce(coll, s, op, res + so, ibc_shmar_slab_srcs(s, b, so, len), sc,
+					   accum));
 		line_set(&s->line[coll->net->rank], F_REDUCED, seq);
 		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_REDUCED, seq));
 		memcpy(out + off, res, len);

@@ -527,7 +527,7 @@ ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
 
 	*seq_p = seq;
 	/* the descriptor slot of this parity is free once everyone is past seq - 2 */
-	if (seq > 2)
+	if (seq > 2 && s->arrived_all + 1 < seq)
 		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
 	s->cur_b = b;
 	mine->call[b].src = (uint64_t)(uintptr_t)in;
@@ -536,12 +536,14 @@ ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
 	share_publish(&mine->call[b].share[1], out, out_bytes);
 	s->my_mapped = mine->call[b].share[0].id && mine->call[b].share[1].id;
 	__atomic_store_n(&mine->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
-	ibc_op_desc(op, &mine->desc[b]);
+	ibc_op_desc(op, &mine->post[b].desc);
 	line_set(mine, F_ARRIVE, seq);
 	/* arrived: peers that saw everyone arrive may be using this rank's buffers */
 	st = ibc_shmar_wait(coll, s, op, F_ARRIVE, seq);
-	if (st == IBC_OK)
+	if (st == IBC_OK) {
+		s->arrived_all = seq;
 		st = ibc_shmar_check_desc(coll, s, b);
+	}
 	for (q = 0; q < s->n && st == IBC_OK; q++)
 		if (__atomic_load_n(&s->line[q].abort, __ATOMIC_ACQUIRE) == seq)
 			st = ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,

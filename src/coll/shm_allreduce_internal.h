@@ -36,14 +36,41 @@ struct shmar_map {
 	uint64_t used;          /* tick of the last call that used it (LRU) */
 };
 
-/* one rank's counters and descriptors: written by that rank only, read by all */
+/*
+ * One rank's arrival for buffer parity b: its descriptor and, when the
+ * call's input is at most SHMAR_INLINE_BYTES, the input itself, in one
+ * cache line with the sequence number that publishes them (written last,
+ * release). A peer's wait for the arrival thus fetches the descriptor and a
+ * small input with the same line, where a separate counter, descriptor and
+ * slab cost three transfers between cores (a 2-rank 8-byte all-reduce in a
+ * ping-pong of two processes: 0.29 us a call against 0.45 us,
+ * bench/RESULTS.md).
+ */
+#define SHMAR_INLINE_BYTES 24
+struct shmar_post {
+	uint64_t seq;           /* the last sequence number published in this parity */
+	struct ibc_msg_desc desc;       /* the call of that sequence number */
+	char data[SHMAR_INLINE_BYTES];  /* its input, when it is this small */
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct shmar_post) == 64, "a post is one cache line");
+
+/*
+ * one rank's counters and descriptors: written by that rank only, read by
+ * all. Each group that a peer waits on has its own cache line, so that a
+ * rank's writes to one (its announcement of the next collective, its copy-out
+ * counter) do not take from its peers the line they poll for another.
+ */
 struct shmar_line {
-	uint64_t arrive;        /* last chunk sequence whose input is in slab */
-	uint64_t reduced;       /* last chunk sequence whose slice is in result */
-	uint64_t done;          /* last chunk sequence copied out */
-	uint64_t cur_gen;       /* seqlock of cur: odd while it is written */
-	struct ibc_msg_desc cur;        /* the collective this rank is in (any algorithm) */
-	struct ibc_msg_desc desc[2];    /* per buffer parity: the all-reduce it contributes to */
+	/* the arrivals: arrive = the larger seq of the two (arrivals are consecutive) */
+	struct shmar_post post[2];
+	/* counters of the chunked and single-copy paths */
+	uint64_t reduced __attribute__((aligned(64)));  /* last sequence whose slice is in result */
+	uint64_t done;          /* last sequence copied out */
+	uint64_t abort;         /* last single-copy call this rank gave up (its error) */
+	int32_t pid;
+	/* the collective this rank is in (any algorithm): a seqlock, odd while written */
+	uint64_t cur_gen __attribute__((aligned(64)));
+	struct ibc_msg_desc cur;
 	/*
 	 * per buffer parity, a single-copy call's buffers: written at its
 	 * sequence number, read by peers until they are done with it, and not
@@ -55,13 +82,11 @@ struct shmar_line {
 		uint64_t src;           /* this rank's input, its own address space */
 		uint64_t dst;           /* ... and its output */
 		struct shmar_share share[2];    /* the input [0] and the output [1] */
-	} call[2];
-	uint64_t abort;         /* last single-copy call this rank gave up (its error) */
+	} call[2] __attribute__((aligned(64)));
 	uint64_t cma_probe;     /* address of its probe word (set-up) */
 	uint64_t mapped[2];     /* per buffer parity: 1 if its last call larger than
 				 * IBC_SHM_ALLREDUCE_SMALL_BYTES had both buffers in
 				 * ibc_mem_alloc() memory (what it expects of the next) */
-	int32_t pid;
 } __attribute__((aligned(64)));
 
 struct shmar_hdr {
@@ -101,6 +126,7 @@ struct ibc_shmar {
 	char *slab;             /* slab[r][b] at slab + (2 r + b) C */
 	char *result;           /* result[b] at result + b C */
 	uint64_t seq;           /* last chunk sequence used (same on every rank) */
+	uint64_t arrived_all;   /* last sequence at which this rank saw every rank arrive */
 	float *acc;             /* fp32 accumulator (IBC_ACCUM_FP32) */
 	size_t acc_n;           /* its size, floats */
 	uint64_t probe_word;    /* SHMAR_MAGIC: what peers' CMA probe reads */
@@ -128,14 +154,34 @@ enum { F_ARRIVE, F_REDUCED, F_DONE };
 
 static inline uint64_t line_get(const struct shmar_line *l, int f)
 {
-	const uint64_t *p = f == F_ARRIVE ? &l->arrive : f == F_REDUCED ? &l->reduced : &l->done;
+	uint64_t a;
+	uint64_t b;
 
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	if (f == F_REDUCED)
+		return __atomic_load_n(&l->reduced, __ATOMIC_ACQUIRE);
+	if (f == F_DONE)
+		return __atomic_load_n(&l->done, __ATOMIC_ACQUIRE);
+	a = __atomic_load_n(&l->post[0].seq, __ATOMIC_ACQUIRE);
+	b = __atomic_load_n(&l->post[1].seq, __ATOMIC_ACQUIRE);
+	return a > b ? a : b;
+}
+
+/*
+ * counter @f of @l has reached @want: for the arrival, the post of @want's
+ * parity (one cache line; it holds @want or a later sequence number of that
+ * parity once the rank has arrived at @want, as every rank arrives at every
+ * sequence number in order)
+ */
+static inline int line_reached(const struct shmar_line *l, int f, uint64_t want)
+{
+	if (f == F_ARRIVE)
+		return __atomic_load_n(&l->post[want & 1].seq, __ATOMIC_ACQUIRE) >= want;
+	return line_get(l, f) >= want;
 }
 
 static inline void line_set(struct shmar_line *l, int f, uint64_t v)
 {
-	uint64_t *p = f == F_ARRIVE ? &l->arrive : f == F_REDUCED ? &l->reduced : &l->done;
+	uint64_t *p = f == F_ARRIVE ? &l->post[v & 1].seq : f == F_REDUCED ? &l->reduced : &l->done;
 
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
@@ -146,10 +192,20 @@ static inline char *shmar_slab(const struct ibc_shmar *s, int q, int b)
 	return s->slab + ((size_t)q * 2 + (size_t)b) * s->chunk;
 }
 
+/*
+ * where rank @q's input of parity @b lies, for a call that put @nbytes
+ * (ibc_shmar_put()): inline in its post when at most SHMAR_INLINE_BYTES,
+ * else its slab. Ranks whose descriptors agree put the same @nbytes.
+ */
+static inline char *shmar_in(const struct ibc_shmar *s, int q, int b, size_t nbytes)
+{
+	return nbytes <= SHMAR_INLINE_BYTES ? s->line[q].post[b].data : shmar_slab(s, q, b);
+}
+
 /* shm_allreduce.c */
 ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			   uint64_t seq, const char *src, size_t nbytes);
-const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off);
+const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off, size_t put_bytes);
 ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			    int f, uint64_t want);
 ibc_status_t ibc_shmar_acc(struct ibc_coll *coll, struct ibc_shmar *s, size_t cnt);

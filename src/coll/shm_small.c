@@ -112,7 +112,7 @@ ibc_status_t ibc_shm_small_allgather(struct ibc_coll *coll, struct ibc_op *op)
 	IBC_CHECK(small_put(coll, s, op, op->sendbuf, blk, &seq));
 	for (q = 0; q < s->n; q++)
 		if (q != me)
-			memcpy(out + (size_t)q * blk, shmar_slab(s, q, (int)(seq & 1)), blk);
+			memcpy(out + (size_t)q * blk, shmar_in(s, q, (int)(seq & 1), blk), blk);
 		else if (op->sendbuf != out + (size_t)me * blk)
 			memcpy(out + (size_t)me * blk, op->sendbuf, blk);
 	return small_done(coll, s, seq, blk * (size_t)s->n);
@@ -139,8 +139,8 @@ ibc_status_t ibc_shm_small_alltoall(struct ibc_coll *coll, struct ibc_op *op)
 	coll->net->cur_bytes_total += 2 * blk * (size_t)s->n;
 	IBC_CHECK(small_put(coll, s, op, op->sendbuf, blk * (size_t)s->n, &seq));
 	for (q = 0; q < s->n; q++)
-		memcpy(out + (size_t)q * blk, shmar_slab(s, q, (int)(seq & 1)) + (size_t)me * blk,
-		       blk);
+		memcpy(out + (size_t)q * blk,
+		       shmar_in(s, q, (int)(seq & 1), blk * (size_t)s->n) + (size_t)me * blk, blk);
 	return small_done(coll, s, seq, blk * (size_t)s->n);
 }
 
@@ -168,7 +168,8 @@ ibc_status_t ibc_shm_small_reduce_scatter(struct ibc_coll *coll, struct ibc_op *
 	IBC_CHECK(small_put(coll, s, op, op->sendbuf, blk * (size_t)s->n, &seq));
 	IBC_CHECK(ibc_shmar_reduce(coll, s, op, op->recvbuf,
 				   ibc_shmar_slab_srcs(s, (int)(seq & 1),
-						       (size_t)coll->net->rank * blk),
+						       (size_t)coll->net->rank * blk,
+						       blk * (size_t)s->n),
 				   op->count, accum));
 	return small_done(coll, s, seq, blk);
 }
@@ -196,7 +197,7 @@ ibc_status_t ibc_shm_small_broadcast(struct ibc_coll *coll, struct ibc_op *op)
 	coll->net->cur_bytes_total += 2 * N;
 	IBC_CHECK(small_put(coll, s, op, op->sendbuf, root ? N : 0, &seq));
 	if (!root)
-		memcpy(op->recvbuf, shmar_slab(s, op->root, (int)(seq & 1)), N);
+		memcpy(op->recvbuf, shmar_in(s, op->root, (int)(seq & 1), N), N);
 	else if (op->sendbuf != op->recvbuf)
 		memcpy(op->recvbuf, op->sendbuf, N);
 	return small_done(coll, s, seq, 2 * N);

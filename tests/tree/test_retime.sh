@@ -87,14 +87,30 @@ rc=$?
 [ $rc = 0 ] && exact && judge
 ok $? "shm, 3 ranks, int32 max from 7 elements: exact, re-timed, the choice within 5 % of the fastest (rc $rc)"
 
-# a timing under load is caught at the first checkpoint (call 4 + 256) and redone
-IBC_FAULT_INJECT=retime:1 bench 2 shm allreduce -b 64K -e 64K -n 300 -w 5
-rc=$?
-retimed > "$tmp/rt"
+# a timing under load is caught at the first checkpoint (call 4 + 256) and
+# redone. The checkpoint compares the fastest of the calls since with the
+# timing: under a make check's other tests those calls can be slowed as much
+# as the injected 4x (twice in two loaded runs on 2026-12-03, never in 14
+# quiet or busy-loop runs, 7 of them before the shm line change), so a run
+# without the second timing is run again, up to 3 runs; without the
+# injection there is no second timing at all.
+try=0
+while :; do
+	try=$((try + 1))
+	IBC_FAULT_INJECT=retime:1 bench 2 shm allreduce -b 64K -e 64K -n 300 -w 5
+	rc=$?
+	retimed > "$tmp/rt"
+	{ [ $rc = 0 ] && exact && [ "$(wc -l < "$tmp/rt")" -ge 2 ] &&
+		awk 'NR == 2 { exit !($2 == 260) }' "$tmp/rt" &&
+		grep -q 're-timed all-reduce of 65536 bytes.*call 260, its calls ran at 0\.[0-9]*x the timing' "$tmp/log"; } && break
+	echo "# run $try: rc $rc, re-timings (bytes, call, choice, its us, fastest us):"
+	sed 's/^/# /' "$tmp/rt"
+	[ $try -ge 3 ] && break
+done
 [ $rc = 0 ] && exact && [ "$(wc -l < "$tmp/rt")" -ge 2 ] &&
 	awk 'NR == 2 { exit !($2 == 260) }' "$tmp/rt" &&
 	grep -q 're-timed all-reduce of 65536 bytes.*call 260, its calls ran at 0\.[0-9]*x the timing' "$tmp/log"
-ok $? "a re-timing that reported 4x its times: the checkpoint at call 260 finds the calls faster and times again (rc $rc)"
+ok $? "a re-timing that reported 4x its times: the checkpoint at call 260 finds the calls faster and times again (rc $rc; run $try of at most 3)"
 
 # exact in place and out of place with every size class timed at its first call
 for case in "2 shm" "3 shm" "2 tcp" "3 tcp"; do
