@@ -538,15 +538,28 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 		}
 		if (now - check >= 1000000ull) {
 			ibc_status_t pst = ibc_net_status(coll->net);
-			pid_t pid = (pid_t)__atomic_load_n(&s->line[q].pid, __ATOMIC_RELAXED);
+			pid_t pid;
 
 			check = now;
 			if (pst != IBC_OK)
 				return pst;
+			/*
+			 * @q was found behind before this rank last slept or was
+			 * preempted: it may have written its part since, finished
+			 * and exited (its last call before it destroyed its
+			 * communicator), which is no error; a process that is gone
+			 * writes nothing more, so its counter is read again after
+			 * the look at its pid
+			 */
+			q = first_behind(s, f, want);
+			if (q < 0)
+				break;
+			pid = (pid_t)__atomic_load_n(&s->line[q].pid, __ATOMIC_RELAXED);
 			if (__atomic_load_n(&coll->net->aborting, __ATOMIC_ACQUIRE))
 				return IBC_ERR_REMOTE;
 			/* the call itself is named by ibc_net_fail() */
-			if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+			if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH &&
+			    !line_reached(&s->line[q], f, want))
 				return ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
 						     "shm segment: process %d of rank %d is gone (exited or crashed) before it wrote %s",
 						     (int)pid, q, phase_names[f]);
