@@ -17,15 +17,18 @@
  *   buffer b = s % 2:
  *     1. wait until every rank's done >= s - 2 (nobody reads slab[*][b] any more;
  *        known without a look when this rank saw everyone arrive at s - 1)
- *     2. copy the input into slab[me][b] (up to 24 bytes: into its arrival
- *        line, beside the descriptor); arrive[me] = s
+ *     2. copy the input into slab[me][b] (up to 24 bytes: into its post line
+ *        of parity b, beside the descriptor); arrive[me] = s (the post's
+ *        sequence number, written last)
  *     3. wait until every rank's arrive >= s
- *     4. out = slab[0][b] op slab[1][b] op ... op slab[n-1][b] (rank order)
+ *     4. out = in[0][b] op in[1][b] op ... op in[n-1][b] (rank order; in:
+ *        the slab or the post, shmar_in())
  *     5. done[me] = s                       -> one synchronisation per call
  *
  *   larger messages, per chunk of at most C bytes (chunk sequence s, b = s % 2):
- *     1. wait until every rank's done >= s - 2
- *     2. copy the input chunk into slab[me][b]; arrive[me] = s
+ *     1. wait until every rank's done >= s - 2 (or saw all arrive at s - 1)
+ *     2. copy the input chunk into slab[me][b] (a last chunk of up to 24
+ *        bytes: into the post, as above); arrive[me] = s
  *     3. wait until every rank's arrive >= s
  *     4. reduce this rank's 1/n slice of the chunk over slab[0..n-1][b] (rank
  *        order) into result[b]; reduced[me] = s
@@ -554,6 +557,8 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			q = first_behind(s, f, want);
 			if (q < 0)
 				break;
+			if (q != prev)
+				continue;       /* another rank is behind now: its wait starts above */
 			pid = (pid_t)__atomic_load_n(&s->line[q].pid, __ATOMIC_RELAXED);
 			if (__atomic_load_n(&coll->net->aborting, __ATOMIC_ACQUIRE))
 				return IBC_ERR_REMOTE;

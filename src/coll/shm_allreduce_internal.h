@@ -42,8 +42,8 @@ struct shmar_map {
  * cache line with the sequence number that publishes them (written last,
  * release). A peer's wait for the arrival thus fetches the descriptor and a
  * small input with the same line, where a separate counter, descriptor and
- * slab cost three transfers between cores (a 2-rank 8-byte all-reduce in a
- * ping-pong of two processes: 0.29 us a call against 0.45 us,
+ * slab cost three transfers between cores (a ping-pong of two processes
+ * pinned to the two vCPUs: 0.20-0.30 us a round against 0.33-0.50 us,
  * bench/RESULTS.md).
  */
 #define SHMAR_INLINE_BYTES 24
@@ -74,9 +74,9 @@ struct shmar_line {
 	/*
 	 * per buffer parity, a single-copy call's buffers: written at its
 	 * sequence number, read by peers until they are done with it, and not
-	 * written again before every rank is done with seq - 2 (a rank that
-	 * left a call early, for the ring, cannot overwrite what a slower one
-	 * still reads)
+	 * written again before every rank is done with seq - 2, or was seen to
+	 * arrive at seq - 1 (a rank that left a call early, for the ring,
+	 * cannot overwrite what a slower one still reads)
 	 */
 	struct {
 		uint64_t src;           /* this rank's input, its own address space */
@@ -193,9 +193,11 @@ static inline char *shmar_slab(const struct ibc_shmar *s, int q, int b)
 }
 
 /*
- * where rank @q's input of parity @b lies, for a call that put @nbytes
- * (ibc_shmar_put()): inline in its post when at most SHMAR_INLINE_BYTES,
- * else its slab. Ranks whose descriptors agree put the same @nbytes.
+ * where rank @q's input of parity @b lies, for a call in which @q put
+ * @nbytes (ibc_shmar_put()): inline in its post when at most
+ * SHMAR_INLINE_BYTES, else its slab. A reader passes the writer's size,
+ * which it knows once the descriptors agree (a broadcast's root puts N,
+ * the others nothing, and only the root's input is read).
  */
 static inline char *shmar_in(const struct ibc_shmar *s, int q, int b, size_t nbytes)
 {

@@ -137,20 +137,31 @@ ibc_status_t ibc_shm_allgather(struct ibc_coll *coll, struct ibc_op *op)
 	size_t blk;
 	uint64_t seq;
 	char *out = op->recvbuf;
+	char *own;
+	const void *src;
 	int i;
 
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	blk = op->count * esz;
+	own = out + (size_t)me * blk;
 	/*
 	 * Peers read this rank's input where the caller left it (in place: its
 	 * block of the output), not a copy just made in the output: the lines
 	 * of a fresh copy sit dirty in this core's cache, and a peer's
 	 * cross-memory read of them took twice as long (2 ranks, 128 KiB each:
 	 * 11 us against 5.5, bench/RESULTS.md). The own block is copied after
-	 * the reads of the peers' blocks.
+	 * the reads of the peers' blocks. Except where the output lies in
+	 * ibc_mem_alloc() memory and the input does not: then the block is
+	 * copied first and published, so that peers map it rather than reach
+	 * the private input by cross-memory attach (or fall back to the ring).
 	 */
-	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, op->sendbuf, blk, out, blk * (size_t)s->n,
-					 &seq));
+	src = op->sendbuf;
+	if (src != own && ibc_shmar_cma_mapped(out, out, blk * (size_t)s->n) &&
+	    !ibc_shmar_cma_mapped(src, src, blk)) {
+		memcpy(own, src, blk);
+		src = own;
+	}
+	IBC_CHECK(ibc_shmar_single_begin(coll, s, op, src, blk, out, blk * (size_t)s->n, &seq));
 	if (!single_path(coll, s, seq, blk))
 		return ibc_ring_allgather(coll, op);
 	coll->net->cur_bytes_total += blk * (size_t)s->n;
@@ -163,8 +174,8 @@ ibc_status_t ibc_shm_allgather(struct ibc_coll *coll, struct ibc_op *op)
 			return ibc_shmar_single_abort(coll, s, seq, st);
 		__atomic_fetch_add(&coll->net->cur_bytes_done, blk, __ATOMIC_RELAXED);
 	}
-	if (op->sendbuf != out + (size_t)me * blk)
-		memcpy(out + (size_t)me * blk, op->sendbuf, blk);
+	if (src != own)
+		memcpy(own, src, blk);
 	return ibc_shmar_single_end(coll, s, op, seq);
 }
 

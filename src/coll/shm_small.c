@@ -8,15 +8,18 @@
  * x the ranks (all-gather, all-to-all, reduce-scatter; rank 0's values).
  * Call sequence s, buffer parity b = s % 2:
  *
- *   1. wait until every rank's done >= s - 2 (nobody reads slab[*][b])
- *   2. copy this rank's input into slab[me][b] (broadcast: the root's
+ *   1. wait until every rank's done >= s - 2 (nobody reads slab[*][b]);
+ *      skipped when this rank saw every rank arrive at s - 1
+ *   2. copy this rank's input into in[me][b] (broadcast: the root's
  *      buffer; the others copy nothing); describe the call; arrive[me] = s
+ *      (ibc_shmar_put(); in[q][b] is rank q's slab, or for up to 24 bytes
+ *      its post line, shmar_in(), read with the writer's size)
  *   3. wait until every rank's arrive >= s; compare the descriptors
- *   4. all-gather:     out[q] = slab[q][b] for every q
- *      all-to-all:     out[q] = block me of slab[q][b]
- *      reduce-scatter: out = block me of slab[0][b] op ... op slab[n-1][b]
+ *   4. all-gather:     out[q] = in[q][b] for every q
+ *      all-to-all:     out[q] = block me of in[q][b]
+ *      reduce-scatter: out = block me of in[0][b] op ... op in[n-1][b]
  *                      (rank order, as the small all-reduce)
- *      broadcast:      out = slab[root][b]
+ *      broadcast:      out = in[root][b]
  *      barrier:        nothing (the arrival wait was the barrier)
  *   5. done[me] = s
  *

@@ -94,7 +94,8 @@ static struct cfg {
 	int max_report;
 	double timeout_s; /* bound on polling nonblocking requests */
 	unsigned seed;
-	int mem_alloc;	  /* buffers from ibc_mem_alloc() (--mem-alloc) */
+	int mem_alloc;	  /* buffers from ibc_mem_alloc(): 1 all (--mem-alloc), 2 receive buffers
+			   * only (--mem-alloc-recv) */
 } cfg;
 
 static ibc_comm_h comm;
@@ -613,6 +614,7 @@ struct gbuf {
 	size_t cap;	     /* allocated (buffers are reused across cases) */
 	int active;	     /* part of the current case */
 	unsigned char tag;   /* guard byte k is tag + 37 k: differs per buffer */
+	int shared;	     /* base is from ibc_mem_alloc() */
 };
 
 static inline unsigned char guard_byte(const struct gbuf *b, long k)
@@ -632,7 +634,7 @@ static void guard_fill(struct gbuf *b)
 
 static void gbuf_release(struct gbuf *b)
 {
-	if (cfg.mem_alloc)
+	if (b->shared)
 		ibc_mem_free(b->base);
 	else
 		free(b->base);
@@ -646,11 +648,13 @@ static void gbuf_release(struct gbuf *b)
 static int gbuf_alloc(struct gbuf *b, size_t nbytes, unsigned char tag)
 {
 	if (!b->base || b->cap < nbytes) {
+		/* 0x77: a receive buffer (the only ones shared with --mem-alloc-recv) */
+		int shared = cfg.mem_alloc == 1 || (cfg.mem_alloc == 2 && tag == 0x77);
 		void *p = NULL;
 
 		gbuf_release(b);
-		if (cfg.mem_alloc ? ibc_mem_alloc(&p, nbytes + 2 * GUARD_BYTES) != IBC_OK :
-				    posix_memalign(&p, 64, nbytes + 2 * GUARD_BYTES) != 0) {
+		if (shared ? ibc_mem_alloc(&p, nbytes + 2 * GUARD_BYTES) != IBC_OK :
+			     posix_memalign(&p, 64, nbytes + 2 * GUARD_BYTES) != 0) {
 			printf("FAIL rank %d/%d: cannot allocate %zu bytes\n", rank, nranks,
 			       nbytes);
 			b->cap = 0;
@@ -658,6 +662,7 @@ static int gbuf_alloc(struct gbuf *b, size_t nbytes, unsigned char tag)
 		}
 		b->base = p;
 		b->cap = nbytes;
+		b->shared = shared;
 	}
 	b->data = b->base + GUARD_BYTES;
 	b->nbytes = nbytes;
@@ -1738,6 +1743,7 @@ static void usage(FILE *f)
 	    "      --no-errors     skip the bad-input checks\n"
 	    "      --no-bf16-case  skip the bf16 rounding case\n"
 	    "      --mem-alloc     buffers from ibc_mem_alloc() (shared with local peers)\n"
+	    "      --mem-alloc-recv  only the receive buffers of out-of-place cases from it\n"
 	    "      --max-report N  failures printed per rank (default 20)\n"
 	    "      --timeout S     bound on polling nonblocking requests (default 120 s)\n"
 	    "      --seed N        input seed (default 1)\n"
@@ -1816,6 +1822,7 @@ static int parse_args(int argc, char **argv)
 	    {"no-errors", no_argument, NULL, 'E'},
 	    {"no-bf16-case", no_argument, NULL, 'B'},
 	    {"mem-alloc", no_argument, NULL, 'A'},
+	    {"mem-alloc-recv", no_argument, NULL, 'V'},
 	    {"max-report", required_argument, NULL, 'R'},
 	    {"timeout", required_argument, NULL, 'T'},
 	    {"seed", required_argument, NULL, 'S'},
@@ -1885,6 +1892,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'A':
 			cfg.mem_alloc = 1;
+			break;
+		case 'V':
+			cfg.mem_alloc = 2;
 			break;
 		case 'R':
 			cfg.max_report = atoi(optarg);

@@ -35,7 +35,11 @@
 #        awkward, in and out of place;
 #   14.  an all-gather's transfer refused in the middle (cma:3 on rank 1 of
 #        2, malloc buffers): rank 1's ERROR line names the all-gather, rank
-#        0 and the cause; rank 0 gets IBC_ERR_REMOTE at once.
+#        0 and the cause; rank 0 gets IBC_ERR_REMOTE at once;
+#   15.  all-gather on 3 ranks with only the output in ibc_mem_alloc()
+#        memory (--mem-alloc-recv, out of place): exact, and every single-copy call maps
+#        all peers (a rank publishes its block of the output, not its
+#        private input, for the peers to read), none by CMA.
 # Every wait is bounded: IBC_TIMEOUT_MS=20000, the launcher's 200 s.
 set -u
 b=${top_builddir:-.}
@@ -44,7 +48,7 @@ run=$s/tests/scripts/run_local_ranks.sh
 check=$b/tests/coll/coll_check
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-echo "1..14"
+echo "1..15"
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; grep -v '^ok\|^rank' "$tmp/log" | tail -n 12 | sed 's/^/# /'; fi; }
 env0="IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=COLL IBC_TIMEOUT_MS=20000 IBC_TRANSPORT=shm IBC_ALGO=shm"
@@ -155,3 +159,10 @@ ok $? "5 ranks, malloc, IBC_SHM_SINGLE_CMA_MIN_BYTES=1: all-gather, broadcast, a
 
 refused allgather "524288 float32"
 ok $? "an all-gather's transfer refused mid-call (cma:3 on rank 1): its ERROR line names the call, rank 0 and the cause; rank 0 gets IBC_ERR_REMOTE; ${took} s (timeout 20 s)"
+
+go 3 "" --mem-alloc-recv -c allgather -n $counts -p out --no-errors -d int32,float32
+rc=$?
+single=$(field 'single-copy'); mapped=$(field 'mapped'); viacma=$(field 'by cross')
+[ $rc -eq 0 ] && [ "$(npass)" -eq 3 ] && [ "$single" -gt 0 ] && [ "$mapped" -eq $((single * 2)) ] &&
+	[ "$viacma" -eq 0 ]
+ok $? "all-gather on 3 ranks, output in ibc_mem_alloc, input private: exact; $single single-copy calls, $mapped peers mapped, $viacma by CMA"
