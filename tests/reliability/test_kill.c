@@ -552,7 +552,14 @@ int main(int argc, char **argv)
 		setenv("IBC_HEARTBEAT_MS", "60000", 1);
 		if (!quick)
 			case_coll(3, 2, 1, SIGSTOP, 6000, IBC_ERR_TIMEOUT);
-		case_coll(4, 1, 1, SIGSTOP, 6000, IBC_ERR_TIMEOUT);
+		/*
+		 * The survivors' 3000 ms start when they wait for the victim,
+		 * after their own part of the 256 MiB call: under the nested
+		 * ASan run (quick) that part is slower, detection took
+		 * 6346-6538 ms once (2026-12-03; 4464 ms without ASan in the
+		 * same CI run, 3756-4009 in docs/reliability.md)
+		 */
+		case_coll(4, 1, 1, SIGSTOP, quick ? 9000 : 6000, IBC_ERR_TIMEOUT);
 	}
 	tap_diag("worst detection time, %s %s: %lld ms", argv[1], g_transport,
 		 (long long)g_worst_ms);
