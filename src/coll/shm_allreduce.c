@@ -728,8 +728,7 @@ ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const str
 	struct shmar_line *me = &s->line[coll->net->rank];
 	int b = (int)(seq & 1);
 
-	if (seq > 2 && s->arrived_all + 1 < seq)
-		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
+	IBC_CHECK(shmar_parity_free(coll, s, op, seq));
 	if (nbytes)
 		memcpy(shmar_in(s, coll->net->rank, b, nbytes), src, nbytes);
 	__atomic_fetch_add(&coll->net->cur_bytes_done, nbytes, __ATOMIC_RELAXED);

@@ -526,9 +526,7 @@ ibc_status_t ibc_shmar_single_begin(struct ibc_coll *coll, struct ibc_shmar *s,
 	int q;
 
 	*seq_p = seq;
-	/* the descriptor slot of this parity is free once everyone is past seq - 2 */
-	if (seq > 2 && s->arrived_all + 1 < seq)
-		IBC_CHECK(ibc_shmar_wait(coll, s, op, F_DONE, seq - 2));
+	IBC_CHECK(shmar_parity_free(coll, s, op, seq));
 	s->cur_b = b;
 	mine->call[b].src = (uint64_t)(uintptr_t)in;
 	mine->call[b].dst = (uint64_t)(uintptr_t)out;

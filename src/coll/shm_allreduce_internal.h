@@ -210,6 +210,22 @@ ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const str
 const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off, size_t put_bytes);
 ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			    int f, uint64_t want);
+
+/*
+ * shmar_parity_free() - wait until this rank may write buffer parity
+ * @seq & 1 again (its post, slab and call buffers): every rank is past
+ * @seq - 2 by its done counter, which this rank knows without looking when
+ * it saw every rank arrive at @seq - 1 (a rank arrives at k only after its
+ * last read of k - 1 and earlier; see ibc_shmar_put()).
+ * Return: IBC_OK, or as ibc_shmar_wait().
+ */
+static inline ibc_status_t shmar_parity_free(struct ibc_coll *coll, struct ibc_shmar *s,
+					     const struct ibc_op *op, uint64_t seq)
+{
+	if (seq > 2 && s->arrived_all + 1 < seq)
+		return ibc_shmar_wait(coll, s, op, F_DONE, seq - 2);
+	return IBC_OK;
+}
 ibc_status_t ibc_shmar_acc(struct ibc_coll *coll, struct ibc_shmar *s, size_t cnt);
 ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b);
 ibc_status_t ibc_shmar_reduce(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
