@@ -272,6 +272,7 @@ static ibc_status_t exec_host(void *arg, struct ibc_op *op)
 {
 	struct ibc_comm *comm = arg;
 	struct ibc_algo_choice c;
+	uint64_t t0;
 
 	memset(&c, 0, sizeof(c));
 	/*
@@ -280,15 +281,22 @@ static ibc_status_t exec_host(void *arg, struct ibc_op *op)
 	 * it moved on) instead of waiting for its part (issue 20, case 2).
 	 */
 	ibc_coll_announce(&comm->coll, op);
-	IBC_CHECK(ibc_net_check_strays(&comm->net, 1000));
+	/*
+	 * One clock read for the stray check's rate limit and the start of the
+	 * tuner's timing: the timing then includes the check and the tuner's
+	 * cache lookup (tens of ns), and a small call saves a read. A tuning
+	 * step that the lookup runs (collective, milliseconds) is not timed.
+	 */
+	t0 = ibc_time_ns();
+	IBC_CHECK(ibc_net_check_strays_at(&comm->net, 1000, t0));
 	if (ibc_op_is_empty(op))
 		return IBC_OK;
 	if (ibc_coll_is_tuned(op->coll)) {
-		uint64_t t0;
 		ibc_status_t st;
 
 		IBC_CHECK(ibc_tuner_select(comm->tuner, op, &c));
-		t0 = ibc_time_ns();
+		if (c.tuned_now)
+			t0 = ibc_time_ns();     /* not the tuning's collective steps */
 		st = ibc_coll_run(&comm->coll, op, &c);
 		/* the re-timing's checkpoints compare this with its timing (tune_retime.c) */
 		if (st == IBC_OK)
@@ -318,13 +326,18 @@ static void comm_execute(struct ibc_comm *comm, struct ibc_request *req)
 
 	ibc_net_log_rank(&comm->net);
 	if (st == IBC_OK) {
-		pthread_mutex_lock(&comm->net.lock);
-		comm->net.cur = &req->op;
-		comm->net.cur_bytes_done = 0;
+		/*
+		 * Published without net.lock: another thread's error text
+		 * (ibc_net_fail()) reads cur under the lock with an acquire load
+		 * and sees NULL or this live request, with its progress zeroed
+		 * before. Clearing cur below takes the lock, so that no reader
+		 * still formats the request when its caller frees it.
+		 */
+		__atomic_store_n(&comm->net.cur_bytes_done, 0, __ATOMIC_RELAXED);
 		comm->net.cur_bytes_total = 0;
 		__atomic_store_n(&comm->net.op_seq, req->op.seq, __ATOMIC_RELAXED);
+		__atomic_store_n(&comm->net.cur, &req->op, __ATOMIC_RELEASE);
 		__atomic_store_n(&comm->net.in_op, 1, __ATOMIC_RELEASE);
-		pthread_mutex_unlock(&comm->net.lock);
 		ibc_log_set_last_error("");
 		if (req_is_host_p2p(req)) {
 			comm_p2p_batch(comm, req);

@@ -555,7 +555,11 @@ static ibc_status_t net_stray(struct ibc_net *net, int peer, const struct ibc_ms
 
 ibc_status_t ibc_net_check_strays(struct ibc_net *net, unsigned min_gap_us)
 {
-	uint64_t now = ibc_time_ns();
+	return ibc_net_check_strays_at(net, min_gap_us, ibc_time_ns());
+}
+
+ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, uint64_t now)
+{
 	int p;
 
 	if (min_gap_us && now - net->stray_check_ns < (uint64_t)min_gap_us * 1000)

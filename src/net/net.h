@@ -145,7 +145,11 @@ struct ibc_net {
 	unsigned spin_colo;                   /* findings in a row (ibc_net_wait_spin_end()) */
 	int spin_logged;                      /* the INFO line was written */
 
-	/* the operation being executed, named in error texts (under @lock) */
+	/*
+	 * the operation being executed, named in error texts: set by the
+	 * executor with a release store, cleared under @lock; other threads
+	 * read it under @lock (acquire)
+	 */
 	pthread_mutex_t lock;
 	const struct ibc_op *cur;
 	uint64_t cur_bytes_total;             /* bytes this rank sends+receives in cur */
@@ -419,6 +423,14 @@ void ibc_net_op_done(struct ibc_net *net, const struct ibc_op *op);
  * transports' receive state).
  */
 ibc_status_t ibc_net_check_strays(struct ibc_net *net, unsigned min_gap_us);
+
+/*
+ * ibc_net_check_strays_at() - ibc_net_check_strays() with the time already
+ * read by the caller (@now_ns: ibc_time_ns(), in ns): the executor reads
+ * the clock once at a call's start for this check and for the tuner's
+ * timing of the call (a clock read costs 20-25 ns in a VM).
+ */
+ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, uint64_t now_ns);
 
 /*
  * ibc_net_stall_probe() - a wait inside the user's collective has made no

@@ -113,7 +113,7 @@ static ibc_status_t net_fail_v(struct ibc_net *net, ibc_status_t st, int peer, i
 	while (grace && !__atomic_load_n(&net->poisoned, __ATOMIC_ACQUIRE) && ibc_time_ms() < deadline)
 		usleep(1000);
 	pthread_mutex_lock(&net->lock);
-	cur = net->cur;
+	cur = __atomic_load_n(&net->cur, __ATOMIC_ACQUIRE);     /* set without the lock (exec.c) */
 	if (cur) {
 		int reduces = ibc_coll_reduces(cur->coll);
 		int has_root = ibc_coll_has_root(cur->coll);
