@@ -300,7 +300,7 @@ static ibc_status_t exec_host(void *arg, struct ibc_op *op)
 		st = ibc_coll_run(&comm->coll, op, &c);
 		/* the re-timing's checkpoints compare this with its timing (tune_retime.c) */
 		if (st == IBC_OK)
-			ibc_tuner_observe(comm->tuner, op, &c, (double)(ibc_time_ns() - t0) / 1000.0);
+			ibc_tuner_observe(comm->tuner, op, &c, t0);
 		return st;
 	}
 	return ibc_coll_run(&comm->coll, op, &c);

@@ -381,7 +381,7 @@ ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t
 }
 
 void ibc_tuner_observe(struct ibc_tuner *t, const struct ibc_op *op,
-		       const struct ibc_algo_choice *c, double us)
+		       const struct ibc_algo_choice *c, uint64_t t0_ns)
 {
 	struct tune_retime *r;
 	size_t esz;
@@ -397,7 +397,7 @@ void ibc_tuner_observe(struct ibc_tuner *t, const struct ibc_op *op,
 	r = &t->rt[ibc_tune_size_class(nbytes)];
 	if (!r->valid || r->algo != c->algo)
 		return;
-	x = us / c->predicted_us;
+	x = (double)(ibc_time_ns() - t0_ns) / 1000.0 / c->predicted_us;
 	if (r->seen == 0 || x < r->seen)
 		r->seen = x;
 }
