@@ -387,8 +387,10 @@ static ibc_status_t fill_req(struct ibc_comm *comm, struct ibc_request *req,
 	/* sequence numbers last: nothing can fail after them */
 	if (a->coll == IBC_COLL_SEND && a->tagged)
 		op->seq = comm->net.peers[a->root].tag_send_seq++;
-	else if (a->tagged)
+	else if (a->tagged) {
 		op->seq = 0;    /* a tagged receive takes its sender's (p2p_tag.c) */
+		op->recv_order = comm->net.tag_recvs++;
+	}
 	else if (a->coll == IBC_COLL_SEND)
 		op->seq = comm->net.peers[a->root].p2p_send_seq++;
 	else if (a->coll == IBC_COLL_RECV)

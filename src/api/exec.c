@@ -83,8 +83,29 @@ static struct ibc_request *comm_pop(struct ibc_comm *comm);
  */
 static int p2p_behind(struct ibc_request *const *reqs, struct ibc_treq *const *trp, int hi, int i)
 {
+	const struct ibc_op *o = &reqs[i]->op;
 	int j;
 
+	if (o->tagged && o->coll == IBC_COLL_RECV) {
+		/*
+		 * Tagged receives take their sender's sequence number when they
+		 * match: until then one waits for every earlier receive that
+		 * could take the same message (same tag, same source or any), as
+		 * MPI's non-overtaking rule asks. Without this, a receive that
+		 * found no envelope yet was overtaken by the next one, polled
+		 * just after the envelope came (a mismatch of their counts).
+		 */
+		for (j = 0; j < hi; j++) {
+			const struct ibc_op *e = reqs[j] ? &reqs[j]->op : NULL;
+
+			if (j != i && e && !trp[j] && e->tagged && e->coll == IBC_COLL_RECV &&
+			    e->tag == o->tag &&
+			    (e->root == o->root || e->root == IBC_ANY_SOURCE || o->root == IBC_ANY_SOURCE) &&
+			    (int32_t)(e->recv_order - o->recv_order) < 0)
+				return 1;
+		}
+		return 0;
+	}
 	for (j = 0; j < hi; j++)
 		if (j != i && reqs[j] && !trp[j] && reqs[j]->op.coll == reqs[i]->op.coll &&
 		    reqs[j]->op.root == reqs[i]->op.root &&
@@ -497,7 +518,14 @@ ibc_status_t ibc_comm_submit(struct ibc_comm *comm, struct ibc_request *req, int
  * progress thread and back cost 13.6 us of a 8-byte all-reduce's 15 us);
  * otherwise it sleeps on the condition variable. Not stream-ordered
  * requests: their gate opens in CUDA's host-function thread, which must
- * not run other operations. Each operation is bounded by IBC_TIMEOUT_MS,
+ * not run other operations. Not sends and receives either: their batch
+ * (comm_p2p_batch()) takes in the sends and receives queued behind and
+ * runs until all are done, so a caller that ran it would wait for those
+ * too, which may depend on what it does after this wait (MPI allows a
+ * receive waited on while a later one is pending: tests/coll/vcoll_check
+ * tagorder). Without the progress thread that remains so: there, a wait
+ * runs the batch of everything in flight (IBC_PROGRESS_THREAD=0,
+ * docs/design.md). Each operation is bounded by IBC_TIMEOUT_MS,
  * and the wait wakes at least every 100 ms to notice an abort.
  */
 ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req)
@@ -505,7 +533,8 @@ ibc_status_t ibc_comm_wait_req(struct ibc_comm *comm, struct ibc_request *req)
 	pthread_mutex_lock(&comm->lock);
 	while (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
 		if (!comm->running && comm->q_head &&
-		    (!comm->use_thread || (comm->q_head == req && !req->cuda_gate))) {
+		    (!comm->use_thread ||
+		     (comm->q_head == req && !req->cuda_gate && !req_is_host_p2p(req)))) {
 			struct ibc_request *next = comm_pop(comm);
 
 			pthread_mutex_unlock(&comm->lock);

@@ -55,6 +55,8 @@ struct ibc_op {
 	int tagged;
 	int tag;
 	int *source_p;          /* tagged receive: where the matched source goes */
+	uint32_t recv_order;    /* tagged receive: its place among the communicator's
+				 * tagged receives (issue order; exec.c p2p_behind()) */
 	int tag_state;          /* tagged operations: matching progress (p2p_tag.c) */
 	/* device buffers (src/cuda/cuda.h), 0 for host buffers */
 	unsigned cuda_flags;    /* IBC_CUDA_REQ_*, set by ibc_cuda_op_classify() */
@@ -163,6 +165,7 @@ struct ibc_net {
 	int wait_peer;                        /* the rank it waits on now, -1: none */
 	uint64_t wait_since_ms;               /* that wait's last progress (ibc_time_ms) */
 	uint32_t coll_seq;                    /* collectives issued (the next one's seq) */
+	uint32_t tag_recvs;                   /* tagged receives issued (ibc_op.recv_order) */
 
 	/*
 	 * the stray-message check (ibc_net_check_strays()), by the executing

@@ -15,6 +15,11 @@
  *                       1 first (so tag 2 waits as unexpected), then a
  *                       round of any-source receives whose sources must
  *                       each appear once and whose data name them;
+ *   tagorder            two receives of one source and tag, the later one
+ *                       in an earlier slot of the executor's batch, before
+ *                       their sends, 20 rounds: they match in issue order
+ *                       (the later one, polled first, once took the first
+ *                       message: mismatched counts);
  *   tagring             on a new communicator (no connection set up yet), a
  *                       tagged send to the next rank and a tagged receive
  *                       from the previous one as its first operations
@@ -35,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ibcoll.h"
 
@@ -360,6 +366,72 @@ static int t_tagged(ibc_comm_h comm)
 	return 0;
 }
 
+/*
+ * receives of one source and tag match in issue order, also where the later
+ * one sits in an earlier slot of the executor's batch: each rank posts a
+ * receive of tag 9 and one of 24 elements with tag 4 from the previous
+ * rank, sends its tag-9 message to the next, waits for its own tag-9
+ * receive (which frees that slot), posts a receive of 12 elements with tag
+ * 4 (into the freed slot), and 1 ms later sends 24 then 12 elements with
+ * tag 4. Before the fix the 12-element receive, polled first, took the
+ * 24-element message: mismatched counts. 20 rounds.
+ */
+static int t_tagorder(ibc_comm_h comm)
+{
+	enum { A = 24, B = 12, ROUNDS = 20 };
+	int32_t sa[A];
+	int32_t sb[B];
+	int32_t ra[A];
+	int32_t rb[B];
+	int32_t s9 = val(rank, 9, 0);
+	int32_t r9 = SENTINEL;
+	int next = (rank + 1) % nranks;
+	int prev = (rank + nranks - 1) % nranks;
+	int k;
+	int i;
+
+	if (nranks < 2)
+		return 0;
+	for (k = 0; k < ROUNDS; k++) {
+		ibc_request_h q9;
+		ibc_request_h s9q;
+		ibc_request_h q[4];
+
+		for (i = 0; i < A; i++) {
+			sa[i] = val(rank, (size_t)i, k);
+			ra[i] = SENTINEL;
+		}
+		for (i = 0; i < B; i++) {
+			sb[i] = val(rank, (size_t)i + 100, k);
+			rb[i] = SENTINEL;
+		}
+		CHECK(ibc_irecv_tag(&r9, 1, IBC_INT32, prev, 9, NULL, comm, &q9), "irecv tag 9");
+		CHECK(ibc_irecv_tag(ra, A, IBC_INT32, prev, 4, NULL, comm, &q[0]), "irecv 24");
+		CHECK(ibc_isend_tag(&s9, 1, IBC_INT32, next, 9, comm, &s9q), "isend tag 9");
+		CHECK(ibc_wait(q9), "round %d: the tag-9 receive", k);
+		CHECK(ibc_wait(s9q), "round %d: the tag-9 send", k);
+		CHECK(ibc_irecv_tag(rb, B, IBC_INT32, prev, 4, NULL, comm, &q[1]), "irecv 12");
+		usleep(1000);
+		CHECK(ibc_isend_tag(sa, A, IBC_INT32, next, 4, comm, &q[2]), "isend 24");
+		CHECK(ibc_isend_tag(sb, B, IBC_INT32, next, 4, comm, &q[3]), "isend 12");
+		for (i = 0; i < 4; i++)
+			CHECK(ibc_wait(q[i]), "round %d: wait %d", k, i);
+		for (i = 0; i < A; i++)
+			if (ra[i] != val(prev, (size_t)i, k)) {
+				FAIL("tagorder round %d: the first receive's element %d is %d", k, i,
+				     (int)ra[i]);
+				return -1;
+			}
+		for (i = 0; i < B; i++)
+			if (rb[i] != val(prev, (size_t)i + 100, k)) {
+				FAIL("tagorder round %d: the second receive's element %d is %d", k, i,
+				     (int)rb[i]);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 /* a ring exchange inside a group: odd ranks post receives first */
 static int t_tagring(ibc_comm_h comm)
 {
@@ -505,6 +577,7 @@ static const struct {
 	{ "alltoallv", t_alltoallv },
 	{ "tagged", t_tagged },
 	{ "tagring", t_tagring },
+	{ "tagorder", t_tagorder },
 	{ "group", t_group },
 	{ "misuse", t_misuse },
 };
