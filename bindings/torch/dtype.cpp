@@ -126,7 +126,7 @@ Reduction reduce_elems(const char *opname, const at::Tensor &t, const ::c10d::Re
 }
 
 void check_tensor(const char *opname, const std::string &name, const at::Tensor &t,
-		  bool elementwise)
+		  TensorLayout layout)
 {
 	std::string where = std::string("ibcoll: ") + opname + ": " + name;
 
@@ -143,7 +143,9 @@ void check_tensor(const char *opname, const std::string &name, const at::Tensor 
 	 * (channels-last, a transpose: numel elements from data_ptr, in some
 	 * order); the others cut the buffer into blocks.
 	 */
-	if (elementwise ? !t.is_non_overlapping_and_dense() : !t.is_contiguous())
+	if (layout == LAYOUT_ANY_STRIDES)
+		return;
+	if (layout == LAYOUT_DENSE ? !t.is_non_overlapping_and_dense() : !t.is_contiguous())
 		throw std::runtime_error(where + " is not contiguous (sizes " +
 					 c10::str(t.sizes()) + ", strides " +
 					 c10::str(t.strides()) + "); pass tensor.contiguous()");

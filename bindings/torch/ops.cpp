@@ -12,6 +12,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/record_function.h>
 
 #include "pg_ibcoll.hpp"
@@ -32,6 +33,15 @@ static at::Tensor &one_tensor(const char *op, std::vector<at::Tensor> &v, const 
 				       std::to_string(v.size()) +
 				       " (lists of several are for one process driving several GPUs)");
 	return v[0];
+}
+
+/* a receive's tensor: its elements may not share memory (an expand()ed view) */
+static void check_writable(const char *op, const at::Tensor &t)
+{
+	if (at::has_internal_overlap(t) == at::MemOverlap::Yes)
+		throw op_error(op, "tensor has elements that share memory (sizes " +
+				       c10::str(t.sizes()) + ", strides " + c10::str(t.strides()) +
+				       "): receive into a tensor of its own");
 }
 
 static std::string nth(const char *name, size_t i)
@@ -79,7 +89,7 @@ static std::vector<at::Tensor> root_list(const char *op, std::vector<std::vector
 				       std::to_string(n) + " tensors");
 	l = lists[0];
 	for (size_t i = 0; i < n; i++) {
-		check_tensor(op, nth(kind, i), l[i], false);
+		check_tensor(op, nth(kind, i), l[i], LAYOUT_CONTIGUOUS);
 		same_dtype(op, nth(kind, i), l[i], ref, refname);
 		if (l[i].numel() != ref.numel())
 			throw op_error(op, nth(kind, i) + " has " + std::to_string(l[i].numel()) +
@@ -194,7 +204,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::allreduce(std::vector<at::T
 	static const char op[] = "allreduce";
 	at::Tensor &t = one_tensor(op, tensors, "tensor");
 
-	check_tensor(op, "tensor", t, true);
+	check_tensor(op, "tensor", t, LAYOUT_DENSE);
 	Reduction r = reduce_elems(op, t, opts.reduceOp);
 	void *p = t.data_ptr();
 	ibc_comm_h c = comm_;
@@ -214,7 +224,7 @@ ProcessGroupIbcoll::allreduce_coalesced(std::vector<at::Tensor> &tensors,
 	if (tensors.empty())
 		throw op_error(op, "needs at least one tensor");
 	for (size_t i = 0; i < tensors.size(); i++) {
-		check_tensor(op, nth("tensors", i), tensors[i], false);
+		check_tensor(op, nth("tensors", i), tensors[i], LAYOUT_CONTIGUOUS);
 		same_dtype(op, nth("tensors", i), tensors[i], tensors[0], "tensors[0]");
 	}
 	at::Tensor flat = flat_copy(tensors);
@@ -236,7 +246,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::broadcast(std::vector<at::T
 	static const char op[] = "broadcast";
 	at::Tensor &t = one_tensor(op, tensors, "tensor");
 
-	check_tensor(op, "tensor", t, true);
+	check_tensor(op, "tensor", t, LAYOUT_DENSE);
 	check_root(op, opts.rootRank, getSize());
 	if (opts.rootTensor != 0)
 		throw op_error(op, "root tensor index " + std::to_string(opts.rootTensor) +
@@ -258,7 +268,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::reduce(std::vector<at::Tens
 	static const char op[] = "reduce";
 	at::Tensor &t = one_tensor(op, tensors, "tensor");
 
-	check_tensor(op, "tensor", t, true);
+	check_tensor(op, "tensor", t, LAYOUT_DENSE);
 	check_root(op, opts.rootRank, getSize());
 	if (opts.rootTensor != 0)
 		throw op_error(op, "root tensor index " + std::to_string(opts.rootTensor) +
@@ -291,10 +301,10 @@ ProcessGroupIbcoll::allgather(std::vector<std::vector<at::Tensor>> &outputs,
 	if (outs.size() != n)
 		throw op_error(op, "the output list has " + std::to_string(outs.size()) +
 				       " tensors for a group of " + std::to_string(n) + " ranks");
-	check_tensor(op, "input", in, false);
+	check_tensor(op, "input", in, LAYOUT_CONTIGUOUS);
 	bool even = true;
 	for (size_t i = 0; i < n; i++) {
-		check_tensor(op, nth("output", i), outs[i], false);
+		check_tensor(op, nth("output", i), outs[i], LAYOUT_CONTIGUOUS);
 		same_dtype(op, nth("output", i), outs[i], in, "the input");
 		even = even && outs[i].numel() == in.numel();
 	}
@@ -352,8 +362,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::_allgather_base(at::Tensor 
 {
 	static const char op[] = "_allgather_base";
 
-	check_tensor(op, "input", input, false);
-	check_tensor(op, "output", output, false);
+	check_tensor(op, "input", input, LAYOUT_CONTIGUOUS);
+	check_tensor(op, "output", output, LAYOUT_CONTIGUOUS);
 	same_dtype(op, "the output", output, input, "the input");
 	if (output.numel() != input.numel() * getSize())
 		throw op_error(op, "the output has " + std::to_string(output.numel()) +
@@ -387,7 +397,7 @@ ProcessGroupIbcoll::allgather_coalesced(std::vector<std::vector<at::Tensor>> &ou
 				       " output lists for a group of " + std::to_string(n) +
 				       " ranks");
 	for (size_t j = 0; j < inputs.size(); j++) {
-		check_tensor(op, nth("inputs", j), inputs[j], false);
+		check_tensor(op, nth("inputs", j), inputs[j], LAYOUT_CONTIGUOUS);
 		same_dtype(op, nth("inputs", j), inputs[j], inputs[0], "inputs[0]");
 	}
 	std::vector<at::Tensor> all_outs;
@@ -402,7 +412,7 @@ ProcessGroupIbcoll::allgather_coalesced(std::vector<std::vector<at::Tensor>> &ou
 					   std::to_string(j) + "]";
 			const at::Tensor &t = output_lists[r][j];
 
-			check_tensor(op, name, t, false);
+			check_tensor(op, name, t, LAYOUT_CONTIGUOUS);
 			same_dtype(op, name, t, inputs[0], "inputs[0]");
 			if (t.numel() != inputs[j].numel())
 				throw op_error(op, name + " has " + std::to_string(t.numel()) +
@@ -435,7 +445,7 @@ ProcessGroupIbcoll::gather(std::vector<std::vector<at::Tensor>> &outputs,
 	bool is_root = opts.rootRank == getRank();
 
 	check_root(op, opts.rootRank, getSize());
-	check_tensor(op, "input", in, false);
+	check_tensor(op, "input", in, LAYOUT_CONTIGUOUS);
 	std::vector<at::Tensor> outs =
 		root_list(op, outputs, n, is_root, opts.rootRank, "output", in, "the input");
 	Elems e = move_elems(in);
@@ -472,7 +482,7 @@ ProcessGroupIbcoll::scatter(std::vector<at::Tensor> &outputs,
 	bool is_root = opts.rootRank == getRank();
 
 	check_root(op, opts.rootRank, getSize());
-	check_tensor(op, "output", out, false);
+	check_tensor(op, "output", out, LAYOUT_CONTIGUOUS);
 	std::vector<at::Tensor> ins =
 		root_list(op, inputs, n, is_root, opts.rootRank, "input", out, "the output");
 	Elems e = move_elems(out);
@@ -509,9 +519,9 @@ ProcessGroupIbcoll::reduce_scatter(std::vector<at::Tensor> &outputs,
 		throw op_error(op, "takes one input list of " + std::to_string(n) +
 				       " tensors per process");
 	std::vector<at::Tensor> &ins = inputs[0];
-	check_tensor(op, "output", out, false);
+	check_tensor(op, "output", out, LAYOUT_CONTIGUOUS);
 	for (size_t i = 0; i < n; i++) {
-		check_tensor(op, nth("input", i), ins[i], false);
+		check_tensor(op, nth("input", i), ins[i], LAYOUT_CONTIGUOUS);
 		same_dtype(op, nth("input", i), ins[i], out, "the output");
 		if (ins[i].numel() != out.numel())
 			throw op_error(op, nth("input", i) + " has " +
@@ -547,8 +557,8 @@ ProcessGroupIbcoll::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
 {
 	static const char op[] = "_reduce_scatter_base";
 
-	check_tensor(op, "input", input, false);
-	check_tensor(op, "output", output, false);
+	check_tensor(op, "input", input, LAYOUT_CONTIGUOUS);
+	check_tensor(op, "output", output, LAYOUT_CONTIGUOUS);
 	same_dtype(op, "the output", output, input, "the input");
 	if (input.numel() != output.numel() * getSize())
 		throw op_error(op, "the input has " + std::to_string(input.numel()) +
@@ -631,8 +641,8 @@ ProcessGroupIbcoll::alltoall_base(at::Tensor &output, at::Tensor &input,
 	static const char op[] = "alltoall_base";
 	int n = getSize();
 
-	check_tensor(op, "input", input, false);
-	check_tensor(op, "output", output, false);
+	check_tensor(op, "input", input, LAYOUT_CONTIGUOUS);
+	check_tensor(op, "output", output, LAYOUT_CONTIGUOUS);
 	same_dtype(op, "the output", output, input, "the input");
 	std::vector<size_t> scounts = split_counts(op, "the input", input, input_splits, n);
 	std::vector<size_t> rcounts = split_counts(op, "the output", output, output_splits, n);
@@ -688,8 +698,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::alltoall(std::vector<at::Te
 				       std::to_string(outputs.size()));
 	std::vector<size_t> scounts(n), rcounts(n);
 	for (size_t i = 0; i < n; i++) {
-		check_tensor(op, nth("input", i), inputs[i], false);
-		check_tensor(op, nth("output", i), outputs[i], false);
+		check_tensor(op, nth("input", i), inputs[i], LAYOUT_CONTIGUOUS);
+		check_tensor(op, nth("output", i), outputs[i], LAYOUT_CONTIGUOUS);
 		same_dtype(op, nth("input", i), inputs[i], inputs[0], "input[0]");
 		same_dtype(op, nth("output", i), outputs[i], inputs[0], "input[0]");
 		scounts[i] = (size_t)inputs[i].numel();
@@ -736,17 +746,23 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::send(std::vector<at::Tensor
 	static const char op[] = "send";
 	at::Tensor &t = one_tensor(op, tensors, "tensor");
 
-	check_tensor(op, "tensor", t, true);
+	check_tensor(op, "tensor", t, LAYOUT_ANY_STRIDES);
 	check_peer(op, "destination", dst, getRank(), getSize());
 	/*
+	 * A point-to-point message carries the tensor's elements in their
+	 * logical (row-major) order, whatever either side's strides: a
+	 * transposed or sliced tensor is sent from a contiguous copy (Gloo and
+	 * NCCL refuse one; sending its memory order would fill the receiver
+	 * with another arrangement of the values).
 	 * On the group's own p2p communicator (pg_ibcoll.cpp), so that sends and
-	 * receives do not take their place in the order of its collectives
+	 * receives do not take their place in the order of its collectives.
 	 */
-	Elems e = move_elems(t);
-	const void *p = t.data_ptr();
+	at::Tensor src = t.is_contiguous() ? t : t.contiguous();
+	Elems e = move_elems(src);
+	const void *p = src.data_ptr();
 	ibc_comm_h c = p2p_comm_;
 
-	return post({op, OpType::SEND, "send", tensors, {}, {}, nullptr},
+	return post({op, OpType::SEND, "send", tensors, {}, {src}, nullptr},
 		    [=](OpState &, ibc_request_h *req_p) {
 			    return ibc_isend_tag(p, e.count, e.dtype, dst, tag, c, req_p);
 		    });
@@ -758,13 +774,19 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recv(std::vector<at::Tensor
 	static const char op[] = "recv";
 	at::Tensor &t = one_tensor(op, tensors, "tensor");
 
-	check_tensor(op, "tensor", t, true);
+	check_tensor(op, "tensor", t, LAYOUT_ANY_STRIDES);
+	check_writable(op, t);
 	check_peer(op, "source", src, getRank(), getSize());
-	Elems e = move_elems(t);
-	void *p = t.data_ptr();
+	/* logical order (send()): a non-contiguous tensor receives into a copy, copied back */
+	at::Tensor buf = t.is_contiguous() ? t : at::empty(t.sizes(), t.options());
+	Elems e = move_elems(buf);
+	void *p = buf.data_ptr();
 	ibc_comm_h c = p2p_comm_;
 	/* the buffer is the profiler's input too, as with Gloo (its shapes) */
-	Post po{op, OpType::RECV, "recv", tensors, tensors, {}, nullptr};
+	Post po{op, OpType::RECV, "recv", tensors, tensors, {buf}, nullptr};
+
+	if (!buf.is_same(t))
+		po.on_success = [t, buf]() mutable { t.copy_(buf); };
 
 	po.source = src;
 	return post(std::move(po), [=](OpState &, ibc_request_h *req_p) {
@@ -778,12 +800,18 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recvAnysource(std::vector<a
 	static const char op[] = "recvAnysource";
 	at::Tensor &t = one_tensor(op, tensors, "tensor");
 
-	check_tensor(op, "tensor", t, true);
-	Elems e = move_elems(t);
-	void *p = t.data_ptr();
+	check_tensor(op, "tensor", t, LAYOUT_ANY_STRIDES);
+	check_writable(op, t);
+	/* logical order (send()) */
+	at::Tensor buf = t.is_contiguous() ? t : at::empty(t.sizes(), t.options());
+	Elems e = move_elems(buf);
+	void *p = buf.data_ptr();
 	ibc_comm_h c = p2p_comm_;
+	Post po{op, OpType::RECVANYSOURCE, "recvAnySource", tensors, tensors, {buf}, nullptr};
 
-	return post({op, OpType::RECVANYSOURCE, "recvAnySource", tensors, tensors, {}, nullptr},
+	if (!buf.is_same(t))
+		po.on_success = [t, buf]() mutable { t.copy_(buf); };
+	return post(std::move(po),
 		    [=](OpState &o, ibc_request_h *req_p) {
 			    /* the library writes the sender's rank before the request ends */
 			    return ibc_irecv_tag(p, e.count, e.dtype, IBC_ANY_SOURCE, tag,

@@ -148,8 +148,15 @@ const char *profiling_title(const std::string &prefix, const char *name);
 /* pure mappings, defined in dtype.cpp; they throw std::runtime_error naming @opname */
 Elems move_elems(const at::Tensor &t);
 Reduction reduce_elems(const char *opname, const at::Tensor &t, const ::c10d::ReduceOp &rop);
+/*
+ * the layouts check_tensor() accepts: operations that cut the buffer into
+ * blocks need a contiguous tensor; element-wise ones any dense layout, the
+ * same on every rank; point-to-point any strides (sent from, or received
+ * into, a contiguous copy when not contiguous: ops.cpp send())
+ */
+enum TensorLayout { LAYOUT_CONTIGUOUS, LAYOUT_DENSE, LAYOUT_ANY_STRIDES };
 void check_tensor(const char *opname, const std::string &name, const at::Tensor &t,
-		  bool elementwise);
+		  TensorLayout layout);
 [[noreturn]] void throw_status(const char *opname, int rank, ibc_status_t st);
 [[noreturn]] void throw_unsupported(const char *opname, const char *needs);
 

@@ -382,6 +382,24 @@ def check_p2p(c, rank, n):
         c.add(g, got == set(range(1, n)), "sources %s" % sorted(got))
     else:
         dist.send(val(rank, 2, torch.int64), 0)
+    g = "send/recv of non-contiguous tensors: values in logical order"
+    # a transposed and a strided-slice sender, a transposed receiver: the
+    # receiver gets the sender's values by index, whatever either side's strides
+    # (tag 11: the any-source receives above take any message of tag 0 that comes)
+    base = val(rank, 24, torch.float32).view(4, 6)
+    s1 = dist.isend(base.t(), nxt, tag=11)          # 6x4 transposed view
+    s2 = dist.isend(base[:, ::2], nxt, tag=11)      # 4x3 slice with a step
+    r1 = torch.zeros(6, 4)
+    r2 = torch.zeros(3, 4).t()                      # a 4x3 transposed receiver
+    q1 = dist.irecv(r1, prv, tag=11)
+    q2 = dist.irecv(r2, prv, tag=11)
+    for w in (s1, s2, q1, q2):
+        w.wait()
+    want = val(prv, 24, torch.float32).view(4, 6)
+    c.equal(g, "transposed sender, contiguous receiver", r1, want.t().contiguous())
+    c.equal(g, "sliced sender, transposed receiver", r2.contiguous(), want[:, ::2].contiguous())
+    c.raises(g, "a receive into an expand()ed tensor",
+             lambda: dist.recv(torch.zeros(1).expand(4), prv, tag=11), "share memory")
     g = "Work.wait(timeout) on a receive whose send comes later"
     if rank == 0:
         time.sleep(0.5)
