@@ -181,12 +181,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::post(Post &&p, Issue &&issu
 	/* the library reads the inputs until the end: they must outlive the caller's */
 	op->keep.insert(op->keep.end(), p.inputs.begin(), p.inputs.end());
 	op->on_success = std::move(p.on_success);
+	op->group_failed = failed_;
 	{
 		std::lock_guard<std::mutex> g(issue_mu_);
 
 		st = issue(*op, &req);
-		if (st != IBC_OK)
+		if (st != IBC_OK) {
+			failed_->store(true);
 			throw_status(p.what, getRank(), st);
+		}
 		op->req = req;
 		track(op);
 		seq_++;

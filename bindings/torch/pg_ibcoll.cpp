@@ -6,7 +6,9 @@
  *
  * Bootstrap (as ProcessGroupNCCL shares its id): every rank adds 1 to the
  * store key "ibcoll/gen" to learn the generation of this group in its
- * store (groups re-created under one name get new keys); rank 0 makes the
+ * store (groups re-created under one name get new keys), and waits until
+ * every rank has (join_wait(): the group's timeout bounds a rank that never
+ * comes); rank 0 makes the
  * unique id and sets "ibcoll/uid/<gen>"; the others get it (the store's
  * timeout bounds that); all call ibc_comm_init_rank(). torch already gives
  * each group its own PrefixStore, so groups never share keys.
@@ -38,6 +40,39 @@ static int64_t group_timeout_ms(std::chrono::milliseconds timeout)
 	return std::min(std::max((int64_t)timeout.count(), timeout_min_ms), timeout_max_ms);
 }
 
+/*
+ * Wait until every rank of the group has come to its creation (the store's
+ * "ibcoll/gen" counter has reached the end of generation @gen), bounded by
+ * the group's timeout, and by IBC_BOOTSTRAP_TIMEOUT_MS (60 s by default,
+ * src/base/params.def) as ibc_comm_init_rank() would be: a rank that never
+ * comes fails the others within the timeout given to init_process_group()
+ * or new_group(), as Gloo's rendezvous does, naming how many did not come.
+ */
+void ProcessGroupIbcoll::join_wait(::c10d::Store &store, int64_t gen, int size, int rank)
+{
+	const char *env = getenv("IBC_BOOTSTRAP_TIMEOUT_MS");
+	int64_t boot_ms = env && atoll(env) >= 100 ? atoll(env) : 60000;
+	int64_t bound = std::min(timeout_ms_, boot_ms);
+	auto start = std::chrono::steady_clock::now();
+	int64_t want = (gen + 1) * size;
+	int64_t have = store.add("ibcoll/gen", 0);
+
+	while (have < want) {
+		int64_t el = std::chrono::duration_cast<std::chrono::milliseconds>(
+				     std::chrono::steady_clock::now() - start).count();
+
+		if (el >= bound)
+			throw std::runtime_error(
+				"ibcoll: process group creation on rank " + std::to_string(rank) + ": " +
+				std::to_string(want - have) + " of " + std::to_string(size) +
+				" ranks did not come within " + std::to_string(bound) + " ms (" +
+				(bound == timeout_ms_ ? "the group's timeout" : "IBC_BOOTSTRAP_TIMEOUT_MS") +
+				"): check WORLD_SIZE, RANK and that every rank starts");
+		std::this_thread::sleep_for(std::chrono::milliseconds(el < 100 ? 1 : 10));
+		have = store.add("ibcoll/gen", 0);
+	}
+}
+
 ProcessGroupIbcoll::ProcessGroupIbcoll(const c10::intrusive_ptr<::c10d::Store> &store, int rank,
 				       int size, std::chrono::milliseconds timeout,
 				       const std::string &profiling_prefix)
@@ -50,7 +85,12 @@ ProcessGroupIbcoll::ProcessGroupIbcoll(const c10::intrusive_ptr<::c10d::Store> &
 	std::string key;
 
 	timeout_ms_ = group_timeout_ms(timeout);
+	if (rank < 0 || rank >= size)
+		throw std::runtime_error("ibcoll: process group creation: rank " +
+					 std::to_string(rank) + " is out of range for " +
+					 std::to_string(size) + " ranks");
 	gen = (store->add("ibcoll/gen", 1) - 1) / size;
+	join_wait(*store, gen, size, rank);
 	key = "ibcoll/uid/" + std::to_string(gen);
 	if (rank == 0) {
 		st = ibc_get_unique_id(&id);
@@ -123,16 +163,22 @@ ProcessGroupIbcoll::~ProcessGroupIbcoll()
 	 * at once instead of after the timeout; a healthy one finishes what was
 	 * posted (Works still held by Python then hold finished operations).
 	 */
+	bool told = failed_->load();
+
 	for (ibc_comm_h *c : { &comm_, &p2p_comm_ }) {
 		if (ibc_comm_get_async_error(*c, &async) != IBC_OK || async == IBC_OK)
 			continue;
 		/*
 		 * An error that no call reported (a root that differs between
 		 * ranks is found after the broadcast returned on both): say it,
-		 * since a destructor cannot raise
+		 * since a destructor cannot raise; once, and not when an
+		 * operation of this group failed (its error was raised, or is
+		 * held by a Work the program dropped)
 		 */
-		TORCH_WARN("ibcoll: process group of rank ", getRank(), " destroyed after an ",
-			   "error no operation reported: ", ibc_last_error());
+		if (!told)
+			TORCH_WARN("ibcoll: process group of rank ", getRank(), " destroyed after an ",
+				   "error no operation reported: ", ibc_last_error());
+		told = true;
 		ibc_comm_abort(*c);
 		*c = nullptr;
 	}

@@ -57,6 +57,8 @@ struct OpState {
 	std::string what;                  /* "allreduce", ... for messages */
 	int rank = -1;                     /* this process's rank in the group */
 	int source = -1;                   /* sender of a receive, -1 if unknown */
+	/* the group's flag: some operation of it failed (its error was raised or is held) */
+	std::shared_ptr<std::atomic<bool>> group_failed;
 
 	/* blocks until the request ends (bounded by the communicator's timeout) */
 	void complete();
@@ -258,6 +260,8 @@ private:
 	/* @issue(OpState &, ibc_request_h *req_p) makes the ibc_i*() call (ops.cpp) */
 	template <typename Issue> c10::intrusive_ptr<::c10d::Work> post(Post &&p, Issue &&issue);
 	void track(const std::shared_ptr<OpState> &op);
+	/* every rank came to the group's creation, within its timeout (pg_ibcoll.cpp) */
+	void join_wait(::c10d::Store &store, int64_t gen, int size, int rank);
 
 	ibc_comm_h comm_ = nullptr;                 /* collectives */
 	ibc_comm_h p2p_comm_ = nullptr;             /* send, recv (split from comm_) */
@@ -269,6 +273,8 @@ private:
 	std::shared_ptr<Completer> completer_;
 	std::vector<std::weak_ptr<OpState>> live_;  /* to finish at destruction */
 	std::atomic<uint64_t> seq_{0};
+	/* an operation failed: the destructor's warning is then not needed */
+	std::shared_ptr<std::atomic<bool>> failed_ = std::make_shared<std::atomic<bool>>(false);
 	bool coalescing_ = false;
 };
 

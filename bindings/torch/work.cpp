@@ -32,6 +32,8 @@ void OpState::finish(ibc_status_t st, const std::string &text)
 	} else if (st != IBC_OK) {
 		err = std::make_exception_ptr(std::runtime_error(text));
 	}
+	if (err && group_failed)
+		group_failed->store(true);
 	{
 		std::lock_guard<std::mutex> g(mu);
 		done = true;

@@ -583,12 +583,62 @@ def run_bootfail(rank, n, tmpdir, transport):
     return c.as_list()
 
 
+def run_missing(rank, n, tmpdir, transport):
+    """world_size 3 with 2 processes: both raise within the group's 3 s timeout
+    (before, ibcoll's bootstrap waited IBC_BOOTSTRAP_TIMEOUT_MS, 60 s)"""
+    import ibcoll_torch  # noqa: F401
+    c = tt_common.Checks()
+    t0 = time.time()
+    g = "a rank that never comes: the others raise within the group's timeout"
+    c.raises(g, "init",
+             lambda: dist.init_process_group(
+                 "ibcoll", init_method="file://" + os.path.join(tmpdir, "store"), rank=rank,
+                 world_size=n + 1, timeout=datetime.timedelta(seconds=3)),
+             "1 of 3 ranks did not come within 3000 ms (the group's timeout)")
+    took = time.time() - t0
+    c.add(g, 2.5 < took < 15, "took %.1f s" % took)
+    return c.as_list()
+
+
+def run_reported(rank, n, tmpdir, transport):
+    """an all_reduce whose sizes differ raises on both ranks; destroying the group
+    afterwards warns of nothing (the error was reported; it once warned of 'an
+    error no operation reported', twice, one per communicator)"""
+    import warnings
+    import ibcoll_torch  # noqa: F401
+    c = tt_common.Checks()
+    g = "an error an operation raised: destroy warns of nothing more"
+    dist.init_process_group("ibcoll", init_method="file://" + os.path.join(tmpdir, "store"),
+                            rank=rank, world_size=n, timeout=datetime.timedelta(seconds=20))
+    t = torch.ones(4 + rank)
+    c.raises(g, "all_reduce of 4 and 5 elements", lambda: dist.all_reduce(t), "mismatched calls")
+    # TORCH_WARN from a destructor goes to stderr (c10's log) or to Python's warnings
+    err_path = os.path.join(tmpdir, "stderr%d" % rank)
+    fd = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    try:
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            dist.destroy_process_group()
+    finally:
+        os.dup2(saved, 2)
+        os.close(fd)
+        os.close(saved)
+    with open(err_path) as f:
+        texts = [ln for ln in f.read().splitlines() if "no operation reported" in ln]
+    texts += [str(w.message) for w in got if "no operation reported" in str(w.message)]
+    c.add(g, not texts, "warned: %s" % texts)
+    return c.as_list()
+
+
 def main():
     tap = tt_common.Tap()
     for conf in sys.argv[1:]:
         n, transport = conf.split(":")
-        if n == "bootfail":
-            results, tmpdir, codes = tt_common.spawn_ranks(run_bootfail, 2, 120, ("",))
+        if n in ("bootfail", "missing", "reported"):
+            fn = {"bootfail": run_bootfail, "missing": run_missing, "reported": run_reported}[n]
+            results, tmpdir, codes = tt_common.spawn_ranks(fn, 2, 120, ("",))
             tap.merged(results, 2, "[2 ranks]", codes)
             shutil.rmtree(tmpdir, ignore_errors=True)
             continue
