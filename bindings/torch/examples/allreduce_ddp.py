@@ -5,7 +5,7 @@ and a few DDP steps of a linear model, under any launcher.
 
   mp.spawn:  python3 allreduce_ddp.py --spawn 4
   mpirun:    mpirun -np 4 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 python3 allreduce_ddp.py
-  torchrun:  python3 -m torch.distributed.run --nproc_per_node 4 --redirects 3 --tee 3 \
+  torchrun:  python3 -m torch.distributed.run --nproc_per_node 4 --redirects 1 --tee 1 \
                  allreduce_ddp.py
 (PYTHONPATH=<build>/bindings/torch/pkg before `make install`.)
 """
