@@ -183,7 +183,7 @@ while read -r n tr launcher sweep extra; do
 				if (algo != "" && ap[1] != algo) bad = "algorithm " ap[1]
 				if (proto == "simple" && ap[2] != "simple") bad = bad " protocol " ap[2]
 				if (proto == "ll" && bytes <= llmax && ap[2] != "ll") bad = bad " protocol " ap[2]
-				# ranks share the log: a line another rank's output cut short
+				# ranks share the log: a line cut short by the output of another rank
 				# (it ends neither in ")" nor in "]") cannot show its mark
 				if (($0 ~ /\)$/ || $0 ~ /\]$/) && $0 !~ /\[forced\]$/) bad = bad " not [forced]"
 				if (bad != "" && nbad++ < 3) print "decision not forced (" bad "): " $0
