@@ -771,55 +771,52 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::send(std::vector<at::Tensor
 		    });
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recv(std::vector<at::Tensor> &tensors,
-							  int src, int tag)
+/*
+ * recv() and recvAnysource(): a receive from rank @src, or from any rank
+ * when @any (the library writes the sender into the operation before the
+ * request ends), in logical order (send()): a non-contiguous tensor
+ * receives into a contiguous buffer, copied into the tensor on success.
+ */
+c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::post_recv(const char *op, ::c10d::OpType type,
+							       const char *title,
+							       std::vector<at::Tensor> &tensors,
+							       int src, bool any, int tag)
 {
-	static const char op[] = "recv";
 	at::Tensor &t = one_tensor(op, tensors, "tensor");
 
 	check_tensor(op, "tensor", t, LAYOUT_ANY_STRIDES);
 	check_writable(op, t);
-	check_peer(op, "source", src, getRank(), getSize());
-	/* logical order (send()): a non-contiguous tensor receives into a copy, copied back */
+	if (!any)
+		check_peer(op, "source", src, getRank(), getSize());
+
 	at::Tensor buf = t.is_contiguous() ? t : at::empty(t.sizes(), t.options());
 	Elems e = move_elems(buf);
 	void *p = buf.data_ptr();
 	ibc_comm_h c = p2p_comm_;
-	/* the buffer is the profiler's input too, as with Gloo (its shapes) */
-	Post po{op, OpType::RECV, "recv", tensors, tensors, {buf}, nullptr};
+	/* the tensor is the profiler's input too, as with Gloo (its shapes) */
+	Post po{op, type, title, tensors, tensors, {buf}, nullptr};
 
 	if (!buf.is_same(t))
 		po.on_success = [t, buf]() mutable { t.copy_(buf); };
-
-	po.source = src;
-	return post(std::move(po), [=](OpState &, ibc_request_h *req_p) {
-		return ibc_irecv_tag(p, e.count, e.dtype, src, tag, nullptr, c, req_p);
+	if (!any)
+		po.source = src;
+	return post(std::move(po), [=](OpState &o, ibc_request_h *req_p) {
+		return ibc_irecv_tag(p, e.count, e.dtype, any ? IBC_ANY_SOURCE : src, tag,
+				     any ? &o.source : nullptr, c, req_p);
 	});
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recv(std::vector<at::Tensor> &tensors,
+							  int src, int tag)
+{
+	return post_recv("recv", OpType::RECV, "recv", tensors, src, false, tag);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::recvAnysource(std::vector<at::Tensor> &tensors,
 								   int tag)
 {
-	static const char op[] = "recvAnysource";
-	at::Tensor &t = one_tensor(op, tensors, "tensor");
-
-	check_tensor(op, "tensor", t, LAYOUT_ANY_STRIDES);
-	check_writable(op, t);
-	/* logical order (send()) */
-	at::Tensor buf = t.is_contiguous() ? t : at::empty(t.sizes(), t.options());
-	Elems e = move_elems(buf);
-	void *p = buf.data_ptr();
-	ibc_comm_h c = p2p_comm_;
-	Post po{op, OpType::RECVANYSOURCE, "recvAnySource", tensors, tensors, {buf}, nullptr};
-
-	if (!buf.is_same(t))
-		po.on_success = [t, buf]() mutable { t.copy_(buf); };
-	return post(std::move(po),
-		    [=](OpState &o, ibc_request_h *req_p) {
-			    /* the library writes the sender's rank before the request ends */
-			    return ibc_irecv_tag(p, e.count, e.dtype, IBC_ANY_SOURCE, tag,
-						  &o.source, c, req_p);
-		    });
+	return post_recv("recvAnysource", OpType::RECVANYSOURCE, "recvAnySource", tensors, -1,
+			 true, tag);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupIbcoll::barrier(const ::c10d::BarrierOptions &)

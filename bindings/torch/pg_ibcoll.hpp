@@ -259,6 +259,11 @@ private:
 	};
 	/* @issue(OpState &, ibc_request_h *req_p) makes the ibc_i*() call (ops.cpp) */
 	template <typename Issue> c10::intrusive_ptr<::c10d::Work> post(Post &&p, Issue &&issue);
+	/* recv() (rank @src) and recvAnysource() (@any), ops.cpp */
+	c10::intrusive_ptr<::c10d::Work> post_recv(const char *op, ::c10d::OpType type,
+						   const char *title,
+						   std::vector<at::Tensor> &tensors, int src, bool any,
+						   int tag);
 	void track(const std::shared_ptr<OpState> &op);
 	/* every rank came to the group's creation, within its timeout (pg_ibcoll.cpp) */
 	void join_wait(::c10d::Store &store, int64_t gen, int size, int rank);
