@@ -205,6 +205,23 @@ IBC_API ibc_status_t ibc_get_version(int *version_p);
  */
 IBC_API ibc_status_t ibc_dtype_size(ibc_dtype_t dtype, size_t *nbytes_p);
 
+/**
+ * ibc_get_param_int() - The value in force of an integer parameter (an
+ * IBC_* environment variable, docs/env.md): the environment's value when
+ * it was valid, otherwise the default. Lets a binding bound its own waits as
+ * the library does (the PyTorch backend's group creation by
+ * IBC_BOOTSTRAP_TIMEOUT_MS) without parsing the variable again.
+ * @name:    [in]  the parameter, with or without the "IBC_" prefix
+ *                 ("IBC_BOOTSTRAP_TIMEOUT_MS" or "BOOTSTRAP_TIMEOUT_MS").
+ * @value_p: [out] its value, in the parameter's unit (ms, bytes, a count).
+ *
+ * The process reads each variable once, at its first use (a later setenv()
+ * is not seen). Non-blocking, thread-safe.
+ * Return: IBC_OK; IBC_ERR_INVALID_ARG if @name or @value_p is NULL, @name is
+ *         no parameter, or a string parameter (IBC_TRANSPORT, IBC_ALGO, ...).
+ */
+IBC_API ibc_status_t ibc_get_param_int(const char *name, int64_t *value_p);
+
 /* ---------------------------------------------------------------------- */
 /* Communicators                                                           */
 /* ---------------------------------------------------------------------- */

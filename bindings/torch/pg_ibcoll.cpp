@@ -43,15 +43,19 @@ static int64_t group_timeout_ms(std::chrono::milliseconds timeout)
 /*
  * Wait until every rank of the group has come to its creation (the store's
  * "ibcoll/gen" counter has reached the end of generation @gen), bounded by
- * the group's timeout, and by IBC_BOOTSTRAP_TIMEOUT_MS (60 s by default,
- * src/base/params.def) as ibc_comm_init_rank() would be: a rank that never
+ * the group's timeout, and by IBC_BOOTSTRAP_TIMEOUT_MS (the library's value
+ * in force, ibc_get_param_int()) as ibc_comm_init_rank() would be: a rank that never
  * comes fails the others within the timeout given to init_process_group()
  * or new_group(), as Gloo's rendezvous does, naming how many did not come.
  */
 void ProcessGroupIbcoll::join_wait(::c10d::Store &store, int64_t gen, int size, int rank)
 {
-	const char *env = getenv("IBC_BOOTSTRAP_TIMEOUT_MS");
-	int64_t boot_ms = env && atoll(env) >= 100 ? atoll(env) : 60000;
+	int64_t boot_ms = 60000;
+
+	/* the value in force: a valid environment value or the default */
+	if (ibc_get_param_int("IBC_BOOTSTRAP_TIMEOUT_MS", &boot_ms) != IBC_OK)
+		throw std::runtime_error(std::string("ibcoll: process group creation: ") +
+					 ibc_last_error());
 	int64_t bound = std::min(timeout_ms_, boot_ms);
 	auto start = std::chrono::steady_clock::now();
 	int64_t want = (gen + 1) * size;

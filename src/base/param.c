@@ -16,6 +16,7 @@
 
 #include "base/log.h"
 #include "base/param.h"
+#include "base/status.h"
 #include "base/util.h"
 
 static const struct ibc_param_info param_info[IBC_PARAM_COUNT] = {
@@ -178,6 +179,32 @@ const char *ibc_param_get_str(int idx)
 {
 	param_ensure_loaded(idx);
 	return param_state[idx].sval ? param_state[idx].sval : param_info[idx].def_str;
+}
+
+ibc_status_t ibc_get_param_int(const char *name, int64_t *value_p)
+{
+	const char *bare = name;
+	int i;
+
+	if (!name || !value_p) {
+		IBC_LOG_WARN(INIT, "ibc_get_param_int: %s is NULL", name ? "value_p" : "name");
+		return IBC_ERR_INVALID_ARG;
+	}
+	if (!strncmp(bare, "IBC_", 4))
+		bare += 4;
+	for (i = 0; i < IBC_PARAM_COUNT; i++) {
+		if (strcmp(param_info[i].name, bare) != 0)
+			continue;
+		if (param_info[i].type != IBC_PARAM_TYPE_INT) {
+			IBC_LOG_WARN(INIT, "ibc_get_param_int: IBC_%s is a string parameter", bare);
+			return IBC_ERR_INVALID_ARG;
+		}
+		*value_p = ibc_param_get_int(i);
+		return IBC_OK;
+	}
+	IBC_LOG_WARN(INIT, "ibc_get_param_int: no parameter named %s (ibc_info --params lists them)",
+		     name);
+	return IBC_ERR_INVALID_ARG;
 }
 
 int ibc_param_from_env(int idx)

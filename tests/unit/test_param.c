@@ -47,6 +47,39 @@ int main(void)
 	tap_is_int(ibc_param_from_env(IBC_PARAM_IDX_TIMEOUT_MS), 0, "default not from env");
 	tap_is_str(ibc_param_transport(), "auto", "default transport");
 
+	/* the public query: prefix optional, the default when unset, errors */
+	v = 0;
+	unsetenv("IBC_BOOTSTRAP_TIMEOUT_MS");
+	ibc_param_reset_all();
+	tap_is_int(ibc_get_param_int("IBC_BOOTSTRAP_TIMEOUT_MS", &v), IBC_OK,
+		   "ibc_get_param_int(IBC_BOOTSTRAP_TIMEOUT_MS)");
+	tap_is_int(v, 60000, "its default, 60000 ms");
+	v = 0;
+	tap_is_int(ibc_get_param_int("TIMEOUT_MS", &v), IBC_OK, "ibc_get_param_int without the prefix");
+	tap_is_int(v, 600000, "IBC_TIMEOUT_MS's default, 600000 ms");
+	v = 7;
+	tap_is_int(ibc_get_param_int("IBC_NO_SUCH_PARAM", &v), IBC_ERR_INVALID_ARG,
+		   "an unknown name is refused");
+	tap_ok(strstr(ibc_last_error(), "no parameter named IBC_NO_SUCH_PARAM") != NULL,
+	       "and the error names it (%s)", ibc_last_error());
+	tap_is_int(ibc_get_param_int("IBC_TRANSPORT", &v), IBC_ERR_INVALID_ARG,
+		   "a string parameter is refused");
+	tap_ok(strstr(ibc_last_error(), "IBC_TRANSPORT is a string parameter") != NULL,
+	       "and the error says so (%s)", ibc_last_error());
+	tap_is_int(v, 7, "refused queries leave the output alone");
+	tap_is_int(ibc_get_param_int(NULL, &v), IBC_ERR_INVALID_ARG, "a NULL name is refused");
+	tap_is_int(ibc_get_param_int("IBC_TIMEOUT_MS", NULL), IBC_ERR_INVALID_ARG,
+		   "a NULL output is refused");
+	setenv("IBC_BOOTSTRAP_TIMEOUT_MS", "2500", 1);
+	setenv("IBC_TIMEOUT_MS", "5", 1);      /* below its minimum: WARN and the default */
+	ibc_param_reset_all();
+	tap_is_int(ibc_get_param_int("IBC_BOOTSTRAP_TIMEOUT_MS", &v), IBC_OK, "query of a set value");
+	tap_is_int(v, 2500, "IBC_BOOTSTRAP_TIMEOUT_MS=2500 is in force");
+	ibc_get_param_int("IBC_TIMEOUT_MS", &v);
+	tap_is_int(v, 600000, "an out-of-range IBC_TIMEOUT_MS=5 gives the default in force");
+	unsetenv("IBC_BOOTSTRAP_TIMEOUT_MS");
+	unsetenv("IBC_TIMEOUT_MS");
+
 	/* valid value from the environment */
 	setenv("IBC_TIMEOUT_MS", "1500", 1);
 	setenv("IBC_RING_CHUNK_BYTES", "64k", 1);
