@@ -433,7 +433,9 @@ void *ibc_exec_thread(void *arg)
  * ibc_exec_idle_check() - when no operation runs or waits, take the
  * executor's place and look for stray messages (ibc_net_check_strays()):
  * a peer that called a collective this rank never calls is found without
- * another call of this rank. Returns the communicator's status.
+ * another call of this rank; and finish the checks an eager call left
+ * (ibc_coll_idle_check(): ranks that disagreed on a broadcast's root).
+ * Returns the communicator's status.
  */
 ibc_status_t ibc_exec_idle_check(struct ibc_comm *comm)
 {
@@ -446,6 +448,9 @@ ibc_status_t ibc_exec_idle_check(struct ibc_comm *comm)
 	pthread_mutex_unlock(&comm->lock);
 	ibc_net_log_rank(&comm->net);
 	(void)ibc_net_check_strays(&comm->net, 0);
+	/* an eager call's checks left for later (its errors fail the communicator) */
+	if (ibc_net_status(&comm->net) == IBC_OK)
+		(void)ibc_coll_idle_check(&comm->coll);
 	pthread_mutex_lock(&comm->lock);
 	comm->running = 0;
 	pthread_cond_broadcast(&comm->cond);

@@ -50,6 +50,15 @@ ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,
  */
 void ibc_coll_announce(struct ibc_coll *coll, const struct ibc_op *op);
 
+/*
+ * ibc_coll_idle_check() - between calls: finish the checks that an eager
+ * call left for later (the shm segment's broadcast, ibc_shmar_idle_check()),
+ * without waiting. Returns IBC_OK, or IBC_ERR_INVALID_USAGE (mismatched
+ * calls; the communicator is failed). The thread running the communicator's
+ * operations, or one holding its place (ibc_exec_idle_check()).
+ */
+ibc_status_t ibc_coll_idle_check(struct ibc_coll *coll);
+
 /* ibc_coll_run() of an all-reduce, broadcast or reduce @op with @c */
 ibc_status_t ibc_coll_run_choice(struct ibc_coll *coll, struct ibc_op *op,
 				 const struct ibc_algo_choice *c);

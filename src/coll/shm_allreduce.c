@@ -481,11 +481,13 @@ static ibc_status_t shmar_peer_mismatch(struct ibc_coll *coll, const struct ibc_
 			    q, b, phase_names[f], a);
 }
 
-/* the first rank whose counter @f is below @want, or -1 */
-static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
+/* the first rank whose counter @f is below @want, or -1; @only >= 0: that rank alone */
+static int first_behind(const struct ibc_shmar *s, int f, uint64_t want, int only)
 {
 	int q;
 
+	if (only >= 0)
+		return line_reached(&s->line[only], f, want) ? -1 : only;
 	for (q = 0; q < s->n; q++)
 		if (!line_reached(&s->line[q], f, want))
 			return q;
@@ -493,8 +495,8 @@ static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
 }
 
 /*
- * Wait until every rank's counter @f reaches @want (@q: the first rank
- * behind): spin @sp->spin_ns (IBC_SPIN_US while the machine has cores to
+ * Wait until every rank's counter @f reaches @want, or rank @only's alone
+ * when @only >= 0 (@q: the first rank behind): spin @sp->spin_ns (IBC_SPIN_US while the machine has cores to
  * spare and no peer was seen sharing this rank's core,
  * ibc_net_wait_spin_begin(); @sp->timed once past the first polls), yield
  * (IBC_YIELD_US, ibc_net_yield() into @sp), then sleep 20 us to 1 ms; every
@@ -502,7 +504,7 @@ static int first_behind(const struct ibc_shmar *s, int f, uint64_t want)
  * process, and give up after IBC_TIMEOUT_MS without progress.
  */
 static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
-				   const struct ibc_op *op, int f, uint64_t want, int q,
+				   const struct ibc_op *op, int f, uint64_t want, int q, int only,
 				   struct ibc_net_spin *sp)
 {
 	struct ibc_msg_desc mine;
@@ -523,7 +525,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 	 */
 	for (i = 0; spin_ns && q >= 0 && i < SHMAR_FAST_POLLS; i++) {
 		ibc_cpu_relax();
-		q = first_behind(s, f, want);
+		q = first_behind(s, f, want, only);
 	}
 	prev = q;
 	while (q >= 0) {
@@ -554,7 +556,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			 * writes nothing more, so its counter is read again after
 			 * the look at its pid
 			 */
-			q = first_behind(s, f, want);
+			q = first_behind(s, f, want, only);
 			if (q < 0)
 				break;
 			if (q != prev)
@@ -608,31 +610,43 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			nanosleep(&ts, NULL);
 			sleep_ns = IBC_MIN(sleep_ns * 2, 1000000L);
 		}
-		q = first_behind(s, f, want);
+		q = first_behind(s, f, want, only);
 	}
 	return IBC_OK;
 }
 
 /* shmar_wait_body(), the lagging rank published for peers' wait-for queries */
-ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
-			    int f, uint64_t want)
+ibc_status_t ibc_shmar_wait_rank(struct ibc_coll *coll, struct ibc_shmar *s,
+				 const struct ibc_op *op, int f, uint64_t want, int only)
 {
 	struct ibc_net_spin sp;
-	int q = first_behind(s, f, want);
+	int q = first_behind(s, f, want, only);
 	ibc_status_t st;
 
 	if (q < 0)
 		return IBC_OK;  /* nothing to wait for */
 	ibc_net_wait_spin_begin(coll->net, &sp);
 	sp.polled = 1;
-	st = shmar_wait_body(coll, s, op, f, want, q, &sp);
+	st = shmar_wait_body(coll, s, op, f, want, q, only, &sp);
 	ibc_net_wait_clear(coll->net);
 	ibc_net_wait_spin_end(coll->net, &sp);
 	return st;
 }
 
+ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			    int f, uint64_t want)
+{
+	return ibc_shmar_wait_rank(coll, s, op, f, want, -1);
+}
+
 /* after arrive: every rank must contribute to the same all-reduce */
 ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, int b)
+{
+	return ibc_shmar_check_desc_rank(coll, s, b, -1);
+}
+
+/* ibc_shmar_check_desc() against rank @only (>= 0) or every rank (-1) */
+ibc_status_t ibc_shmar_check_desc_rank(struct ibc_coll *coll, struct ibc_shmar *s, int b, int only)
 {
 	const struct ibc_msg_desc *mine = &s->line[coll->net->rank].post[b].desc;
 	int q;
@@ -640,7 +654,7 @@ ibc_status_t ibc_shmar_check_desc(struct ibc_coll *coll, struct ibc_shmar *s, in
 	for (q = 0; q < s->n; q++) {
 		const struct ibc_msg_desc *d = &s->line[q].post[b].desc;
 
-		if (q != coll->net->rank && memcmp(d, mine, sizeof(*d)) != 0)
+		if ((only < 0 || q == only) && q != coll->net->rank && memcmp(d, mine, sizeof(*d)) != 0)
 			return ibc_net_desc_check(coll->net, q, mine, desc_nbytes(mine), d,
 						  desc_nbytes(d));
 	}
@@ -725,6 +739,16 @@ const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off, s
 ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			   uint64_t seq, const char *src, size_t nbytes)
 {
+	IBC_CHECK(ibc_shmar_post(coll, s, op, seq, src, nbytes));
+	IBC_CHECK(ibc_shmar_wait(coll, s, op, F_ARRIVE, seq));
+	s->arrived_all = seq;
+	return ibc_shmar_check_desc(coll, s, (int)(seq & 1));
+}
+
+/* ibc_shmar_put() up to this rank's arrival, without the wait for the others */
+ibc_status_t ibc_shmar_post(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			    uint64_t seq, const char *src, size_t nbytes)
+{
 	struct shmar_line *me = &s->line[coll->net->rank];
 	int b = (int)(seq & 1);
 
@@ -737,9 +761,74 @@ ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const str
 	if (__atomic_load_n(&me->mapped[b], __ATOMIC_RELAXED) != s->my_mapped)
 		__atomic_store_n(&me->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
 	line_set(me, F_ARRIVE, seq);
-	IBC_CHECK(ibc_shmar_wait(coll, s, op, F_ARRIVE, seq));
+	return IBC_OK;
+}
+
+/*
+ * ibc_shmar_settle() - finish the checks of this rank's last call that left
+ * before every rank arrived (an eager broadcast, shm_small.c; s->lazy_seq):
+ * wait for every rank's arrival at it and compare the descriptors of its
+ * parity. Called before this rank arrives at a later call
+ * (shmar_parity_free()); until then no rank can have published the call two
+ * after it in the same parity (each publishes a call only after it has seen
+ * every rank arrive at the one before, here or in that call itself).
+ * Return: as ibc_shmar_wait() and ibc_shmar_check_desc(); the texts name
+ * the call being checked (the descriptors) and the one running now.
+ */
+ibc_status_t ibc_shmar_settle(struct ibc_coll *coll, struct ibc_shmar *s)
+{
+	uint64_t seq = s->lazy_seq;
+
+	s->lazy_seq = 0;
+	IBC_CHECK(ibc_shmar_wait(coll, s, &s->lazy_op, F_ARRIVE, seq));
 	s->arrived_all = seq;
-	return ibc_shmar_check_desc(coll, s, b);
+	return ibc_shmar_check_desc(coll, s, (int)(seq & 1));
+}
+
+/**
+ * ibc_shmar_idle_check() - Between calls (ibc_coll_idle_check(): an
+ * asynchronous-error poll, destroy): settle this rank's last eager call
+ * without waiting. Ranks that have arrived at it have their descriptors
+ * compared; a rank that has not, and has announced another collective,
+ * is checked as a waiting rank checks it; once every rank has arrived and
+ * matched, the call is settled. A mismatch fails the communicator, so
+ * that ranks that disagreed on a broadcast's root learn it without another
+ * call. @coll: [in] communicator. Non-blocking; the thread that runs the
+ * communicator's operations (or holds its place).
+ * Return: IBC_OK, or IBC_ERR_INVALID_USAGE (mismatched calls).
+ */
+ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll)
+{
+	struct ibc_shmar *s = coll->shmar;
+	uint64_t seq;
+	int b;
+	int all = 1;
+	int q;
+
+	if (!s || s->failed || !s->lazy_seq)
+		return IBC_OK;
+	seq = s->lazy_seq;
+	b = (int)(seq & 1);
+	for (q = 0; q < s->n; q++) {
+		struct ibc_msg_desc mine;
+		struct ibc_msg_desc theirs;
+
+		if (q == coll->net->rank)
+			continue;
+		if (line_reached(&s->line[q], F_ARRIVE, seq)) {
+			IBC_CHECK(ibc_shmar_check_desc_rank(coll, s, b, q));
+			continue;
+		}
+		all = 0;
+		shmar_op_desc(&s->lazy_op, &mine);
+		if (shmar_peer_cur(s, q, &theirs))
+			IBC_CHECK(shmar_peer_mismatch(coll, s, q, &mine, &theirs, F_ARRIVE, seq));
+	}
+	if (all) {
+		s->lazy_seq = 0;
+		s->arrived_all = seq;
+	}
+	return IBC_OK;
 }
 
 /**

@@ -127,6 +127,10 @@ struct ibc_shmar {
 	char *result;           /* result[b] at result + b C */
 	uint64_t seq;           /* last chunk sequence used (same on every rank) */
 	uint64_t arrived_all;   /* last sequence at which this rank saw every rank arrive */
+	uint64_t lazy_seq;      /* this rank's last call, left before every rank arrived
+				 * (an eager broadcast): checked before its next arrival
+				 * (ibc_shmar_settle()); 0: none */
+	struct ibc_op lazy_op;  /* that call (a copy: its descriptor, for the wait's texts) */
 	float *acc;             /* fp32 accumulator (IBC_ACCUM_FP32) */
 	size_t acc_n;           /* its size, floats */
 	uint64_t probe_word;    /* SHMAR_MAGIC: what peers' CMA probe reads */
@@ -210,18 +214,31 @@ ibc_status_t ibc_shmar_put(struct ibc_coll *coll, struct ibc_shmar *s, const str
 const char *const *ibc_shmar_slab_srcs(struct ibc_shmar *s, int b, size_t off, size_t put_bytes);
 ibc_status_t ibc_shmar_wait(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			    int f, uint64_t want);
+ibc_status_t ibc_shmar_wait_rank(struct ibc_coll *coll, struct ibc_shmar *s,
+				 const struct ibc_op *op, int f, uint64_t want, int only);
+ibc_status_t ibc_shmar_post(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
+			    uint64_t seq, const char *src, size_t nbytes);
+ibc_status_t ibc_shmar_settle(struct ibc_coll *coll, struct ibc_shmar *s);
+ibc_status_t ibc_shmar_check_desc_rank(struct ibc_coll *coll, struct ibc_shmar *s, int b, int only);
 
 /*
  * shmar_parity_free() - wait until this rank may write buffer parity
  * @seq & 1 again (its post, slab and call buffers): every rank is past
  * @seq - 2 by its done counter, which this rank knows without looking when
  * it saw every rank arrive at @seq - 1 (a rank arrives at k only after its
- * last read of k - 1 and earlier; see ibc_shmar_put()).
- * Return: IBC_OK, or as ibc_shmar_wait().
+ * last read of k - 1 and earlier; see ibc_shmar_put()). An eager call left
+ * before that is settled first (ibc_shmar_settle()).
+ * Return: IBC_OK, or as ibc_shmar_wait() and ibc_shmar_settle().
  */
 static inline ibc_status_t shmar_parity_free(struct ibc_coll *coll, struct ibc_shmar *s,
 					     const struct ibc_op *op, uint64_t seq)
 {
+	if (s->lazy_seq) {
+		ibc_status_t st = ibc_shmar_settle(coll, s);
+
+		if (st != IBC_OK)
+			return st;
+	}
 	if (seq > 2 && s->arrived_all + 1 < seq)
 		return ibc_shmar_wait(coll, s, op, F_DONE, seq - 2);
 	return IBC_OK;

@@ -15,6 +15,9 @@
  *      (ibc_shmar_put(); in[q][b] is rank q's slab, or for up to 24 bytes
  *      its post line, shmar_in(), read with the writer's size)
  *   3. wait until every rank's arrive >= s; compare the descriptors
+ *      (broadcast, eager: the root skips the wait and a non-root waits for
+ *      the root alone; both compare the others' descriptors later, before
+ *      step 1 of their next call or at an error poll, ibc_shmar_settle())
  *   4. all-gather:     out[q] = in[q][b] for every q
  *      all-to-all:     out[q] = block me of in[q][b]
  *      reduce-scatter: out = block me of in[0][b] op ... op in[n-1][b]
@@ -179,30 +182,44 @@ ibc_status_t ibc_shm_small_reduce_scatter(struct ibc_coll *coll, struct ibc_op *
 
 /**
  * ibc_shm_small_broadcast() - Broadcast in one step of the segment (file
- * header). Every rank waits for every other, the root too: a root that
- * returned at once (as an eager broadcast may) would leave a rank that
- * takes itself for another root unseen by anyone on 2 ranks, and the
- * non-roots would still have to wait for all to compare descriptors.
+ * header), eager: the root arrives with its input and returns; every other
+ * rank waits for the root alone, compares its descriptor with the root's
+ * and copies the input out. Neither waits for the other ranks: each checks
+ * their descriptors of this call before it arrives at its next call in the
+ * segment (ibc_shmar_settle()), so that ranks that disagree on the root
+ * (two that each take themselves for it, on 2 ranks) or on the call still
+ * get IBC_ERR_INVALID_USAGE, from that later call; a rank whose own
+ * comparison fails here fails this call, and the others learn of it as an
+ * asynchronous error. A root's input stays readable in its slab until every
+ * rank has arrived at the next call (step 1 of the file header).
  * @coll: as ibc_shm_small_allgather(). @op: [in] count elements; the
  * root's sendbuf (its recvbuf too when they differ).
- * Blocking; return: as ibc_shm_small_allgather().
+ * Blocking (a non-root until the root has arrived); return: as
+ * ibc_shm_small_allgather().
  */
 ibc_status_t ibc_shm_small_broadcast(struct ibc_coll *coll, struct ibc_op *op)
 {
 	struct ibc_shmar *s = coll->shmar;
 	const int root = coll->net->rank == op->root;
-	uint64_t seq;
+	uint64_t seq = ++s->seq;
+	int b = (int)(seq & 1);
 	size_t esz;
 	size_t N;
 
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	N = op->count * esz;
 	coll->net->cur_bytes_total += 2 * N;
-	IBC_CHECK(small_put(coll, s, op, op->sendbuf, root ? N : 0, &seq));
-	if (!root)
-		memcpy(op->recvbuf, shmar_in(s, op->root, (int)(seq & 1), N), N);
-	else if (op->sendbuf != op->recvbuf)
+	s->n_small_other++;
+	IBC_CHECK(ibc_shmar_post(coll, s, op, seq, op->sendbuf, root ? N : 0));
+	if (!root) {
+		IBC_CHECK(ibc_shmar_wait_rank(coll, s, op, F_ARRIVE, seq, op->root));
+		IBC_CHECK(ibc_shmar_check_desc_rank(coll, s, b, op->root));
+		memcpy(op->recvbuf, shmar_in(s, op->root, b, N), N);
+	} else if (op->sendbuf != op->recvbuf) {
 		memcpy(op->recvbuf, op->sendbuf, N);
+	}
+	s->lazy_seq = seq;
+	s->lazy_op = *op;
 	return small_done(coll, s, seq, 2 * N);
 }
 
