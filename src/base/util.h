@@ -42,6 +42,19 @@ static inline uint64_t ibc_time_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * CLOCK_MONOTONIC_COARSE: the time of the last scheduler tick (1-4 ms
+ * resolution), 8 ns a read where CLOCK_MONOTONIC costs 28 ns in this VM;
+ * for rate limits on the call path, never for timing a call.
+ */
+static inline uint64_t ibc_time_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t ibc_time_ms(void)
 {
 	return ibc_time_ns() / 1000000ull;

@@ -58,9 +58,9 @@ struct ibc_algo_choice {
 	double predicted_us;
 	int forced;             /* IBC_ALGO or IBC_PROTO named it: run as is (no shortcut
 				 * such as shm_small.c's broadcast) */
-	int tuned_now;          /* ibc_tuner_select() ran a collective tuning step (start-up
-				 * probe or a re-timing) before choosing: the call's timing
-				 * starts after it (exec.c) */
+	int timed;              /* ibc_tuner_select(): time this call for the re-timing
+				 * (ibc_tuner_observe(); a sample of a watched size class's
+				 * calls) */
 };
 
 const char *ibc_algo_name(int algo);

@@ -562,7 +562,8 @@ ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, u
 {
 	int p;
 
-	if (min_gap_us && now - net->stray_check_ns < (uint64_t)min_gap_us * 1000)
+	/* signed: a coarse @now may lag the fine time of the last check */
+	if (min_gap_us && (int64_t)(now - net->stray_check_ns) < (int64_t)min_gap_us * 1000)
 		return ibc_net_status(net);
 	net->stray_check_ns = now;
 	for (p = 0; p < net->nranks && ibc_net_status(net) == IBC_OK; p++) {

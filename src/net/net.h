@@ -174,7 +174,7 @@ struct ibc_net {
 	struct ibc_msg_desc done[16];
 	int done_valid;                       /* some collective completed */
 	uint32_t done_seq;                    /* the last one's sequence number */
-	uint64_t stray_check_ns;              /* ibc_time_ns() of the last check */
+	uint64_t stray_check_ns;              /* time of the last check (fine or coarse clock) */
 
 	/* errors: the first fatal one poisons the communicator (under @lock) */
 	int poisoned;                         /* atomic */
@@ -428,10 +428,11 @@ void ibc_net_op_done(struct ibc_net *net, const struct ibc_op *op);
 ibc_status_t ibc_net_check_strays(struct ibc_net *net, unsigned min_gap_us);
 
 /*
- * ibc_net_check_strays_at() - ibc_net_check_strays() with the time already
- * read by the caller (@now_ns: ibc_time_ns(), in ns): the executor reads
- * the clock once at a call's start for this check and for the tuner's
- * timing of the call (a clock read costs 20-25 ns in a VM).
+ * ibc_net_check_strays_at() - ibc_net_check_strays() with the time read by
+ * the caller (@now_ns, ns): the executor passes the coarse clock
+ * (ibc_time_coarse_ns(), a third of a fine read's cost), which may lag the
+ * fine one that other callers pass by a tick; a time before the last check
+ * counts as within @min_gap_us.
  */
 ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, uint64_t now_ns);
 

@@ -139,6 +139,8 @@ int ibc_tune_size_class(size_t nbytes);
  * checks (ibc_tune_retime_tick(), collective, due at the same call on every rank)
  */
 int ibc_tune_retime_count(struct ibc_tuner *t, size_t nbytes);
+/* 1 where this all-reduce of @nbytes with @c is one the re-timing times (ibc_tuner_observe()) */
+int ibc_tune_retime_sampled(const struct ibc_tuner *t, size_t nbytes, const struct ibc_algo_choice *c);
 ibc_status_t ibc_tune_retime_tick(struct ibc_tuner *t, struct ibc_op *op, size_t nbytes);
 
 /* ---- the per-host decision cache (tune_cache.c) ------------------------- */

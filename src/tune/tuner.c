@@ -751,7 +751,6 @@ ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc
 	size_t esz;
 	size_t nbytes;
 	unsigned i;
-	int tuned = 0;
 
 	if (coll < 0 || cl->net->nranks == 1) {
 		memset(c, 0, sizeof(*c));
@@ -762,7 +761,6 @@ ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc
 	if (!t->ready) {
 		tuning_begin(cl->net, 1);
 		IBC_CHECK(tuning_end(cl->net, tuner_init(cl, t, op)));
-		tuned = 1;
 	}
 	IBC_CHECK(ibc_dtype_size(op->dtype, &esz));
 	nbytes = op->count * esz;
@@ -770,14 +768,13 @@ ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc
 	if (coll == IBC_TUNE_ALLREDUCE && ibc_tune_retime_count(t, nbytes)) {
 		tuning_begin(cl->net, 2);
 		IBC_CHECK(tuning_end(cl->net, ibc_tune_retime_tick(t, op, nbytes)));
-		tuned = 1;
 	}
 	for (i = 0; i < TUNE_CACHE; i++) {
 		const struct tune_cache_ent *e = &t->cache[coll][i];
 
 		if (e->valid && e->nbytes == nbytes && e->esz == esz) {
 			*c = e->c;
-			c->tuned_now = tuned;
+			c->timed = coll == IBC_TUNE_ALLREDUCE && ibc_tune_retime_sampled(t, nbytes, c);
 			return IBC_OK;
 		}
 	}
@@ -800,6 +797,6 @@ ibc_status_t ibc_tuner_select(struct ibc_tuner *t, struct ibc_op *op, struct ibc
 	t->cache[coll][i].esz = esz;
 	t->cache[coll][i].valid = 1;
 	t->cache[coll][i].c = *c;
-	c->tuned_now = tuned;
+	c->timed = coll == IBC_TUNE_ALLREDUCE && ibc_tune_retime_sampled(t, nbytes, c);
 	return IBC_OK;
 }
