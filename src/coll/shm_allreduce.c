@@ -341,9 +341,11 @@ ibc_status_t ibc_shmar_init(struct ibc_coll *coll)
 			s->failed = 1;
 	ibc_free(oks);
 	if (st != IBC_OK) {
+		char why[1024];
+
 		ibc_shmar_destroy(s);
 		IBC_LOG_ERROR(INIT, "shm all-reduce set-up: bootstrap exchange failed: %s",
-			      ibc_status_str(st));
+			      ibc_net_fail_text(coll->net, st, why, sizeof(why)));
 		return st;
 	}
 	if (s->failed && s->base) {

@@ -369,9 +369,11 @@ ibc_status_t ibc_shmar_cma_agree(struct ibc_coll *coll, struct ibc_shmar *s)
 			     strerror(all[me].err));
 	st = ibc_net_oob_allgather(coll->net, all, sizeof(*all));
 	if (st != IBC_OK) {
+		char why[1024];
+
 		ibc_free(all);
 		IBC_LOG_ERROR(INIT, "shm all-reduce set-up: bootstrap exchange failed: %s",
-			      ibc_status_str(st));
+			      ibc_net_fail_text(coll->net, st, why, sizeof(why)));
 		return st;
 	}
 	for (q = 0; q < s->n; q++) {

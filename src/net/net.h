@@ -277,6 +277,18 @@ static inline ibc_status_t ibc_net_status(const struct ibc_net *net)
 	return IBC_OK;
 }
 
+/*
+ * ibc_net_fail_text() - what to say of a step that failed with @st: the
+ * communicator's first error (which names the rank and the cause, e.g.
+ * another rank's mismatched call reported while this one was still setting
+ * up), copied into @buf of @n bytes, when it has one; otherwise
+ * ibc_status_str(@st) (a bootstrap exchange says no more than "remote peer
+ * failed"). For IBC_ERR_REMOTE it waits up to 200 ms for the failed peer's
+ * report. Any thread; blocking (error paths only). Returns @buf or a static
+ * string.
+ */
+const char *ibc_net_fail_text(struct ibc_net *net, ibc_status_t st, char *buf, size_t n);
+
 /* @peer's host name ("?" when unknown) */
 const char *ibc_net_peer_host(const struct ibc_net *net, int peer);
 

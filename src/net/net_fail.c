@@ -31,6 +31,29 @@ const char *ibc_net_peer_host(const struct ibc_net *net, int peer)
 	return ibc_bootstrap_peer(net->bs, peer)->host;
 }
 
+const char *ibc_net_fail_text(struct ibc_net *net, ibc_status_t st, char *buf, size_t n)
+{
+	int have = 0;
+	int i;
+
+	/*
+	 * A peer that failed: its report (the bootstrap service thread's
+	 * ibc_net_on_boot_error()) may arrive a moment after the exchange
+	 * broke; wait for it up to 200 ms (an error path only)
+	 */
+	for (i = 0; i < 200 && st == IBC_ERR_REMOTE && ibc_net_status(net) == IBC_OK; i++)
+		usleep(1000);
+	if (n == 0 || ibc_net_status(net) == IBC_OK)
+		return ibc_status_str(st);
+	pthread_mutex_lock(&net->lock);
+	if (net->poison_msg[0]) {
+		snprintf(buf, n, "%s", ibc_log_strip_rank(net->poison_msg));
+		have = 1;
+	}
+	pthread_mutex_unlock(&net->lock);
+	return have ? buf : ibc_status_str(st);
+}
+
 /* poison @net with @st and @msg unless already poisoned; 1 if this call did it */
 static int net_poison(struct ibc_net *net, ibc_status_t st, const char *msg)
 {

@@ -537,8 +537,10 @@ static ibc_status_t net_choose_spin(struct ibc_net *net)
 			CPU_OR(&all, &all, &theirs);
 	}
 	if (st != IBC_OK) {
+		char why[1024];
+
 		IBC_LOG_ERROR(INIT, "exchanging CPU affinity with the ranks on this host failed: %s",
-			      ibc_status_str(st));
+			      ibc_net_fail_text(net, st, why, sizeof(why)));
 		return st;
 	}
 	ncpu = CPU_COUNT(&all);
