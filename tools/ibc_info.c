@@ -186,8 +186,7 @@ static void print_env_md(void)
 	printf("# Environment variables\n\n");
 	printf("Every parameter of ibcoll, declared once in `src/base/params.def`. Integers take a\n");
 	printf("k/m/g suffix (powers of 1024); invalid or out-of-range values log a warning and use\n");
-	printf("the default. `ibc_info --params` prints the values in effect; a program asks for\n");
-	printf("an integer's with `ibc_get_param_int()`.\n\n");
+	printf("the default. `ibc_info --params` prints the values in effect.\n\n");
 	printf("Each variable is read once per process, when the library first needs it (most at\n");
 	printf("the first communicator's creation), and kept: a later `setenv()` in the same process\n");
 	printf("changes nothing. Set them before the process starts, or before its first ibcoll\n");

@@ -537,10 +537,7 @@ ibc_status_t ibc_comm_destroy(ibc_comm_h h)
 	 * calls differed (issue 20, case 1), say so before the connections go
 	 */
 	if (st == IBC_OK && ibc_net_status(&comm->net) == IBC_OK)
-		st = ibc_exec_idle_check(comm, 1);
-	/* the failure may have been raised in another thread (a peer's report) */
-	if (st != IBC_OK && __atomic_load_n(&comm->net.poisoned, __ATOMIC_ACQUIRE))
-		ibc_log_set_last_error(comm->net.poison_msg);
+		st = ibc_exec_idle_check(comm);
 	ibc_registry_remove(comm);
 	ibc_comm_leave(comm);
 	comm_teardown(comm, 0);
@@ -712,7 +709,7 @@ ibc_status_t ibc_comm_get_async_error(ibc_comm_h h, ibc_status_t *st_p)
 	}
 	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_get_async_error", &comm));
 	/* an idle communicator looks for peers' messages that no call of this rank will take */
-	*st_p = ibc_exec_idle_check(comm, 0);
+	*st_p = ibc_exec_idle_check(comm);
 	if (*st_p != IBC_OK)
 		ibc_log_set_last_error(comm->net.poison_msg);
 	ibc_comm_leave(comm);

@@ -94,7 +94,7 @@ static inline void ibc_coll_desc(const struct ibc_op *op, uint32_t step, int acc
  * announce each collective, run one, free the segment */
 ibc_status_t ibc_shmar_init(struct ibc_coll *coll);
 void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op);
-ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll, int settle);
+ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll);
 int ibc_shmar_usable(const struct ibc_coll *coll);      /* 1 if the segment is mapped everywhere */
 ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op);
 /* single copy for the others (shm_single.c), where ibc_shmar_single_ok() */

@@ -90,9 +90,9 @@ void ibc_coll_announce(struct ibc_coll *coll, const struct ibc_op *op)
 		ibc_shmar_announce(coll, op);
 }
 
-ibc_status_t ibc_coll_idle_check(struct ibc_coll *coll, int settle)
+ibc_status_t ibc_coll_idle_check(struct ibc_coll *coll)
 {
-	return coll->shmar ? ibc_shmar_idle_check(coll, settle) : IBC_OK;
+	return coll->shmar ? ibc_shmar_idle_check(coll) : IBC_OK;
 }
 
 ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,

@@ -53,16 +53,11 @@ void ibc_coll_announce(struct ibc_coll *coll, const struct ibc_op *op);
 /*
  * ibc_coll_idle_check() - between calls: finish the checks that an eager
  * call left for later (the shm segment's broadcast, ibc_shmar_idle_check()),
- * without waiting, or with @settle waiting for every rank to have made that
- * call (destroy: the ranks that have not yet arrived are those a check
- * without waiting cannot compare). Returns IBC_OK, or
- * IBC_ERR_INVALID_USAGE (mismatched calls; the communicator is failed), or
- * with @settle what a wait returns (IBC_ERR_REMOTE for a rank that exited
- * without making the call, IBC_ERR_TIMEOUT). The thread running the
- * communicator's operations, or one holding its place
- * (ibc_exec_idle_check()).
+ * without waiting. Returns IBC_OK, or IBC_ERR_INVALID_USAGE (mismatched
+ * calls; the communicator is failed). The thread running the communicator's
+ * operations, or one holding its place (ibc_exec_idle_check()).
  */
-ibc_status_t ibc_coll_idle_check(struct ibc_coll *coll, int settle);
+ibc_status_t ibc_coll_idle_check(struct ibc_coll *coll);
 
 /* ibc_coll_run() of an all-reduce, broadcast or reduce @op with @c */
 ibc_status_t ibc_coll_run_choice(struct ibc_coll *coll, struct ibc_op *op,

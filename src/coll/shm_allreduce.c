@@ -795,16 +795,11 @@ ibc_status_t ibc_shmar_settle(struct ibc_coll *coll, struct ibc_shmar *s)
  * is checked as a waiting rank checks it; once every rank has arrived and
  * matched, the call is settled. A mismatch fails the communicator, so
  * that ranks that disagreed on a broadcast's root learn it without another
- * call. With @settle (destroy) it waits for every rank's arrival
- * instead (ibc_shmar_settle()): a rank that destroyed before a peer that
- * disagreed had arrived would otherwise never compare that peer's call.
- * @coll: [in] communicator. @settle: [in] 0: non-blocking; 1: blocking, as
- * a wait in a call. The thread that runs the communicator's operations (or
- * holds its place).
- * Return: IBC_OK, or IBC_ERR_INVALID_USAGE (mismatched calls); with
- * @settle also as ibc_shmar_wait().
+ * call. @coll: [in] communicator. Non-blocking; the thread that runs the
+ * communicator's operations (or holds its place).
+ * Return: IBC_OK, or IBC_ERR_INVALID_USAGE (mismatched calls).
  */
-ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll, int settle)
+ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll)
 {
 	struct ibc_shmar *s = coll->shmar;
 	uint64_t seq;
@@ -814,8 +809,6 @@ ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll, int settle)
 
 	if (!s || s->failed || !s->lazy_seq)
 		return IBC_OK;
-	if (settle)
-		return ibc_shmar_settle(coll, s);
 	seq = s->lazy_seq;
 	b = (int)(seq & 1);
 	for (q = 0; q < s->n; q++) {
