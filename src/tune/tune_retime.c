@@ -403,19 +403,13 @@ void ibc_tuner_observe(struct ibc_tuner *t, const struct ibc_op *op,
 		       const struct ibc_algo_choice *c, uint64_t t0_ns)
 {
 	struct tune_retime *r;
-	size_t esz;
-	size_t nbytes;
+	size_t esz = 0;
 	double x;
 
-	if (!t || !t->ready || ibc_tune_coll_of(op->coll) != IBC_TUNE_ALLREDUCE ||
-	    ibc_dtype_size(op->dtype, &esz) != IBC_OK)
+	/* @c->timed: ibc_tune_retime_sampled() found the class watched and its choice this one */
+	if (!c->timed || ibc_dtype_size(op->dtype, &esz) != IBC_OK)
 		return;
-	nbytes = op->count * esz;
-	if (!ibc_tune_retime_on(t, nbytes) || c->predicted_us <= 0)
-		return;
-	r = &t->rt[ibc_tune_size_class(nbytes)];
-	if (!r->valid || r->algo != c->algo)
-		return;
+	r = &t->rt[ibc_tune_size_class(op->count * esz)];
 	x = (double)(ibc_time_ns() - t0_ns) / 1000.0 / c->predicted_us;
 	if (r->seen == 0 || x < r->seen)
 		r->seen = x;
