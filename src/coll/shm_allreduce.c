@@ -802,6 +802,7 @@ ibc_status_t ibc_shmar_settle(struct ibc_coll *coll, struct ibc_shmar *s)
 ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll)
 {
 	struct ibc_shmar *s = coll->shmar;
+	struct ibc_msg_desc mine;
 	uint64_t seq;
 	int b;
 	int all = 1;
@@ -811,8 +812,8 @@ ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll)
 		return IBC_OK;
 	seq = s->lazy_seq;
 	b = (int)(seq & 1);
+	shmar_op_desc(&s->lazy_op, &mine);
 	for (q = 0; q < s->n; q++) {
-		struct ibc_msg_desc mine;
 		struct ibc_msg_desc theirs;
 
 		if (q == coll->net->rank)
@@ -822,7 +823,6 @@ ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll)
 			continue;
 		}
 		all = 0;
-		shmar_op_desc(&s->lazy_op, &mine);
 		if (shmar_peer_cur(s, q, &theirs))
 			IBC_CHECK(shmar_peer_mismatch(coll, s, q, &mine, &theirs, F_ARRIVE, seq));
 	}
