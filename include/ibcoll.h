@@ -314,9 +314,17 @@ IBC_API ibc_status_t ibc_comm_split(ibc_comm_h comm, int color, int key, ibc_com
  * Waits (bounded by IBC_TIMEOUT_MS) for queued operations, then closes
  * connections, stops the service thread, frees memory and unlinks any
  * shared-memory segment. Not collective: peers that still talk to this rank
- * get IBC_ERR_REMOTE.
+ * get IBC_ERR_REMOTE. One exception: when this rank's last call was a small
+ * broadcast that returned before the other ranks had made it (eager, over
+ * the shared-memory segment of a single-host communicator), destroy first
+ * waits until every rank has made that call or left the communicator, and
+ * compares the calls (docs/reliability.md).
  * Blocking:  yes, bounded. Threading: no other call on @comm may run concurrently.
- * Return:    IBC_OK, or the first error of an operation that was still queued.
+ * Return:    IBC_OK, or the first error of an operation that was still
+ *            queued; for that last broadcast IBC_ERR_INVALID_USAGE (the
+ *            ranks' calls differ), IBC_ERR_REMOTE (a rank left or exited
+ *            without making it), IBC_ERR_TIMEOUT, or the communicator's
+ *            error when it failed before the calls could be compared.
  */
 IBC_API ibc_status_t ibc_comm_destroy(ibc_comm_h comm);
 

@@ -176,8 +176,12 @@ void *ibc_exec_thread(void *arg);
 /* 1 while ibc_group_start() collects the operations of @comm (exec.c) */
 int ibc_exec_in_group(struct ibc_comm *comm);
 
-/* look for stray messages when the communicator is idle; its status (exec.c) */
-ibc_status_t ibc_exec_idle_check(struct ibc_comm *comm);
+/*
+ * look for stray messages when the communicator is idle, and check an eager
+ * call's peers (@settle, destroy's: wait until each made it or left); its
+ * status (exec.c)
+ */
+ibc_status_t ibc_exec_idle_check(struct ibc_comm *comm, int settle);
 
 /* complete the requests of a group never ended with an error (ibc_comm_destroy) */
 void ibc_exec_cancel_group(struct ibc_comm *comm);

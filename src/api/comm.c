@@ -534,10 +534,21 @@ ibc_status_t ibc_comm_destroy(ibc_comm_h h)
 	st = ibc_comm_drain(comm);
 	/*
 	 * A peer's message that no call of this rank received: the ranks'
-	 * calls differed (issue 20, case 1), say so before the connections go
+	 * calls differed (issue 20, case 1), say so before the connections go;
+	 * and compare this rank's last call, when it was an eager broadcast,
+	 * with every rank's (waiting until each made it or left)
 	 */
 	if (st == IBC_OK && ibc_net_status(&comm->net) == IBC_OK)
-		st = ibc_exec_idle_check(comm);
+		st = ibc_exec_idle_check(comm, 1);
+	/*
+	 * The communicator failed (a peer's report, in another thread) before
+	 * this rank's eager broadcast could be compared with the others' calls:
+	 * its success was provisional, and this is the last call to say so
+	 */
+	else if (st == IBC_OK && ibc_coll_unsettled(&comm->coll))
+		st = ibc_net_status(&comm->net);
+	if (st != IBC_OK && __atomic_load_n(&comm->net.poisoned, __ATOMIC_ACQUIRE))
+		ibc_log_set_last_error(comm->net.poison_msg);
 	ibc_registry_remove(comm);
 	ibc_comm_leave(comm);
 	comm_teardown(comm, 0);
@@ -709,7 +720,7 @@ ibc_status_t ibc_comm_get_async_error(ibc_comm_h h, ibc_status_t *st_p)
 	}
 	IBC_CHECK(ibc_comm_enter(h, "ibc_comm_get_async_error", &comm));
 	/* an idle communicator looks for peers' messages that no call of this rank will take */
-	*st_p = ibc_exec_idle_check(comm);
+	*st_p = ibc_exec_idle_check(comm, 0);
 	if (*st_p != IBC_OK)
 		ibc_log_set_last_error(comm->net.poison_msg);
 	ibc_comm_leave(comm);

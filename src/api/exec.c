@@ -433,10 +433,11 @@ void *ibc_exec_thread(void *arg)
  * executor's place and look for stray messages (ibc_net_check_strays()):
  * a peer that called a collective this rank never calls is found without
  * another call of this rank; and finish the checks an eager call left
- * (ibc_coll_idle_check(): ranks that disagreed on a broadcast's root).
+ * (ibc_coll_idle_check(): ranks that disagreed on a broadcast's root;
+ * @settle, destroy's: waiting until every rank made that call or left).
  * Returns the communicator's status.
  */
-ibc_status_t ibc_exec_idle_check(struct ibc_comm *comm)
+ibc_status_t ibc_exec_idle_check(struct ibc_comm *comm, int settle)
 {
 	pthread_mutex_lock(&comm->lock);
 	if (comm->running || comm->q_head || ibc_net_status(&comm->net) != IBC_OK) {
@@ -449,7 +450,7 @@ ibc_status_t ibc_exec_idle_check(struct ibc_comm *comm)
 	(void)ibc_net_check_strays(&comm->net, 0);
 	/* an eager call's checks left for later (its errors fail the communicator) */
 	if (ibc_net_status(&comm->net) == IBC_OK)
-		(void)ibc_coll_idle_check(&comm->coll);
+		(void)ibc_coll_idle_check(&comm->coll, settle);
 	pthread_mutex_lock(&comm->lock);
 	comm->running = 0;
 	pthread_cond_broadcast(&comm->cond);

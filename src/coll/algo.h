@@ -94,7 +94,7 @@ static inline void ibc_coll_desc(const struct ibc_op *op, uint32_t step, int acc
  * announce each collective, run one, free the segment */
 ibc_status_t ibc_shmar_init(struct ibc_coll *coll);
 void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op);
-ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll);
+ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll, int settle);
 int ibc_shmar_usable(const struct ibc_coll *coll);      /* 1 if the segment is mapped everywhere */
 ibc_status_t ibc_shm_allreduce(struct ibc_coll *coll, struct ibc_op *op);
 /* single copy for the others (shm_single.c), where ibc_shmar_single_ok() */
@@ -111,6 +111,8 @@ ibc_status_t ibc_shm_small_alltoall(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_small_reduce_scatter(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_small_broadcast(struct ibc_coll *coll, struct ibc_op *op);
 ibc_status_t ibc_shm_small_barrier(struct ibc_coll *coll, struct ibc_op *op);
+void ibc_shmar_leave(struct ibc_coll *coll);   /* mark this rank gone from the segment */
+int ibc_shmar_unsettled(const struct ibc_shmar *s); /* an eager call not yet compared */
 void ibc_shmar_destroy(struct ibc_shmar *s);
 
 /* grow the communicator's scratch area to @nbytes (kept across operations) */

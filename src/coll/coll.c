@@ -90,9 +90,14 @@ void ibc_coll_announce(struct ibc_coll *coll, const struct ibc_op *op)
 		ibc_shmar_announce(coll, op);
 }
 
-ibc_status_t ibc_coll_idle_check(struct ibc_coll *coll)
+ibc_status_t ibc_coll_idle_check(struct ibc_coll *coll, int settle)
 {
-	return coll->shmar ? ibc_shmar_idle_check(coll) : IBC_OK;
+	return coll->shmar ? ibc_shmar_idle_check(coll, settle) : IBC_OK;
+}
+
+int ibc_coll_unsettled(const struct ibc_coll *coll)
+{
+	return coll->shmar && ibc_shmar_unsettled(coll->shmar);
 }
 
 ibc_status_t ibc_coll_run(struct ibc_coll *coll, struct ibc_op *op,
@@ -152,6 +157,7 @@ void ibc_coll_fini(struct ibc_coll *coll)
 	ibc_free(coll->scratch);
 	coll->scratch = NULL;
 	coll->scratch_nbytes = 0;
+	ibc_shmar_leave(coll);
 	ibc_shmar_destroy(coll->shmar);
 	coll->shmar = NULL;
 }

@@ -52,12 +52,24 @@ void ibc_coll_announce(struct ibc_coll *coll, const struct ibc_op *op);
 
 /*
  * ibc_coll_idle_check() - between calls: finish the checks that an eager
- * call left for later (the shm segment's broadcast, ibc_shmar_idle_check()),
- * without waiting. Returns IBC_OK, or IBC_ERR_INVALID_USAGE (mismatched
- * calls; the communicator is failed). The thread running the communicator's
+ * call left for later (the shm segment's broadcast, ibc_shmar_idle_check()):
+ * without waiting (@settle 0: an asynchronous-error poll), or, at destroy
+ * (@settle 1), waiting until every rank has made that call or left the
+ * communicator, reading the segment only. Returns IBC_OK, or
+ * IBC_ERR_INVALID_USAGE (mismatched calls; the communicator is failed), or
+ * with @settle IBC_ERR_REMOTE (a rank left or exited without making the
+ * call) and IBC_ERR_TIMEOUT. The thread running the communicator's
  * operations, or one holding its place (ibc_exec_idle_check()).
  */
-ibc_status_t ibc_coll_idle_check(struct ibc_coll *coll);
+ibc_status_t ibc_coll_idle_check(struct ibc_coll *coll, int settle);
+
+/*
+ * ibc_coll_unsettled() - 1 while this rank's last call returned before the
+ * other ranks' calls were compared with it (an eager broadcast, not yet
+ * settled by a later call or ibc_coll_idle_check()): its success is
+ * provisional. No locking; the thread running the communicator's operations.
+ */
+int ibc_coll_unsettled(const struct ibc_coll *coll);
 
 /* ibc_coll_run() of an all-reduce, broadcast or reduce @op with @c */
 ibc_status_t ibc_coll_run_choice(struct ibc_coll *coll, struct ibc_op *op,

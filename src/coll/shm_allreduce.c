@@ -384,7 +384,7 @@ int ibc_shmar_usable(const struct ibc_coll *coll)
  * tuner's internal operations on the user's sequence number, whose counts
  * are not the call's
  */
-static void shmar_op_desc(const struct ibc_op *op, struct ibc_msg_desc *d)
+void ibc_shmar_op_desc(const struct ibc_op *op, struct ibc_msg_desc *d)
 {
 	ibc_op_desc(op, d);
 	if (op->staged)
@@ -411,7 +411,7 @@ void ibc_shmar_announce(struct ibc_coll *coll, const struct ibc_op *op)
 	me = &s->line[coll->net->rank];
 	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	shmar_op_desc(op, &me->cur);
+	ibc_shmar_op_desc(op, &me->cur);
 	__atomic_store_n(&me->cur_gen, me->cur_gen + 1, __ATOMIC_RELEASE);
 }
 
@@ -483,6 +483,21 @@ static ibc_status_t shmar_peer_mismatch(struct ibc_coll *coll, const struct ibc_
 			    q, b, phase_names[f], a);
 }
 
+/*
+ * ibc_shmar_peer_check() - rank @q has not reached counter @f = @want of
+ * this rank's call @mine: if it announced another collective, the check
+ * of shmar_peer_mismatch(); IBC_OK while it is (or may be) in this call.
+ */
+ibc_status_t ibc_shmar_peer_check(struct ibc_coll *coll, const struct ibc_shmar *s, int q,
+				  const struct ibc_msg_desc *mine, int f, uint64_t want)
+{
+	struct ibc_msg_desc theirs;
+
+	if (!shmar_peer_cur(s, q, &theirs))
+		return IBC_OK;
+	return shmar_peer_mismatch(coll, s, q, mine, &theirs, f, want);
+}
+
 /* the first rank whose counter @f is below @want, or -1; @only >= 0: that rank alone */
 static int first_behind(const struct ibc_shmar *s, int f, uint64_t want, int only)
 {
@@ -510,7 +525,6 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 				   struct ibc_net_spin *sp)
 {
 	struct ibc_msg_desc mine;
-	struct ibc_msg_desc theirs;
 	uint64_t spin_ns = sp->spin_ns;
 	uint64_t yield_ns = spin_ns + (uint64_t)ibc_param_yield_us() * 1000;
 	uint64_t start = 0;
@@ -581,12 +595,10 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			 * segment is slow, not mismatched; differing counts are
 			 * caught by the per-chunk descriptors once both arrive.
 			 */
-			shmar_op_desc(op, &mine);
-			if (shmar_peer_cur(s, q, &theirs)) {
-				pst = shmar_peer_mismatch(coll, s, q, &mine, &theirs, f, want);
-				if (pst != IBC_OK)
-					return pst;
-			}
+			ibc_shmar_op_desc(op, &mine);
+			pst = ibc_shmar_peer_check(coll, s, q, &mine, f, want);
+			if (pst != IBC_OK)
+				return pst;
 			/* a peer's message for a call this rank does not make (tcp/ib peers) */
 			pst = ibc_net_check_strays(coll->net, 0);
 			if (pst != IBC_OK)
@@ -763,73 +775,6 @@ ibc_status_t ibc_shmar_post(struct ibc_coll *coll, struct ibc_shmar *s, const st
 	if (__atomic_load_n(&me->mapped[b], __ATOMIC_RELAXED) != s->my_mapped)
 		__atomic_store_n(&me->mapped[b], s->my_mapped, __ATOMIC_RELAXED);
 	line_set(me, F_ARRIVE, seq);
-	return IBC_OK;
-}
-
-/*
- * ibc_shmar_settle() - finish the checks of this rank's last call that left
- * before every rank arrived (an eager broadcast, shm_small.c; s->lazy_seq):
- * wait for every rank's arrival at it and compare the descriptors of its
- * parity. Called before this rank arrives at a later call
- * (shmar_parity_free()); until then no rank can have published the call two
- * after it in the same parity (each publishes a call only after it has seen
- * every rank arrive at the one before, here or in that call itself).
- * Return: as ibc_shmar_wait() and ibc_shmar_check_desc(); the texts name
- * the call being checked (the descriptors) and the one running now.
- */
-ibc_status_t ibc_shmar_settle(struct ibc_coll *coll, struct ibc_shmar *s)
-{
-	uint64_t seq = s->lazy_seq;
-
-	s->lazy_seq = 0;
-	IBC_CHECK(ibc_shmar_wait(coll, s, &s->lazy_op, F_ARRIVE, seq));
-	s->arrived_all = seq;
-	return ibc_shmar_check_desc(coll, s, (int)(seq & 1));
-}
-
-/**
- * ibc_shmar_idle_check() - Between calls (ibc_coll_idle_check(): an
- * asynchronous-error poll, destroy): settle this rank's last eager call
- * without waiting. Ranks that have arrived at it have their descriptors
- * compared; a rank that has not, and has announced another collective,
- * is checked as a waiting rank checks it; once every rank has arrived and
- * matched, the call is settled. A mismatch fails the communicator, so
- * that ranks that disagreed on a broadcast's root learn it without another
- * call. @coll: [in] communicator. Non-blocking; the thread that runs the
- * communicator's operations (or holds its place).
- * Return: IBC_OK, or IBC_ERR_INVALID_USAGE (mismatched calls).
- */
-ibc_status_t ibc_shmar_idle_check(struct ibc_coll *coll)
-{
-	struct ibc_shmar *s = coll->shmar;
-	struct ibc_msg_desc mine;
-	uint64_t seq;
-	int b;
-	int all = 1;
-	int q;
-
-	if (!s || s->failed || !s->lazy_seq)
-		return IBC_OK;
-	seq = s->lazy_seq;
-	b = (int)(seq & 1);
-	shmar_op_desc(&s->lazy_op, &mine);
-	for (q = 0; q < s->n; q++) {
-		struct ibc_msg_desc theirs;
-
-		if (q == coll->net->rank)
-			continue;
-		if (line_reached(&s->line[q], F_ARRIVE, seq)) {
-			IBC_CHECK(ibc_shmar_check_desc_rank(coll, s, b, q));
-			continue;
-		}
-		all = 0;
-		if (shmar_peer_cur(s, q, &theirs))
-			IBC_CHECK(shmar_peer_mismatch(coll, s, q, &mine, &theirs, F_ARRIVE, seq));
-	}
-	if (all) {
-		s->lazy_seq = 0;
-		s->arrived_all = seq;
-	}
 	return IBC_OK;
 }
 

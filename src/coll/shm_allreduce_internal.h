@@ -68,6 +68,8 @@ struct shmar_line {
 	uint64_t done;          /* last sequence copied out */
 	uint64_t abort;         /* last single-copy call this rank gave up (its error) */
 	int32_t pid;
+	int32_t left;           /* 1 once this rank destroyed (or aborted) the communicator,
+				 * after its last arrival (release): ibc_shmar_leave() */
 	/* the collective this rank is in (any algorithm): a seqlock, odd while written */
 	uint64_t cur_gen __attribute__((aligned(64)));
 	struct ibc_msg_desc cur;
@@ -219,6 +221,10 @@ ibc_status_t ibc_shmar_wait_rank(struct ibc_coll *coll, struct ibc_shmar *s,
 ibc_status_t ibc_shmar_post(struct ibc_coll *coll, struct ibc_shmar *s, const struct ibc_op *op,
 			    uint64_t seq, const char *src, size_t nbytes);
 ibc_status_t ibc_shmar_settle(struct ibc_coll *coll, struct ibc_shmar *s);
+/* @op's descriptor as announced and compared (shm_allreduce.c) */
+void ibc_shmar_op_desc(const struct ibc_op *op, struct ibc_msg_desc *d);
+ibc_status_t ibc_shmar_peer_check(struct ibc_coll *coll, const struct ibc_shmar *s, int q,
+				  const struct ibc_msg_desc *mine, int f, uint64_t want);
 ibc_status_t ibc_shmar_check_desc_rank(struct ibc_coll *coll, struct ibc_shmar *s, int b, int only);
 
 /*

@@ -7,7 +7,12 @@
  *     tree, where the rank that thinks it is the root receives nothing);
  *   - an all-reduce that one rank calls with count 0 and then a barrier,
  *     while the others call it with 1024 elements (the shm all-reduce's
- *     segment path).
+ *     segment path);
+ *   - a small broadcast (eager over shm: the root returns at once) where
+ *     one rank passes another count or names itself the root, followed at
+ *     once by every rank's destroy (no poll): destroy's status counts, and
+ *     must be the mismatch on every rank whose call returned IBC_OK
+ *     (over shm only: the eager path).
  * Checks on every rank: its first error, from the call itself, the one
  * after, or ibc_comm_get_async_error() while it polls (or from the first
  * call, the same on every rank, when a rank is still in it as another
@@ -43,23 +48,29 @@ struct hcase {
 	const char *odd_val;
 	const char *want_a;             /* both sides' values, in some rank's text */
 	const char *want_b;
+	int at_destroy;                 /* no poll: destroy's status is a verdict */
 };
 
 static const struct hcase cases[] = {
 	{ "broadcast root", 4, "broadcast", "i32", "1000", NULL, 1, "--root", "1", "root 0",
-	  "root 1" },
-	{ "reduce root", 4, "reduce", "i32", "1000", NULL, 1, "--root", "1", "root 0", "root 1" },
+	  "root 1", 0 },
+	{ "reduce root", 4, "reduce", "i32", "1000", NULL, 1, "--root", "1", "root 0", "root 1",
+	  0 },
 	{ "zero count", 4, "allreduce", "f32", "1024", "barrier", 0, "--count", "0", "count 0",
-	  "count 1024" },
+	  "count 1024", 0 },
 	{ "zero count, last rank", 3, "allreduce", "f32", "1024", "barrier", 2, "--count", "0",
-	  "count 0", "count 1024" },
+	  "count 0", "count 1024", 0 },
+	{ "broadcast count, then destroy", 5, "broadcast", "i32", "4", NULL, 3, "--count", "5",
+	  "count 4", "count 5", 1 },
+	{ "broadcast self-root, then destroy", 2, "broadcast", "i32", "4", NULL, 1, "--root", "1",
+	  "root 0", "root 1", 1 },
 };
 
 /* phases whose status counts as a rank's verdict, in the order the worker reports them */
-static int verdict_phase(const char *phase)
+static int verdict_phase(const char *phase, int at_destroy)
 {
 	return !strcmp(phase, "warm") || !strcmp(phase, "coll") || !strcmp(phase, "then") ||
-	       !strcmp(phase, "async");
+	       !strcmp(phase, "async") || (at_destroy && !strcmp(phase, "destroy"));
 }
 
 static void run_case(const char *transport, const struct hcase *hc)
@@ -79,7 +90,7 @@ static void run_case(const char *transport, const struct hcase *hc)
 		char *argv[20] = { "coll", "--count", (char *)hc->count, "--coll", (char *)hc->coll,
 				   "--dtype", (char *)hc->dtype, "--warm-coll", (char *)hc->count,
 				   "--watch-ms", "5000" };
-		int k = 11;
+		int k = hc->at_destroy ? 9 : 11;
 
 		if (hc->then) {
 			argv[k++] = "--then";
@@ -116,9 +127,9 @@ static void run_case(const char *transport, const struct hcase *hc)
 				warm_ok = r.status == IBC_OK ||
 					  (r.status == IBC_ERR_INVALID_USAGE &&
 					   strstr(r.text, "mismatched calls") && strstr(r.text, "error on rank"));
-			if (verdict_phase(r.phase) && r.status == REL_DATA_WRONG)
+			if (verdict_phase(r.phase, hc->at_destroy) && r.status == REL_DATA_WRONG)
 				wrong = 1;
-			if (verdict_phase(r.phase) && r.status != IBC_OK && !have) {
+			if (verdict_phase(r.phase, hc->at_destroy) && r.status != IBC_OK && !have) {
 				first = r;
 				have = 1;
 			}
@@ -172,9 +183,20 @@ int main(int argc, char **argv)
 		const char *tp = only_tp ? only_tp : transports[t];
 
 		setenv("IBC_TRANSPORT", tp, 1);
-		for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
-			if (!only_case || strstr(cases[c].name, only_case))
-				run_case(tp, &cases[c]);
+		for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+			if (only_case && !strstr(cases[c].name, only_case))
+				continue;
+			/*
+			 * the destroy cases are the shm segment's eager broadcast;
+			 * over tcp and ib the broadcast is a tree of messages, where
+			 * (as in MPI and NCCL) a rank that saw no disagreement
+			 * itself learns of it as an asynchronous error only (the
+			 * cases above, which poll)
+			 */
+			if (cases[c].at_destroy && strcmp(tp, "shm") != 0)
+				continue;
+			run_case(tp, &cases[c]);
+		}
 	}
 	return tap_done();
 }
