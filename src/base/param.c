@@ -94,7 +94,14 @@ int ibc_param_parse_int(const char *str, int64_t *val_p)
 	if (!*str)
 		return -1;
 	errno = 0;
-	v = strtoll(str, &end, 0);
+	/*
+	 * decimal, or hex with 0x: a leading zero is not octal (strtoll's base
+	 * 0 read IBC_TIMEOUT_MS=0200 as 128 ms)
+	 */
+	if (str[0] == '0' && (str[1] == 'x' || str[1] == 'X'))
+		v = strtoll(str, &end, 16);
+	else
+		v = strtoll(str, &end, 10);
 	if (errno || end == str)
 		return -1;
 	switch (*end) {

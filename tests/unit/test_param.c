@@ -24,6 +24,12 @@ int main(void)
 	tap_is_int(v, 42, "42");
 	tap_is_int(ibc_param_parse_int("0x10", &v), 0, "hex");
 	tap_is_int(v, 16, "0x10");
+	tap_is_int(ibc_param_parse_int("0200", &v), 0, "leading zero");
+	tap_is_int(v, 200, "0200 is decimal 200, not octal 128");
+	tap_is_int(ibc_param_parse_int("0X1f", &v), 0, "hex, upper-case X");
+	tap_is_int(v, 31, "0X1f");
+	tap_is_int(ibc_param_parse_int("08", &v), 0, "08 (no octal digit error)");
+	tap_is_int(v, 8, "08");
 	tap_is_int(ibc_param_parse_int("-1", &v), 0, "negative");
 	tap_is_int(v, -1, "-1");
 	tap_is_int(ibc_param_parse_int("4k", &v), 0, "k suffix");
