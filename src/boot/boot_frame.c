@@ -234,7 +234,7 @@ ibc_status_t ibc_boot_connect_auth(const uint8_t *secret, const union ibc_sockad
 		return st;
 	}
 	if (st == IBC_ERR_REMOTE) {
-		snprintf(why, why_len, "%s at %s refused the connection: its process exited or crashed",
+		snprintf(why, why_len, "%s at %s refused the connection: its process exited or crashed, or it destroyed or aborted the communicator",
 			 what, astr);
 		*final_p = 1;
 		return st;
@@ -246,6 +246,12 @@ ibc_status_t ibc_boot_connect_auth(const uint8_t *secret, const union ibc_sockad
 	}
 	st = ibc_boot_frame_read(fd, h->nranks, deadline_ms, cancel_p, &type, buf, sizeof(buf),
 				 &len);
+	if (st == IBC_ERR_REMOTE && !(cancel_p && __atomic_load_n(cancel_p, __ATOMIC_ACQUIRE))) {
+		/* accepted, then closed: the listener was closing as this rank connected */
+		snprintf(why, why_len, "%s at %s closed the connection before the handshake: it is leaving the communicator (destroy, abort) or its process exited or crashed",
+			 what, astr);
+		goto err_close;
+	}
 	if (st != IBC_OK || type != IBC_BOOT_CHALLENGE || len != 4 + IBC_BOOT_NONCE_BYTES) {
 		snprintf(why, why_len, "%s at %s sent no valid challenge (%s)", what, astr,
 			 st != IBC_OK ? ibc_status_str(st) : "unexpected frame");
@@ -268,6 +274,11 @@ ibc_status_t ibc_boot_connect_auth(const uint8_t *secret, const union ibc_sockad
 	if (st == IBC_OK)
 		st = ibc_boot_frame_read(fd, h->nranks, deadline_ms, cancel_p, &type, buf,
 					 sizeof(buf), &len);
+	if (st == IBC_ERR_REMOTE && !(cancel_p && __atomic_load_n(cancel_p, __ATOMIC_ACQUIRE))) {
+		snprintf(why, why_len, "%s at %s closed the connection during the handshake: it is leaving the communicator (destroy, abort) or its process exited or crashed",
+			 what, astr);
+		goto err_close;
+	}
 	if (st != IBC_OK) {
 		snprintf(why, why_len, "handshake with %s at %s failed: %s", what, astr,
 			 ibc_status_str(st));

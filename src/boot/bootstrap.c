@@ -777,6 +777,10 @@ static ibc_status_t boot_send(struct ibc_bootstrap *bs, int peer, uint32_t tag, 
 				IBC_LOG_DEBUG(BOOT, "bootstrap message to rank %d %s: %s", peer,
 					      ft ? "lost" : "abandoned: the communicator failed",
 					      err ? strerror(err) : ibc_status_str(st));
+			else if (err == EPIPE || err == ECONNRESET)
+				/* its end is closed: the peer is gone from the communicator */
+				IBC_LOG_ERROR(BOOT, "bootstrap message to rank %d (host %s) failed: %s: rank %d closed its bootstrap connections (it destroyed or aborted the communicator, or exited)",
+					      peer, bs->peers[peer].host, strerror(err), peer);
 			else
 				IBC_LOG_ERROR(BOOT, "bootstrap message to rank %d (host %s) failed: %s",
 					      peer, bs->peers[peer].host,

@@ -457,7 +457,9 @@ ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, u
  * it (fewer receives than this rank sends; no connection to this rank),
  * what this rank waits for can never come: the ranks' calls differ (a root,
  * a count of 0, a skipped call), and the communicator fails with
- * IBC_ERR_INVALID_USAGE naming both. Otherwise IBC_OK: keep waiting.
+ * IBC_ERR_INVALID_USAGE naming both. When @peer's bootstrap service
+ * refuses the query, @peer has destroyed or aborted the communicator or
+ * exited: IBC_ERR_REMOTE naming it. Otherwise IBC_OK: keep waiting.
  * Blocking: up to 500 ms (one wait-for query). Threading: the executing
  * thread.
  */

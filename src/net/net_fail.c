@@ -377,12 +377,26 @@ ibc_status_t ibc_net_stall_probe(struct ibc_net *net, int peer, int kind)
 	struct ibc_peer *pe;
 	uint64_t mine;
 	uint64_t theirs;
+	ibc_status_t st;
 
 	if (!cur || ibc_coll_is_p2p(cur->coll) || !net->bs || peer < 0 || peer >= net->nranks ||
 	    peer == net->rank)
 		return IBC_OK;
+	st = ibc_bootstrap_query_wait(net->bs, peer, 500, &ws);
+	/*
+	 * Refused: a rank's listener lives from before its address is known
+	 * until its destroy, abort or exit, so @peer is gone for good and
+	 * what this rank waits for can never come. Without this, a rank whose
+	 * peer destroyed the communicator before they connected waited for
+	 * the whole IBC_BOOTSTRAP_TIMEOUT_MS / IBC_TIMEOUT_MS.
+	 */
+	if (st == IBC_ERR_REMOTE)
+		return net_fail_found(net, IBC_ERR_REMOTE, peer,
+				      "rank %d refused a connection to its bootstrap service while this rank waits %s it in collective #%u: rank %d has destroyed or aborted the communicator, or exited",
+				      peer, kind == 2 ? "to connect to" : kind ? "to send to" : "to receive from",
+				      cur->seq, peer);
 	/* no answer: the timeout's chase names it */
-	if (ibc_bootstrap_query_wait(net->bs, peer, 500, &ws) != IBC_OK)
+	if (st != IBC_OK)
 		return IBC_OK;
 	/* the peer has not completed this collective yet: slow, not mismatched */
 	if (!(ws.flags & IBC_BOOT_WS_DONE) || (int32_t)(ws.done_seq - cur->seq) < 0)

@@ -12,7 +12,12 @@
  *     one rank passes another count or names itself the root, followed at
  *     once by every rank's destroy (no poll): destroy's status counts, and
  *     must be the mismatch on every rank whose call returned IBC_OK
- *     (over shm only: the eager path).
+ *     (over shm only: the eager path);
+ *   - a rank that destroys the communicator right after creating it while
+ *     the others make a first all-reduce ("left before the first call", 3
+ *     and 5 ranks): the others wait to connect to it, which can never
+ *     happen, and must get IBC_ERR_REMOTE naming it within 5 s (it took
+ *     IBC_BOOTSTRAP_TIMEOUT_MS, 60 s by default, before).
  * Checks on every rank: its first error, from the call itself, the one
  * after, or ibc_comm_get_async_error() while it polls (or from the first
  * call, the same on every rank, when a rank is still in it as another
@@ -166,6 +171,57 @@ static void run_case(const char *transport, const struct hcase *hc)
 	rel_kill_all(ps, hc->nranks);
 }
 
+/* rank @gone of @nranks creates the communicator and destroys it at once */
+static void run_left_case(const char *transport, int nranks, int gone)
+{
+	struct rel_proc ps[REL_MAX_RANKS];
+	char uid[2 * IBC_UNIQUE_ID_BYTES + 1];
+	char what[160];
+	char who[32];
+	int i;
+
+	snprintf(what, sizeof(what), "%s: left before the first call, rank %d of %d", transport, gone,
+		 nranks);
+	snprintf(who, sizeof(who), "rank %d", gone);
+	memset(ps, 0, sizeof(ps));
+	if (rel_new_uid_hex(uid) != IBC_OK)
+		tap_bail_out("cannot create a unique id");
+	for (i = 0; i < nranks; i++) {
+		char *coll_argv[] = { "coll", "--count", "1", "--coll", "allreduce", NULL };
+		char *idle_argv[] = { "idle", "--max-ms", "0", NULL };
+
+		if (rel_spawn(&ps[i], i, nranks, uid, i == gone ? idle_argv : coll_argv, NULL) != 0)
+			tap_bail_out("spawn failed");
+	}
+	for (i = 0; i < nranks; i++) {
+		struct rel_res r;
+		int found;
+
+		if (i == gone) {
+			found = rel_expect_res(&ps[i], "destroy", rel_now_ms() + 20000, &r) == 1;
+			tap_ok(found && r.status == IBC_OK, "%s: rank %d destroys (%s)", what, i,
+			       found ? ibc_status_str(r.status) : "no result");
+			continue;
+		}
+		found = rel_expect_res(&ps[i], "coll", rel_now_ms() + BOUND_MS + 20000, &r) == 1;
+		tap_ok(found && r.status == IBC_ERR_REMOTE && r.el_ms <= BOUND_MS,
+		       "%s: rank %d's all-reduce returns remote peer failed within %d ms (%s after %lld ms)",
+		       what, i, BOUND_MS, found ? ibc_status_str(r.status) : "none",
+		       found ? (long long)r.el_ms : -1LL);
+		tap_ok(found && strstr(r.text, who) &&
+		       (strstr(r.text, "destroyed") || strstr(r.text, "exited")),
+		       "%s: rank %d's text names %s as gone", what, i, who);
+		if (found)
+			tap_diag("rank %d said: %s", i, r.text);
+	}
+	for (i = 0; i < nranks; i++) {
+		rel_reap(&ps[i], rel_now_ms() + 10000);
+		tap_ok(rel_exited_ok(&ps[i]), "%s: rank %d exits cleanly (%s)", what, i,
+		       rel_wstatus_str(ps[i].wstatus));
+	}
+	rel_kill_all(ps, nranks);
+}
+
 /*
  * usage: test_hostile [TRANSPORT [CASE-PREFIX]]: every case over shm and
  * tcp by default; the VM suite runs the root cases over ib ("ib root").
@@ -196,6 +252,10 @@ int main(int argc, char **argv)
 			if (cases[c].at_destroy && strcmp(tp, "shm") != 0)
 				continue;
 			run_case(tp, &cases[c]);
+		}
+		if (!only_case || strstr("left before the first call", only_case)) {
+			run_left_case(tp, 3, 0);
+			run_left_case(tp, 5, 2);
 		}
 	}
 	return tap_done();
