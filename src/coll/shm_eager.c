@@ -42,8 +42,8 @@ ibc_status_t ibc_shmar_settle(struct ibc_coll *coll, struct ibc_shmar *s)
 }
 
 /*
- * One look at every rank's arrival at this rank's eager call @seq (@mine,
- * parity @b): the ranks that arrived have their descriptors compared; one
+ * One look at every rank's arrival at this rank's eager call @seq (its
+ * descriptor @mine, in buffer parity @seq % 2): the ranks that arrived have their descriptors compared; one
  * that has not and has announced another collective is checked as a
  * waiting rank checks it. With @settle, a rank that has not arrived and
  * has left the communicator (ibc_shmar_leave(), read before its arrival:
