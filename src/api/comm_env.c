@@ -21,16 +21,20 @@
 #include "boot/boot_wire.h"
 #include "boot/bootstrap.h"
 
+/*
+ * a rank or size variable: 0 when unset, 1 when valid, -1 when not an
+ * integer in [0, IBC_BOOT_MAX_RANKS]; read as every IBC_* integer is
+ * (ibc_param_parse_int(): decimal or 0x hex, k/m/g), which the launchers'
+ * decimal values are too
+ */
 static int env_int(const char *name, int *val_p)
 {
 	const char *s = getenv(name);
-	char *end;
-	long v;
+	int64_t v;
 
 	if (!s || !*s)
 		return 0;
-	v = strtol(s, &end, 10);
-	if (*end || v < 0 || v > IBC_BOOT_MAX_RANKS)
+	if (ibc_param_parse_int(s, &v) != 0 || v < 0 || v > IBC_BOOT_MAX_RANKS)
 		return -1;
 	*val_p = (int)v;
 	return 1;

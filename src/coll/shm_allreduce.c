@@ -580,6 +580,12 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 			pid = (pid_t)__atomic_load_n(&s->line[q].pid, __ATOMIC_RELAXED);
 			if (__atomic_load_n(&coll->net->aborting, __ATOMIC_ACQUIRE))
 				return IBC_ERR_REMOTE;
+			/* @q left (ibc_shmar_leave(), after its last write): it writes nothing more */
+			if (__atomic_load_n(&s->line[q].left, __ATOMIC_ACQUIRE) &&
+			    !line_reached(&s->line[q], f, want))
+				return ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
+						    "shm segment: rank %d left the communicator (destroy or abort) before it wrote %s (a call it did not make)",
+						    q, phase_names[f]);
 			/* the call itself is named by ibc_net_fail() */
 			if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH &&
 			    !line_reached(&s->line[q], f, want))

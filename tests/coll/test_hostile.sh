@@ -31,7 +31,7 @@ ok() {
 # the patterns, every rank PASSes each: "ranks transport progress-thread patterns"
 pats="overlap stale align fork scratch"
 cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|2 tcp 1|3 tcp 0|3 shm 0"
-echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 21))"
+echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 22))"
 while read -r nr tp th; do
 	start=$(date +%s)
 	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=20000 \
@@ -111,6 +111,11 @@ done
 IBC_RANK=-3 IBC_NRANKS=4 IBC_ROOT=127.0.0.1:1 timeout 30 "$prog" >"$dir/log" 2>&1
 ok $(grep -q "IBC_RANK='-3' is not a number" "$dir/log" && ! grep -q "IBC_NRANKS='4'" "$dir/log" && echo 0 || echo 1) \
 	"IBC_RANK=-3 IBC_NRANKS=4: the error names IBC_RANK, not IBC_NRANKS"
+# hex and decimal with a leading zero are numbers, as for every IBC_* integer
+# (docs/env.md); the join then fails at the unreachable root, as it should
+IBC_RANK=0x1 IBC_NRANKS=02 IBC_ROOT=127.0.0.1:1 IBC_BOOTSTRAP_TIMEOUT_MS=1000 timeout 30 "$prog" >"$dir/log" 2>&1
+ok $(! grep -q "is not a number" "$dir/log" && grep -q "root" "$dir/log" && echo 0 || echo 1) \
+	"IBC_RANK=0x1 IBC_NRANKS=02 are read as 1 and 2 (the join fails at the root only)"
 
 # two ranks of this host, rank 1 in a mount namespace with its own /dev/shm
 ns_ok=0
