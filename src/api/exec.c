@@ -132,6 +132,7 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 	struct ibc_treq *trp[P2P_BATCH_MAX] = { NULL };
 	struct ibc_request *next = first;
 	uint64_t conn_deadline = 0;
+	uint64_t conn_probe = 0;                /* last stall probe of a connection wait */
 	uint64_t last_ms = ibc_time_ms();       /* last post or completion */
 	ibc_status_t st = IBC_OK;
 	int nact = 0;
@@ -220,11 +221,22 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 				conn_deadline = 0;
 			} else if (!conn_deadline) {
 				conn_deadline = now + (uint64_t)ibc_param_bootstrap_timeout_ms();
+				conn_probe = now;
 			} else if (now > conn_deadline) {
 				st = ibc_net_fail(&comm->net, IBC_ERR_TIMEOUT, conn_peer,
 						   "connection set-up did not complete within %lld ms",
 						   (long long)ibc_param_bootstrap_timeout_ms());
 				goto fail;
+			} else if (now - conn_probe >= 500) {
+				/*
+				 * a peer that left the communicator never connects:
+				 * its refused query says so (ibc_net_stall_probe()),
+				 * after 500 ms of waiting and then every 2 s
+				 */
+				conn_probe = now + 1500;
+				st = ibc_net_stall_probe(&comm->net, conn_peer, 2);
+				if (st != IBC_OK)
+					goto fail;
 			}
 			if (__atomic_load_n(&comm->net.aborting, __ATOMIC_ACQUIRE)) {
 				st = IBC_ERR_REMOTE;

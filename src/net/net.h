@@ -459,7 +459,8 @@ ibc_status_t ibc_net_check_strays_at(struct ibc_net *net, unsigned min_gap_us, u
  * a count of 0, a skipped call), and the communicator fails with
  * IBC_ERR_INVALID_USAGE naming both. When @peer's bootstrap service
  * refuses the query, @peer has destroyed or aborted the communicator or
- * exited: IBC_ERR_REMOTE naming it. Otherwise IBC_OK: keep waiting.
+ * exited: IBC_ERR_REMOTE naming it (the only check for a send or receive).
+ * Otherwise IBC_OK: keep waiting.
  * Blocking: up to 500 ms (one wait-for query). Threading: the executing
  * thread.
  */

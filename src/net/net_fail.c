@@ -379,8 +379,7 @@ ibc_status_t ibc_net_stall_probe(struct ibc_net *net, int peer, int kind)
 	uint64_t theirs;
 	ibc_status_t st;
 
-	if (!cur || ibc_coll_is_p2p(cur->coll) || !net->bs || peer < 0 || peer >= net->nranks ||
-	    peer == net->rank)
+	if (!cur || !net->bs || peer < 0 || peer >= net->nranks || peer == net->rank)
 		return IBC_OK;
 	st = ibc_bootstrap_query_wait(net->bs, peer, 500, &ws);
 	/*
@@ -406,11 +405,14 @@ ibc_status_t ibc_net_stall_probe(struct ibc_net *net, int peer, int kind)
 	}
 	if (st == IBC_ERR_REMOTE)
 		return net_fail_found(net, IBC_ERR_REMOTE, peer,
-				      "rank %d refused a connection to its bootstrap service while this rank waits %s it in collective #%u: rank %d has destroyed or aborted the communicator, or exited",
+				      "rank %d refused a connection to its bootstrap service while this rank waits %s it in %s #%u: rank %d has destroyed or aborted the communicator, or exited",
 				      peer, kind == 2 ? "to connect to" : kind ? "to send to" : "to receive from",
-				      cur->seq, peer);
-	/* no answer: the timeout's chase names it */
-	if (st != IBC_OK)
+				      ibc_coll_name(cur->coll), cur->seq, peer);
+	/*
+	 * no answer: the timeout's chase names it. A send or receive has no
+	 * "completed this collective" to compare: only a refusal tells.
+	 */
+	if (st != IBC_OK || ibc_coll_is_p2p(cur->coll))
 		return IBC_OK;
 	/* the peer has not completed this collective yet: slow, not mismatched */
 	if (!(ws.flags & IBC_BOOT_WS_DONE) || (int32_t)(ws.done_seq - cur->seq) < 0)

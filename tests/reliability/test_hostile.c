@@ -15,9 +15,10 @@
  *     (over shm only: the eager path);
  *   - a rank that destroys the communicator right after creating it while
  *     the others make a first all-reduce ("left before the first call", 3
- *     and 5 ranks): the others wait to connect to it, which can never
- *     happen, and must get IBC_ERR_REMOTE naming it within 5 s (it took
- *     IBC_BOOTSTRAP_TIMEOUT_MS, 60 s by default, before).
+ *     and 5 ranks) or a ring of sends and receives (2 and 3 ranks): the
+ *     others wait to connect to it, which can never happen, and must get
+ *     IBC_ERR_REMOTE naming it within 5 s (it took IBC_BOOTSTRAP_TIMEOUT_MS,
+ *     60 s by default, before).
  * Checks on every rank: its first error, from the call itself, the one
  * after, or ibc_comm_get_async_error() while it polls (or from the first
  * call, the same on every rank, when a rank is still in it as another
@@ -171,8 +172,8 @@ static void run_case(const char *transport, const struct hcase *hc)
 	rel_kill_all(ps, hc->nranks);
 }
 
-/* rank @gone of @nranks creates the communicator and destroys it at once */
-static void run_left_case(const char *transport, int nranks, int gone)
+/* rank @gone of @nranks creates the communicator and destroys it at once; the others run @coll */
+static void run_left_case(const char *transport, int nranks, int gone, const char *coll)
 {
 	struct rel_proc ps[REL_MAX_RANKS];
 	char uid[2 * IBC_UNIQUE_ID_BYTES + 1];
@@ -180,14 +181,14 @@ static void run_left_case(const char *transport, int nranks, int gone)
 	char who[32];
 	int i;
 
-	snprintf(what, sizeof(what), "%s: left before the first call, rank %d of %d", transport, gone,
-		 nranks);
+	snprintf(what, sizeof(what), "%s: left before the first call (%s), rank %d of %d", transport,
+		 coll, gone, nranks);
 	snprintf(who, sizeof(who), "rank %d", gone);
 	memset(ps, 0, sizeof(ps));
 	if (rel_new_uid_hex(uid) != IBC_OK)
 		tap_bail_out("cannot create a unique id");
 	for (i = 0; i < nranks; i++) {
-		char *coll_argv[] = { "coll", "--count", "1", "--coll", "allreduce", NULL };
+		char *coll_argv[] = { "coll", "--count", "1", "--coll", (char *)coll, NULL };
 		char *idle_argv[] = { "idle", "--max-ms", "0", NULL };
 
 		if (rel_spawn(&ps[i], i, nranks, uid, i == gone ? idle_argv : coll_argv, NULL) != 0)
@@ -205,7 +206,7 @@ static void run_left_case(const char *transport, int nranks, int gone)
 		}
 		found = rel_expect_res(&ps[i], "coll", rel_now_ms() + BOUND_MS + 20000, &r) == 1;
 		tap_ok(found && r.status == IBC_ERR_REMOTE && r.el_ms <= BOUND_MS,
-		       "%s: rank %d's all-reduce returns remote peer failed within %d ms (%s after %lld ms)",
+		       "%s: rank %d's call returns remote peer failed within %d ms (%s after %lld ms)",
 		       what, i, BOUND_MS, found ? ibc_status_str(r.status) : "none",
 		       found ? (long long)r.el_ms : -1LL);
 		tap_ok(found && strstr(r.text, who) &&
@@ -254,8 +255,11 @@ int main(int argc, char **argv)
 			run_case(tp, &cases[c]);
 		}
 		if (!only_case || strstr("left before the first call", only_case)) {
-			run_left_case(tp, 3, 0);
-			run_left_case(tp, 5, 2);
+			run_left_case(tp, 3, 0, "allreduce");
+			run_left_case(tp, 5, 2, "allreduce");
+			/* a ring of sends and receives: the batch's own connection wait */
+			run_left_case(tp, 3, 0, "sendrecv");
+			run_left_case(tp, 2, 1, "sendrecv");
 		}
 	}
 	return tap_done();

@@ -19,6 +19,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,12 +363,16 @@ static ibc_status_t conn_broken(struct ibc_tconn *c, int k, int err, const char 
 	int i;
 
 	c->broken = 1;
-	if (err)
+	if (err == ECONNRESET || err == EPIPE)
+		st = ibc_tenv_fail(env, IBC_ERR_REMOTE, c->peer,
+				   "%s on socket %d: %s: rank %d closed the connection (its process exited or crashed, or it destroyed or aborted the communicator)",
+				   what, k, strerror(err), c->peer);
+	else if (err)
 		st = ibc_tenv_fail(env, IBC_ERR_REMOTE, c->peer, "%s on socket %d: %s", what, k,
 				   strerror(err));
 	else
 		st = ibc_tenv_fail(env, IBC_ERR_REMOTE, c->peer,
-				   "connection closed by the peer (socket %d): process exited or crashed",
+				   "connection closed by the peer (socket %d): process exited or crashed, or it destroyed or aborted the communicator",
 				   k);
 	for (i = 0; i < c->nsocks; i++) {
 		while (c->sq[i].head) {
