@@ -227,13 +227,13 @@ static void comm_p2p_batch(struct ibc_comm *comm, struct ibc_request *first)
 						   "connection set-up did not complete within %lld ms",
 						   (long long)ibc_param_bootstrap_timeout_ms());
 				goto fail;
-			} else if (now - conn_probe >= 500) {
+			} else if ((int64_t)(now - conn_probe) >= 500) {
 				/*
 				 * a peer that left the communicator never connects:
 				 * its refused query says so (ibc_net_stall_probe()),
 				 * after 500 ms of waiting and then every 2 s
 				 */
-				conn_probe = now + 1500;
+				conn_probe = now + 1500;        /* next: 2 s from now */
 				st = ibc_net_stall_probe(&comm->net, conn_peer, 2);
 				if (st != IBC_OK)
 					goto fail;
