@@ -52,6 +52,8 @@ static void rec_fail(void *arg, ibc_status_t st, int peer, const char *why)
 {
 	struct ibt_rec *r = arg;
 
+	if (!r->nfail)
+		snprintf(r->first_why, sizeof(r->first_why), "%s", why);
 	r->nfail++;
 	r->last_st = st;
 	r->last_peer = peer;

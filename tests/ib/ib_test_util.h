@@ -17,6 +17,7 @@ struct ibt_rec {
 	ibc_status_t last_st;
 	int last_peer;
 	char last_why[1024];
+	char first_why[1024];   /* the first failure's text (what found it) */
 	int ndesc_mismatch;
 	char last_desc[256];
 };
