@@ -560,6 +560,7 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 		if (now - check >= 1000000ull) {
 			ibc_status_t pst = ibc_net_status(coll->net);
 			pid_t pid;
+			int gone;
 
 			check = now;
 			if (pst != IBC_OK)
@@ -577,18 +578,15 @@ static ibc_status_t shmar_wait_body(struct ibc_coll *coll, struct ibc_shmar *s,
 				break;
 			if (q != prev)
 				continue;       /* another rank is behind now: its wait starts above */
-			pid = (pid_t)__atomic_load_n(&s->line[q].pid, __ATOMIC_RELAXED);
 			if (__atomic_load_n(&coll->net->aborting, __ATOMIC_ACQUIRE))
 				return IBC_ERR_REMOTE;
-			/* @q left (ibc_shmar_leave(), after its last write): it writes nothing more */
-			if (__atomic_load_n(&s->line[q].left, __ATOMIC_ACQUIRE) &&
-			    !line_reached(&s->line[q], f, want))
+			/* the call itself is named by ibc_net_fail() */
+			gone = shmar_peer_gone(&s->line[q], f, want, &pid);
+			if (gone == SHMAR_GONE_LEFT)
 				return ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
 						    "shm segment: rank %d left the communicator (destroy or abort) before it wrote %s (a call it did not make)",
 						    q, phase_names[f]);
-			/* the call itself is named by ibc_net_fail() */
-			if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH &&
-			    !line_reached(&s->line[q], f, want))
+			if (gone == SHMAR_GONE_EXITED)
 				return ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
 						     "shm segment: process %d of rank %d is gone (exited or crashed) before it wrote %s",
 						     (int)pid, q, phase_names[f]);

@@ -7,6 +7,8 @@
 #ifndef IBC_COLL_SHM_ALLREDUCE_INTERNAL_H
 #define IBC_COLL_SHM_ALLREDUCE_INTERNAL_H
 
+#include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -183,6 +185,29 @@ static inline int line_reached(const struct shmar_line *l, int f, uint64_t want)
 	if (f == F_ARRIVE)
 		return __atomic_load_n(&l->post[want & 1].seq, __ATOMIC_ACQUIRE) >= want;
 	return line_get(l, f) >= want;
+}
+
+/*
+ * rank @q will never bring counter @f to @want: SHMAR_GONE_LEFT when it
+ * left the communicator (ibc_shmar_leave(), after its last write; read
+ * before its counter), SHMAR_GONE_EXITED when its process *@pid_p is gone
+ * (its counter read again after the look at its pid: a process that
+ * finished its part and exited is no error); 0 while it may still come
+ */
+enum { SHMAR_GONE_LEFT = 1, SHMAR_GONE_EXITED = 2 };
+static inline int shmar_peer_gone(const struct shmar_line *l, int f, uint64_t want,
+				  pid_t *pid_p)
+{
+	int left = __atomic_load_n(&l->left, __ATOMIC_ACQUIRE);
+
+	*pid_p = (pid_t)__atomic_load_n(&l->pid, __ATOMIC_RELAXED);
+	if (line_reached(l, f, want))
+		return 0;
+	if (left)
+		return SHMAR_GONE_LEFT;
+	if (*pid_p > 0 && kill(*pid_p, 0) != 0 && errno == ESRCH && !line_reached(l, f, want))
+		return SHMAR_GONE_EXITED;
+	return 0;
 }
 
 static inline void line_set(struct shmar_line *l, int f, uint64_t v)

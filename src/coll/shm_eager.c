@@ -10,8 +10,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -46,29 +44,26 @@ ibc_status_t ibc_shmar_settle(struct ibc_coll *coll, struct ibc_shmar *s)
  * descriptor @mine, in buffer parity @seq % 2): the ranks that arrived have their descriptors compared; one
  * that has not and has announced another collective is checked as a
  * waiting rank checks it. With @settle, a rank that has not arrived and
- * has left the communicator (ibc_shmar_leave(), read before its arrival:
- * it leaves after its last arrival) or whose process is gone never will.
+ * has left the communicator or whose process is gone (shmar_peer_gone(),
+ * as the segment's waits ask it) never will; the call's text is formatted
+ * only then.
  * Sets *@behind_p to a rank that has not arrived, or -1.
  */
 static ibc_status_t shmar_lazy_look(struct ibc_coll *coll, struct ibc_shmar *s, uint64_t seq,
 				    const struct ibc_msg_desc *mine, int settle, int *behind_p)
 {
 	int b = (int)(seq & 1);
-	size_t esz = 0;
-	size_t nbytes;
 	int q;
 
-	(void)ibc_dtype_size(s->lazy_op.dtype, &esz);
-	nbytes = s->lazy_op.count * esz;
 	*behind_p = -1;
 	for (q = 0; q < s->n; q++) {
 		char text[300];
-		int left;
+		size_t esz = 0;
 		pid_t pid;
+		int gone;
 
 		if (q == coll->net->rank)
 			continue;
-		left = __atomic_load_n(&s->line[q].left, __ATOMIC_ACQUIRE);
 		if (line_reached(&s->line[q], F_ARRIVE, seq)) {
 			IBC_CHECK(ibc_shmar_check_desc_rank(coll, s, b, q));
 			continue;
@@ -77,17 +72,18 @@ static ibc_status_t shmar_lazy_look(struct ibc_coll *coll, struct ibc_shmar *s, 
 		IBC_CHECK(ibc_shmar_peer_check(coll, s, q, mine, F_ARRIVE, seq));
 		if (!settle)
 			continue;
-		ibc_msg_desc_text(mine, nbytes, text, sizeof(text));
-		if (left)
+		gone = shmar_peer_gone(&s->line[q], F_ARRIVE, seq, &pid);
+		if (!gone)
+			continue;
+		(void)ibc_dtype_size(s->lazy_op.dtype, &esz);
+		ibc_msg_desc_text(mine, s->lazy_op.count * esz, text, sizeof(text));
+		if (gone == SHMAR_GONE_LEFT)
 			return ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
 					    "rank %d left the communicator (destroy or abort) without making %s, which this rank made before its destroy (the calls differ, or rank %d failed before it)",
 					    q, text, q);
-		pid = (pid_t)__atomic_load_n(&s->line[q].pid, __ATOMIC_RELAXED);
-		if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH &&
-		    !line_reached(&s->line[q], F_ARRIVE, seq))
-			return ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
-					    "shm segment: process %d of rank %d is gone (exited or crashed) without making %s, which this rank made before its destroy",
-					    (int)pid, q, text);
+		return ibc_net_fail(coll->net, IBC_ERR_REMOTE, q,
+				    "shm segment: process %d of rank %d is gone (exited or crashed) without making %s, which this rank made before its destroy",
+				    (int)pid, q, text);
 	}
 	return IBC_OK;
 }
