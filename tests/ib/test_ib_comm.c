@@ -21,6 +21,14 @@
  *            ibc_mem_alloc(), 100 all-reduces each: no registration after
  *            ibc_comm_register() resp. after the first all-reduce, exact;
  *            then ibc_mem_free() and a new ibc_mem_alloc(): exact again.
+ *   rails    for multi-rail runs (IBC_IB_RAILS, 2 ranks): in-place and
+ *            out-of-place all-reduces of IBC_TEST_COUNT floats (default 4
+ *            Mi) and of an odd count (not a page multiple per rail), exact;
+ *            then rank 0 sends IBC_TEST_ITERS (default 4) messages of 8 MiB
+ *            to rank 1, timed after one warm-up message, payload checked;
+ *            rank 1 prints "p2p: N x 8388608 bytes in T ms, R MB/s". The
+ *            per-rail byte counts are the ib INFO lines at destroy, which
+ *            tests/rxe/in_vm_rails.sh reads.
  * Exit status: 0 exact, 1 wrong results, 2 usage, 3 an ibcoll call failed.
  */
 #include "config.h"
@@ -322,6 +330,69 @@ static int mode_regapi(ibc_comm_h comm)
 	return bad;
 }
 
+static int mode_rails(ibc_comm_h comm)
+{
+	size_t count = getenv("IBC_TEST_COUNT") ? (size_t)atol(getenv("IBC_TEST_COUNT")) : (size_t)4 << 20;
+	long iters = getenv("IBC_TEST_ITERS") ? atol(getenv("IBC_TEST_ITERS")) : 4;
+	const size_t odd = 1000003; /* 4000012 bytes: parts that are not page multiples */
+	const size_t msg = (size_t)8 << 20;
+	size_t big = count > odd ? count : odd;
+	float *a = malloc(big * 4);
+	float *b = malloc(big * 4);
+	unsigned char *m = malloc(msg);
+	int bad = 0;
+	uint64_t t0 = 0;
+	size_t i;
+	long it;
+
+	if (!a || !b || !m)
+		return 3;
+	bad |= allreduce_exact(comm, a, count, 1, "in-place all-reduce");
+	bad |= allreduce_exact(comm, a, odd, 2, "in-place all-reduce of an odd count");
+	for (i = 0; i < count; i++)
+		a[i] = (float)val(rank, i);
+	CALL(ibc_allreduce(a, b, count, IBC_FLOAT32, IBC_SUM, comm));
+	for (i = 0; i < count && !bad; i++)
+		if (b[i] != expect_sum(i)) {
+			fprintf(stderr, "rank %d: out-of-place all-reduce: element %zu is %g, expected %g\n",
+				rank, i, b[i], expect_sum(i));
+			bad = 1;
+		}
+	if (nranks == 2) {
+		for (it = 0; it <= iters; it++) {
+			if (it == 1)
+				t0 = now_ns();
+			if (rank == 0) {
+				for (i = 0; i < msg; i++)
+					m[i] = (unsigned char)(i * 7 + (size_t)it);
+				CALL(ibc_send(m, msg, IBC_UINT8, 1, comm));
+			} else {
+				memset(m, 0, msg);
+				CALL(ibc_recv(m, msg, IBC_UINT8, 0, comm));
+				for (i = 0; i < msg && !bad; i++)
+					if (m[i] != (unsigned char)(i * 7 + (size_t)it)) {
+						fprintf(stderr, "rank 1: p2p message %ld: byte %zu is %u, expected %u\n",
+							it, i, m[i], (unsigned char)(i * 7 + (size_t)it));
+						bad = 1;
+					}
+			}
+		}
+		if (rank == 1) {
+			double ms = (double)(now_ns() - t0) / 1e6;
+
+			printf("rank 1: p2p: %ld x %zu bytes in %.1f ms, %.2f MB/s\n", iters, msg, ms,
+			       (double)iters * (double)msg / ms / 1e3);
+		}
+		CALL(ibc_barrier(comm));
+	}
+	if (!bad)
+		printf("rank %d: rails: all exact\n", rank);
+	free(a);
+	free(b);
+	free(m);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "once";
@@ -348,8 +419,10 @@ int main(int argc, char **argv)
 		ret = mode_regcache(comm);
 	} else if (!strcmp(mode, "regapi")) {
 		ret = mode_regapi(comm);
+	} else if (!strcmp(mode, "rails")) {
+		ret = mode_rails(comm);
 	} else {
-		fprintf(stderr, "usage: test_ib_comm loop|once|regcache|regapi (one rank; see the file header)\n");
+		fprintf(stderr, "usage: test_ib_comm loop|once|regcache|regapi|rails (one rank; see the file header)\n");
 		return 2;
 	}
 	if (ret == 3)

@@ -14,7 +14,9 @@
 #      ranks, the LL protocol (in_vm_ll.sh), a rank killed during
 #      all-reduces, the wait-for chain (tests/reliability/test_kill chain
 #      ib), a rank under a small memlock limit (tests/ib/test_ib_comm),
-#      revoke/agree/shrink/grow with killed ranks (test_shrink, quick set).
+#      revoke/agree/shrink/grow with killed ranks (test_shrink, quick set);
+#   5. multi-rail (in_vm_rails.sh): 2 ranks with two devices each (a second
+#      veth pair with rxe2/rxe3 for the test), messages striped over both.
 # Exit status: 0 when every test passed, 1 otherwise.
 set -u
 # as in make check: no decision cache, so that one test's timings do not
@@ -403,6 +405,10 @@ else
 	notok "rank 1 under ulimit -l 64"
 	for f in "$logs"/memlock/rank.*.out; do diag "$f"; done
 fi
+
+# multi-rail: two devices per rank, striped messages, per-rail counts (tests/rxe/in_vm_rails.sh)
+# shellcheck source=tests/rxe/in_vm_rails.sh
+. "$src/tests/rxe/in_vm_rails.sh"
 
 echo "# verbs suite: $n tests, $nfail failed, $(($(date +%s) - t_suite)) s in the VM"
 [ $nfail -eq 0 ]

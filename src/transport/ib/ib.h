@@ -83,6 +83,7 @@
 #define IBC_IB_HCA_MAX       32   /* entries in IBC_IB_HCA */
 #define IBC_IB_MAX_PORTS     64   /* usable ports considered */
 #define IBC_IB_MAX_QPS       16   /* QPs per connection (IBC_IB_QPS_PER_CONN max) */
+#define IBC_IB_MAX_RAILS     4    /* ports per rank (IBC_IB_RAILS max) */
 #define IBC_IB_MAX_DEPTH     256  /* credit slots per direction (IBC_IB_DEPTH max) */
 #define IBC_IB_GID_TBL_MAX   256  /* GID entries read per port */
 
@@ -392,6 +393,7 @@ void ibc_ib_ctx_destroy(struct ibc_ib_ctx *ctx);
 ibc_status_t ibc_ib_ctx_progress(struct ibc_ib_ctx *ctx);
 void ibc_ib_ctx_poll(struct ibc_ib_ctx *ctx);
 void ibc_ib_ctx_wait(struct ibc_ib_ctx *ctx, int timeout_us);
+void ibc_ib_ctx_wait_many(struct ibc_ib_ctx *const *ctxs, int n, int timeout_us);
 ibc_status_t ibc_ib_ctx_cq_reserve(struct ibc_ib_ctx *ctx, int ncqe);
 void ibc_ib_ctx_cq_release(struct ibc_ib_ctx *ctx, int ncqe);
 void ibc_ib_ctx_handle_async(struct ibc_ib_ctx *ctx);

@@ -392,50 +392,29 @@ ibc_status_t ibc_ib_ctx_progress(struct ibc_ib_ctx *ctx)
 	return st;
 }
 
-/**
- * ibc_ib_ctx_wait() - Sleep until a completion or async event arrives, at
- * most @timeout_us: arms the CQ, re-polls it once (a completion may have
- * come before arming; it is kept for the next progress call) and sleeps in
- * ppoll() on the completion channel and the async event fd, so an idle rank
- * uses no CPU (2-8 ranks share 2 cores in the test VM). While a connection
- * waits for LL lines or LL credits, which arrive without a completion, the
- * sleep is at most IB_LL_WAIT_US.
- * @ctx:        [in,out] the context.
- * @timeout_us: [in] upper bound of the sleep, microseconds; 0 only polls.
- * Threading: the context's thread only.
- */
-void ibc_ib_ctx_wait(struct ibc_ib_ctx *ctx, int timeout_us)
+/* arm @ctx's CQ and poll it once: 1 when something is there to handle (no sleep) */
+static int ctx_wait_arm(struct ibc_ib_ctx *ctx)
 {
-	struct pollfd pfd[2];
-	struct timespec ts;
 	int n;
 
 	if (ctx->nstash > 0 || ctx->report_st != IBC_OK)
-		return;
+		return 1;
 	if (!ctx->cq_armed) {
 		if (ibv_req_notify_cq(ctx->cq, 0))
-			return;
+			return 1;
 		ctx->cq_armed = 1;
 	}
 	n = ibv_poll_cq(ctx->cq, (int)IBC_ARRAY_SIZE(ctx->wc_stash), ctx->wc_stash);
 	if (n != 0) {
 		ctx->nstash = n > 0 ? n : 0;
-		return;
+		return 1;
 	}
-	/* LL messages and credits land without a completion: poll memory again soon */
-	if (ctx->ll_busy)
-		timeout_us = IBC_MIN(timeout_us, IB_LL_WAIT_US);
-	if (timeout_us <= 0)
-		return;
-	pfd[0].fd = ctx->channel->fd;
-	pfd[0].events = POLLIN;
-	pfd[1].fd = ctx->vctx->async_fd;
-	pfd[1].events = POLLIN;
-	ts.tv_sec = timeout_us / 1000000;
-	ts.tv_nsec = (long)(timeout_us % 1000000) * 1000;
-	n = ppoll(pfd, 2, &ts, NULL);
-	if (n <= 0)
-		return;
+	return 0;
+}
+
+/* after the sleep: take @ctx's CQ event and its async events (@pfd: its two fds) */
+static void ctx_wait_events(struct ibc_ib_ctx *ctx, const struct pollfd *pfd)
+{
 	if (pfd[0].revents & POLLIN) {
 		struct ibv_cq *ev_cq;
 		void *ev_ctx;
@@ -450,6 +429,63 @@ void ibc_ib_ctx_wait(struct ibc_ib_ctx *ctx, int timeout_us)
 	}
 	if (pfd[1].revents & POLLIN)
 		ibc_ib_ctx_handle_async(ctx);
+}
+
+/**
+ * ibc_ib_ctx_wait_many() - Sleep until a completion or async event arrives
+ * on any of @n contexts (the rails of one communicator), at most
+ * @timeout_us: arms each CQ, re-polls it once (a completion may have come
+ * before arming; it is kept for the next progress call) and sleeps in
+ * ppoll() on every completion channel and async event fd, so an idle rank
+ * uses no CPU (2-8 ranks share 2 cores in the test VM). While a connection
+ * waits for LL lines or LL credits, which arrive without a completion, the
+ * sleep is at most IB_LL_WAIT_US.
+ * @ctxs:       [in,out] the contexts, @n of them (1..IBC_IB_MAX_RAILS).
+ * @n:          [in] how many.
+ * @timeout_us: [in] upper bound of the sleep, microseconds; 0 only polls.
+ * Threading: the contexts' thread only.
+ */
+void ibc_ib_ctx_wait_many(struct ibc_ib_ctx *const *ctxs, int n, int timeout_us)
+{
+	struct pollfd pfd[2 * IBC_IB_MAX_RAILS];
+	struct timespec ts;
+	int i;
+
+	n = IBC_MIN(n, IBC_IB_MAX_RAILS);
+	for (i = 0; i < n; i++) {
+		if (ctx_wait_arm(ctxs[i]))
+			return;
+		/* LL messages and credits land without a completion: poll memory again soon */
+		if (ctxs[i]->ll_busy)
+			timeout_us = IBC_MIN(timeout_us, IB_LL_WAIT_US);
+	}
+	if (timeout_us <= 0)
+		return;
+	for (i = 0; i < n; i++) {
+		pfd[2 * i].fd = ctxs[i]->channel->fd;
+		pfd[2 * i].events = POLLIN;
+		pfd[2 * i].revents = 0;
+		pfd[2 * i + 1].fd = ctxs[i]->vctx->async_fd;
+		pfd[2 * i + 1].events = POLLIN;
+		pfd[2 * i + 1].revents = 0;
+	}
+	ts.tv_sec = timeout_us / 1000000;
+	ts.tv_nsec = (long)(timeout_us % 1000000) * 1000;
+	if (ppoll(pfd, (nfds_t)(2 * n), &ts, NULL) <= 0)
+		return;
+	for (i = 0; i < n; i++)
+		ctx_wait_events(ctxs[i], &pfd[2 * i]);
+}
+
+/**
+ * ibc_ib_ctx_wait() - ibc_ib_ctx_wait_many() of one context.
+ * @ctx:        [in,out] the context.
+ * @timeout_us: [in] upper bound of the sleep, microseconds; 0 only polls.
+ * Threading: the context's thread only.
+ */
+void ibc_ib_ctx_wait(struct ibc_ib_ctx *ctx, int timeout_us)
+{
+	ibc_ib_ctx_wait_many(&ctx, 1, timeout_us);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -1,28 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ib_ops.c - the verbs transport's ops table (transport.h): per
- * communicator, choose a port (IBC_IB_HCA, local rank round-robin, the
- * topology hook), create the ib context, and run the nonblocking connect
- * state machine over the out-of-band exchange of the transport's
- * environment (struct ibc_tenv):
- *   state 0: create QPs and FIFO, send our info (tag IB_TAG_INFO);
- *   state 1: try_recv the peer's info -> negotiate, RTR, RTS, send READY
- *            (tag IB_TAG_READY);
+ * communicator, choose the ports (IBC_IB_HCA, local rank round-robin, the
+ * topology hook; IBC_IB_RAILS of them), create one ib context per port (a
+ * rail), and run the nonblocking connect state machine over the
+ * out-of-band exchange of the transport's environment (struct ibc_tenv):
+ *   state 0: create QPs and FIFO on every rail, send our infos (tag
+ *            IB_TAG_INFO: the rail count, then one struct ibc_ib_conn_info
+ *            per rail);
+ *   state 1: try_recv the peer's infos -> rails = the smaller count,
+ *            negotiate, RTR, RTS each, send READY (tag IB_TAG_READY);
  *   state 2: try_recv the peer's READY -> connected (the peer's QPs are in
  *            RTR, so nothing we send is dropped).
- * Errors found by the context are reported through ibc_tenv_fail(). The
- * only ib file that knows the environment.
+ * With several rails a connection is one ibc_ib_conn per rail, paired by
+ * rail index; a message above the eager and LL limits is split into
+ * contiguous parts, part k posted on rail k (both ends split the same
+ * size the same way, so each rail's messages still match in posting
+ * order), and the caller's request completes when every part has
+ * (ib_stripe_reap()). Errors found by a context are reported through
+ * ibc_tenv_fail(). The only ib file that knows the environment.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/alloc.h"
 #include "base/check.h"
 #include "base/log.h"
 #include "base/param.h"
 #include "base/util.h"
+#include "base/wire.h"
 #include "topo/topo.h"
 #include "transport/ib/ib.h"
 
@@ -37,16 +46,54 @@ enum ib_conn_state {
 	IB_CS_CONNECTED,
 };
 
+#define IB_INFO_MAGIC 0x1bc0a111u
+#define IB_INFO_BYTES (8 + IBC_IB_MAX_RAILS * IBC_IB_CONN_INFO_WIRE_BYTES)
+
+/*
+ * struct ib_rconn - the connection to one peer that the net layer holds
+ * (its struct ibc_tconn): one ibc_ib_conn per rail.
+ */
+struct ib_rconn {
+	struct ibc_ib_conn *rail[IBC_IB_MAX_RAILS];
+	int nrails;             /* rails created (before the exchange) or in use */
+	int peer;
+	struct ib_tctx *t;
+};
+
+/*
+ * struct ib_stripe - one message split over the rails: the caller's request
+ * and one request per part; on the transport context's list until every
+ * part is done.
+ */
+struct ib_stripe {
+	struct ibc_treq *parent;
+	struct ib_rconn *rc;
+	int nparts;
+	struct ibc_treq part[IBC_IB_MAX_RAILS];
+	struct ib_stripe *next;
+};
+
 struct ib_peer_state {
 	int state;              /* enum ib_conn_state */
-	struct ibc_ib_conn *conn;
+	struct ib_rconn *rc;
 	uint64_t t0_ms;         /* start of the connection set-up */
+};
+
+/* struct ib_rail_count - what one rail carried for this rank (the INFO line at fini) */
+struct ib_rail_count {
+	uint64_t msgs;          /* messages and parts posted on the rail, both directions */
+	uint64_t sent;          /* bytes posted for sending */
+	uint64_t recvd;         /* bytes posted for receiving */
 };
 
 struct ib_tctx {
 	const struct ibc_tenv *env;
-	struct ibc_ib_ctx *ib;
+	struct ibc_ib_ctx *ib[IBC_IB_MAX_RAILS];
+	int nrails;
 	struct ib_peer_state *peers;    /* [nranks] */
+	struct ib_stripe *stripes;      /* split messages not yet complete */
+	struct ib_rail_count count[IBC_IB_MAX_RAILS];
+	uint64_t striped;               /* messages split over more than one rail */
 	int64_t connect_timeout_ms;
 };
 
@@ -94,14 +141,45 @@ static ibc_status_t ib_ops_desc_check(void *arg, int peer, const struct ibc_msg_
 	return ibc_msg_desc_check(t->env, peer, mine, my_nbytes, theirs, their_nbytes);
 }
 
+/*
+ * ib_ops_pick_rails() - the ports of this rank's rails into @idx (indexes
+ * into @ports): every port in device order when @want >= @nports (so that
+ * two ranks given matching lists pair rail k with rail k), else @want ports
+ * from @pick on, round-robin. Returns the rail count.
+ */
+static int ib_ops_pick_rails(int nports, int pick, int want, int idx[IBC_IB_MAX_RAILS])
+{
+	int k;
+
+	if (want >= nports) {
+		for (k = 0; k < nports && k < IBC_IB_MAX_RAILS; k++)
+			idx[k] = k;
+		return k;
+	}
+	for (k = 0; k < want; k++)
+		idx[k] = (pick + k) % nports;
+	return want;
+}
+
+static void ib_ops_destroy_rails(struct ib_tctx *t)
+{
+	int k;
+
+	for (k = 0; k < t->nrails; k++)
+		ibc_ib_ctx_destroy(t->ib[k]);
+	t->nrails = 0;
+}
+
 /**
- * ib_ops_init() - Open the port this rank uses for the communicator of @env.
+ * ib_ops_init() - Open the ports this rank uses for the communicator of @env.
  * @env:   [in]  the transport's environment (rank, local rank, GPU).
  * @ctx_p: [out] transport context.
  *
  * Port choice: the ACTIVE ports selected by IBC_IB_HCA, in device order;
  * ib_ops_pick_port() spreads the ranks of one host over them through the
- * topology module (round-robin in listed order without it).
+ * topology module (round-robin in listed order without it); with
+ * IBC_IB_RAILS > 1, ib_ops_pick_rails() adds more (rail 0 carries the small
+ * messages, and only it has the eager and LL paths).
  * Return: IBC_OK; IBC_ERR_UNSUPPORTED (no usable port: the communicator
  *         falls back to tcp unless IBC_TRANSPORT=ib); IBC_ERR_INVALID_ARG
  *         (malformed IBC_IB_HCA or IBC_IB_GID_INDEX); IBC_ERR_VERBS;
@@ -114,9 +192,14 @@ static ibc_status_t ib_ops_init(const struct ibc_tenv *env, void **ctx_p)
 	struct ibc_ib_params prm;
 	struct ibc_ib_ctx_cb cb;
 	struct ib_tctx *t;
+	int idx[IBC_IB_MAX_RAILS];
+	char names[IBC_IB_MAX_RAILS * (IBC_IB_NAME_LEN + 8)];
 	ibc_status_t st;
 	int nports = 0;
+	int want = (int)ibc_param_ib_rails();
+	int nrails;
 	int pick;
+	int k;
 
 	IBC_CHECK(ibc_ib_hca_parse(ibc_param_ib_hca(), &spec));
 	IBC_CHECK(ibc_ib_ports_list(&spec, ports, IBC_IB_MAX_PORTS, &nports));
@@ -126,6 +209,13 @@ static ibc_status_t ib_ops_init(const struct ibc_tenv *env, void **ctx_p)
 		return IBC_ERR_UNSUPPORTED;
 	}
 	pick = ib_ops_pick_port(ports, nports, env->gpu, env->local_rank, env->nlocal);
+	nrails = want > 1 ? ib_ops_pick_rails(nports, pick, want, idx) : 1;
+	if (want <= 1)
+		idx[0] = pick;
+	if (nrails < want)
+		IBC_LOG_INFO(IB, "ib: rank %d: IBC_IB_RAILS=%d but %d port%s usable: %d rail%s",
+			     env->rank, want, nports, nports == 1 ? "" : "s", nrails,
+			     nrails == 1 ? "" : "s");
 	t = ibc_calloc(1, sizeof(*t), "ib transport context");
 	if (!t)
 		return IBC_ERR_NO_MEMORY;
@@ -136,20 +226,34 @@ static ibc_status_t ib_ops_init(const struct ibc_tenv *env, void **ctx_p)
 		st = IBC_ERR_NO_MEMORY;
 		goto err_free;
 	}
-	ibc_ib_params_from_env(&prm);
 	memset(&cb, 0, sizeof(cb));
 	cb.arg = t;
 	cb.fail = ib_ops_fail;
 	cb.desc_check = ib_ops_desc_check;
-	IBC_CHECK_GOTO(ibc_ib_ctx_create(ports[pick].dev_name, ports[pick].port, &prm, &cb, &t->ib),
-		       st, err_peers);
-	IBC_LOG_INFO(IB, "ib: rank %d (local rank %d of %d on this host) uses %s:%d, %d usable ports",
-		     env->rank, env->local_rank, env->nlocal, ports[pick].dev_name, ports[pick].port,
-		     nports);
+	names[0] = 0;
+	for (k = 0; k < nrails; k++) {
+		size_t len = strlen(names);
+
+		ibc_ib_params_from_env(&prm);
+		if (k > 0) {
+			/* small messages take rail 0 only: no eager slots or LL ring on the others */
+			prm.eager_bytes = 0;
+			prm.ll_max_bytes = 0;
+		}
+		IBC_CHECK_GOTO(ibc_ib_ctx_create(ports[idx[k]].dev_name, ports[idx[k]].port, &prm, &cb,
+						 &t->ib[k]), st, err_rails);
+		t->nrails = k + 1;
+		snprintf(names + len, sizeof(names) - len, "%s%s:%d", k ? ", " : "", ports[idx[k]].dev_name,
+			 ports[idx[k]].port);
+	}
+	IBC_LOG_INFO(IB, "ib: rank %d (local rank %d of %d on this host) uses %s, %d usable ports%s",
+		     env->rank, env->local_rank, env->nlocal, names, nports,
+		     nrails > 1 ? " (one rail each, messages striped over them)" : "");
 	*ctx_p = t;
 	return IBC_OK;
 
-err_peers:
+err_rails:
+	ib_ops_destroy_rails(t);
 	ibc_free(t->peers);
 err_free:
 	ibc_free(t);
@@ -159,93 +263,229 @@ err_free:
 static void ib_ops_reg_stats(void *ctx, struct ibc_reg_stats *acc)
 {
 	struct ib_tctx *t = ctx;
-	const struct ibc_ib_mr_cache_stats *st = &t->ib->mrc.stats;
+	int k;
 
-	acc->registrations += __atomic_load_n(&st->regs, __ATOMIC_RELAXED);
-	acc->deregistrations += __atomic_load_n(&st->deregs, __ATOMIC_RELAXED);
-	acc->hits += __atomic_load_n(&st->hits, __ATOMIC_RELAXED);
-	acc->invalidations += __atomic_load_n(&st->invalidations, __ATOMIC_RELAXED);
-	acc->released += __atomic_load_n(&st->released, __ATOMIC_RELAXED);
-	acc->evictions += __atomic_load_n(&st->evictions, __ATOMIC_RELAXED);
-	acc->memory_hooks |= t->ib->mrc.hooks;
+	for (k = 0; k < t->nrails; k++) {
+		const struct ibc_ib_mr_cache_stats *st = &t->ib[k]->mrc.stats;
+
+		acc->registrations += __atomic_load_n(&st->regs, __ATOMIC_RELAXED);
+		acc->deregistrations += __atomic_load_n(&st->deregs, __ATOMIC_RELAXED);
+		acc->hits += __atomic_load_n(&st->hits, __ATOMIC_RELAXED);
+		acc->invalidations += __atomic_load_n(&st->invalidations, __ATOMIC_RELAXED);
+		acc->released += __atomic_load_n(&st->released, __ATOMIC_RELAXED);
+		acc->evictions += __atomic_load_n(&st->evictions, __ATOMIC_RELAXED);
+		acc->memory_hooks |= t->ib[k]->mrc.hooks;
+	}
+}
+
+/* struct ib_reg - what ib_ops_mem_register() returns: one registration per rail */
+struct ib_reg {
+	int n;
+	struct ibc_ib_mr *mr[IBC_IB_MAX_RAILS];
+};
+
+static void ib_reg_release(struct ib_tctx *t, struct ib_reg *r)
+{
+	int k;
+
+	for (k = 0; k < r->n; k++) {
+		struct ibc_ib_ctx *ib = t->ib[k];
+
+		ibc_ib_mr_put(&ib->mrc, r->mr[k]);
+		/* the application may free the buffer now: without hooks, forget it at once */
+		if (!ib->mrc.hooks)
+			ibc_ib_mr_trim(&ib->mrc, ib->prm.reg_cache_bytes);
+	}
+	ibc_free(r);
 }
 
 static ibc_status_t ib_ops_mem_register(void *ctx, void *buf, size_t nbytes, void **reg_p)
 {
 	struct ib_tctx *t = ctx;
-	struct ibc_ib_mr *mr;
+	struct ib_reg *r;
 	ibc_status_t st;
+	int k;
 
-	/*
-	 * without hooks an idle registration may be of memory freed since:
-	 * drop idle ones first (the budget, 0 by default) so the handle never
-	 * holds one of old pages
-	 */
-	if (!t->ib->mrc.hooks)
-		ibc_ib_mr_trim(&t->ib->mrc, t->ib->prm.reg_cache_bytes);
-	st = ibc_ib_mr_get(&t->ib->mrc, buf, nbytes, IBC_IB_MR_NEED_SLOT, &mr);
-	if (st != IBC_OK) {
-		IBC_LOG_ERROR(IB, "ibc_comm_register: rank %d: %zu bytes at %p on %s: %s", t->env->rank,
-			      nbytes, buf, t->ib->dev_name, t->ib->mrc.errbuf[0] ? t->ib->mrc.errbuf :
-			      ibc_status_str(st));
-		return st;
+	r = ibc_calloc(1, sizeof(*r), "ib registration handle");
+	if (!r)
+		return IBC_ERR_NO_MEMORY;
+	for (k = 0; k < t->nrails; k++) {
+		struct ibc_ib_ctx *ib = t->ib[k];
+
+		/*
+		 * without hooks an idle registration may be of memory freed since:
+		 * drop idle ones first (the budget, 0 by default) so the handle never
+		 * holds one of old pages
+		 */
+		if (!ib->mrc.hooks)
+			ibc_ib_mr_trim(&ib->mrc, ib->prm.reg_cache_bytes);
+		st = ibc_ib_mr_get(&ib->mrc, buf, nbytes, IBC_IB_MR_NEED_SLOT, &r->mr[k]);
+		if (st != IBC_OK) {
+			IBC_LOG_ERROR(IB, "ibc_comm_register: rank %d: %zu bytes at %p on %s: %s",
+				      t->env->rank, nbytes, buf, ib->dev_name,
+				      ib->mrc.errbuf[0] ? ib->mrc.errbuf : ibc_status_str(st));
+			ib_reg_release(t, r);
+			return st;
+		}
+		r->n = k + 1;
 	}
-	*reg_p = mr;
+	*reg_p = r;
 	return IBC_OK;
 }
 
 static void ib_ops_mem_deregister(void *ctx, void *reg)
 {
-	struct ib_tctx *t = ctx;
-
-	ibc_ib_mr_put(&t->ib->mrc, reg);
-	/* the application may free the buffer now: without hooks, forget it at once */
-	if (!t->ib->mrc.hooks)
-		ibc_ib_mr_trim(&t->ib->mrc, t->ib->prm.reg_cache_bytes);
+	ib_reg_release(ctx, reg);
 }
 
 static void ib_ops_fini(void *ctx)
 {
 	struct ib_tctx *t = ctx;
 	struct ibc_reg_stats rs;
+	int k;
 
 	if (!t)
 		return;
 	memset(&rs, 0, sizeof(rs));
 	ib_ops_reg_stats(t, &rs);
-	IBC_LOG_INFO(IB, "ib: rank %d on %s: %llu registrations, %llu deregistrations, %llu cache hits, %llu invalidations (%llu memory released), %llu evictions; memory hooks %s",
-		     t->env->rank, t->ib->dev_name, (unsigned long long)rs.registrations,
+	IBC_LOG_INFO(IB, "ib: rank %d on %s%s: %llu registrations, %llu deregistrations, %llu cache hits, %llu invalidations (%llu memory released), %llu evictions; memory hooks %s",
+		     t->env->rank, t->ib[0]->dev_name, t->nrails > 1 ? " and its other rails" : "",
+		     (unsigned long long)rs.registrations,
 		     (unsigned long long)rs.deregistrations, (unsigned long long)rs.hits,
 		     (unsigned long long)rs.invalidations, (unsigned long long)rs.released,
 		     (unsigned long long)rs.evictions, rs.memory_hooks ? "on" : "off");
-	ibc_ib_ctx_destroy(t->ib);
+	if (t->nrails > 1) {
+		for (k = 0; k < t->nrails; k++)
+			IBC_LOG_INFO(IB, "ib: rank %d rail %d %s:%d: %llu messages or parts, %llu bytes sent, %llu bytes received (%llu messages striped over the rails)",
+				     t->env->rank, k, t->ib[k]->dev_name, t->ib[k]->port,
+				     (unsigned long long)t->count[k].msgs,
+				     (unsigned long long)t->count[k].sent,
+				     (unsigned long long)t->count[k].recvd,
+				     (unsigned long long)t->striped);
+	}
+	ib_ops_destroy_rails(t);
+	while (t->stripes) {
+		struct ib_stripe *sp = t->stripes;
+
+		t->stripes = sp->next;
+		ibc_free(sp);
+	}
 	ibc_free(t->peers);
 	ibc_free(t);
+}
+
+/* destroy the rail connections of @rc and free it; NULL is ignored */
+static void rconn_destroy(struct ib_tctx *t, struct ib_rconn *rc)
+{
+	struct ib_stripe **pp;
+	struct ib_stripe *dead = NULL;
+	int k;
+
+	if (!rc)
+		return;
+	/* split messages of this connection are abandoned, as a connection's requests are */
+	for (pp = &t->stripes; *pp;) {
+		struct ib_stripe *sp = *pp;
+
+		if (sp->rc == rc) {
+			*pp = sp->next;
+			sp->next = dead;
+			dead = sp;
+		} else {
+			pp = &sp->next;
+		}
+	}
+	for (k = 0; k < IBC_IB_MAX_RAILS; k++)
+		ibc_ib_conn_destroy(rc->rail[k]);
+	/* no operation of a destroyed connection points at a part any more */
+	while (dead) {
+		struct ib_stripe *sp = dead;
+
+		dead = sp->next;
+		ibc_free(sp);
+	}
+	ibc_free(rc);
+}
+
+static ibc_status_t connect_send_info(struct ib_tctx *t, int peer, struct ib_peer_state *ps)
+{
+	uint8_t buf[IB_INFO_BYTES];
+	struct ibc_ib_conn_info info;
+	struct ib_rconn *rc;
+	int k;
+
+	rc = ibc_calloc(1, sizeof(*rc), "ib rail connection");
+	if (!rc)
+		return IBC_ERR_NO_MEMORY;
+	rc->peer = peer;
+	rc->t = t;
+	ps->rc = rc;
+	memset(buf, 0, sizeof(buf));
+	ibc_wire_put32(buf, IB_INFO_MAGIC);
+	ibc_wire_put32(buf + 4, (uint32_t)t->nrails);
+	for (k = 0; k < t->nrails; k++) {
+		IBC_CHECK(ibc_ib_conn_create(t->ib[k], peer, ibc_tenv_peer_host(t->env, peer),
+					     &rc->rail[k]));
+		rc->nrails = k + 1;
+		ibc_ib_conn_local_info(rc->rail[k], &info);
+		ibc_ib_conn_info_pack(&info, buf + 8 + (size_t)k * IBC_IB_CONN_INFO_WIRE_BYTES);
+	}
+	return ibc_tenv_oob_send(t->env, peer, IB_TAG_INFO, buf, sizeof(buf));
+}
+
+/* the peer's infos arrived in @buf: keep the rails both ends have, bring them up */
+static ibc_status_t connect_establish(struct ib_tctx *t, int peer, struct ib_rconn *rc,
+				      const uint8_t *buf)
+{
+	struct ibc_ib_conn_info info;
+	uint32_t n = ibc_wire_get32(buf + 4);
+	char pairs[IBC_IB_MAX_RAILS * 2 * (IBC_IB_NAME_LEN + 8)];
+	int k;
+
+	if (ibc_wire_get32(buf) != IB_INFO_MAGIC || n < 1 || n > IBC_IB_MAX_RAILS) {
+		IBC_LOG_WARN(IB, "peer rank %d sent a malformed ib connection info (magic 0x%x, %u rails)",
+			     peer, ibc_wire_get32(buf), n);
+		return IBC_ERR_INVALID_USAGE;
+	}
+	for (k = (int)n; k < rc->nrails; k++) {
+		ibc_ib_conn_destroy(rc->rail[k]);
+		rc->rail[k] = NULL;
+	}
+	if ((int)n < rc->nrails)
+		rc->nrails = (int)n;
+	pairs[0] = 0;
+	for (k = 0; k < rc->nrails; k++) {
+		size_t len = strlen(pairs);
+
+		IBC_CHECK(ibc_ib_conn_info_unpack(buf + 8 + (size_t)k * IBC_IB_CONN_INFO_WIRE_BYTES, &info));
+		IBC_CHECK(ibc_ib_conn_establish(rc->rail[k], &info));
+		snprintf(pairs + len, sizeof(pairs) - len, "%s%s:%d -> %s:%u", k ? ", " : "",
+			 t->ib[k]->dev_name, t->ib[k]->port, info.dev_name, info.port);
+	}
+	if (rc->nrails > 1 || t->nrails > 1)
+		IBC_LOG_INFO(IB, "ib: rank %d to peer rank %d: %d rail%s (%s; the peer offered %u)",
+			     t->env->rank, peer, rc->nrails, rc->nrails == 1 ? "" : "s", pairs, n);
+	return IBC_OK;
 }
 
 static ibc_status_t connect_step(struct ib_tctx *t, int peer, struct ib_peer_state *ps)
 {
 	const struct ibc_tenv *env = t->env;
-	uint8_t buf[IBC_IB_CONN_INFO_WIRE_BYTES];
-	struct ibc_ib_conn_info info;
+	uint8_t buf[IB_INFO_BYTES];
 	uint32_t ready = IB_READY_MAGIC;
 	int got = 0;
 
 	switch (ps->state) {
 	case IB_CS_IDLE:
 		ps->t0_ms = ibc_time_ms();
-		IBC_CHECK(ibc_ib_conn_create(t->ib, peer, ibc_tenv_peer_host(env, peer), &ps->conn));
-		ibc_ib_conn_local_info(ps->conn, &info);
-		ibc_ib_conn_info_pack(&info, buf);
-		IBC_CHECK(ibc_tenv_oob_send(env, peer, IB_TAG_INFO, buf, sizeof(buf)));
+		IBC_CHECK(connect_send_info(t, peer, ps));
 		ps->state = IB_CS_SENT_INFO;
 		/* fall through */
 	case IB_CS_SENT_INFO:
 		IBC_CHECK(ibc_tenv_oob_try_recv(env, peer, IB_TAG_INFO, buf, sizeof(buf), &got));
 		if (!got)
 			return IBC_INPROGRESS;
-		IBC_CHECK(ibc_ib_conn_info_unpack(buf, &info));
-		IBC_CHECK(ibc_ib_conn_establish(ps->conn, &info));
+		IBC_CHECK(connect_establish(t, peer, ps->rc, buf));
 		IBC_CHECK(ibc_tenv_oob_send(env, peer, IB_TAG_READY, &ready, sizeof(ready)));
 		ps->state = IB_CS_SENT_READY;
 		/* fall through */
@@ -290,7 +530,7 @@ static ibc_status_t ib_ops_connect(void *ctx, int peer, struct ibc_tconn **conn_
 	ibc_log_set_last_error("");
 	st = connect_step(t, peer, ps);
 	if (st == IBC_OK) {
-		*conn_p = (struct ibc_tconn *)ps->conn;
+		*conn_p = (struct ibc_tconn *)ps->rc;
 		return IBC_OK;
 	}
 	if (st == IBC_INPROGRESS) {
@@ -304,79 +544,196 @@ static ibc_status_t ib_ops_connect(void *ctx, int peer, struct ibc_tconn **conn_
 	/* the cause was logged (WARN) where it was detected; make it the communicator's error */
 	snprintf(why, sizeof(why), "%s", ibc_last_error());
 	ibc_tenv_fail(t->env, st, peer, "ib connection set-up from %s:%d failed: %s",
-		      t->ib->dev_name, t->ib->port, *why ? why : ibc_status_str(st));
-	ibc_ib_conn_destroy(ps->conn);
-	ps->conn = NULL;
+		      t->ib[0]->dev_name, t->ib[0]->port, *why ? why : ibc_status_str(st));
+	rconn_destroy(t, ps->rc);
+	ps->rc = NULL;
 	ps->state = IB_CS_IDLE;
 	return st;
 }
 
 static void ib_ops_disconnect(struct ibc_tconn *tconn)
 {
-	struct ibc_ib_conn *conn = (struct ibc_ib_conn *)tconn;
+	struct ib_rconn *rc = (struct ib_rconn *)tconn;
 	struct ib_tctx *t;
 	int peer;
 
-	if (!conn)
+	if (!rc)
 		return;
-	t = ibc_ib_conn_ctx(conn)->cb.arg;
-	peer = ibc_ib_conn_peer(conn);
-	ibc_ib_conn_destroy(conn);
-	if (peer >= 0 && peer < t->env->nranks && t->peers[peer].conn == conn) {
-		t->peers[peer].conn = NULL;
+	t = rc->t;
+	peer = rc->peer;
+	rconn_destroy(t, rc);
+	if (peer >= 0 && peer < t->env->nranks && t->peers[peer].rc == rc) {
+		t->peers[peer].rc = NULL;
 		t->peers[peer].state = IB_CS_IDLE;
+	}
+}
+
+/* count a message or part of @nbytes on rail @k */
+static void rail_count(struct ib_tctx *t, int k, size_t nbytes, int is_send)
+{
+	t->count[k].msgs++;
+	if (is_send)
+		t->count[k].sent += nbytes;
+	else
+		t->count[k].recvd += nbytes;
+}
+
+/*
+ * how many parts a message of @nbytes takes on @rc: 1 unless there are
+ * several rails and it is larger than what the first rail sends by its
+ * eager or LL path; then parts of at least IBC_IB_STRIPE_MIN_BYTES, one per
+ * rail at most. Both ends compute it from the same values (the negotiated
+ * limits, the same parameter), so they split a message alike.
+ */
+static int stripe_parts(const struct ib_rconn *rc, const struct ibc_msg_desc *desc, size_t nbytes)
+{
+	size_t min = rc->t->ib[0]->prm.stripe_min_bytes;
+	size_t lim = ibc_ib_conn_eager_max(rc->rail[0]);
+
+	if (rc->nrails < 2 || nbytes < 2 * min)
+		return 1;
+	if (desc && (desc->flags & IBC_DESC_F_LL))
+		lim = IBC_MAX(lim, ibc_ib_conn_ll_max(rc->rail[0]));
+	if (nbytes <= lim)
+		return 1;
+	return (int)IBC_MIN((size_t)rc->nrails, nbytes / min);
+}
+
+static ibc_status_t ib_ops_post(struct ibc_tconn *conn, void *buf, size_t nbytes,
+				const struct ibc_msg_desc *desc, struct ibc_treq *req, int is_send)
+{
+	struct ib_rconn *rc = (struct ib_rconn *)conn;
+	struct ib_tctx *t = rc->t;
+	struct ib_stripe *sp;
+	size_t part, off = 0;
+	int nparts = stripe_parts(rc, desc, nbytes);
+	int k;
+
+	if (nparts == 1) {
+		if (t->nrails > 1)
+			rail_count(t, 0, nbytes, is_send);
+		return ibc_ib_conn_post(rc->rail[0], buf, nbytes, desc, req, is_send);
+	}
+	sp = ibc_calloc(1, sizeof(*sp), "ib striped message");
+	if (!sp) {
+		ibc_treq_complete(req, IBC_ERR_NO_MEMORY);
+		return IBC_ERR_NO_MEMORY;
+	}
+	req->done = 0;
+	req->status = IBC_INPROGRESS;
+	req->nbytes = nbytes;
+	req->is_send = is_send;
+	sp->parent = req;
+	sp->rc = rc;
+	sp->nparts = nparts;
+	/* contiguous parts, page multiples but the last */
+	part = (nbytes + (size_t)nparts - 1) / (size_t)nparts;
+	part = (part + 4095) & ~(size_t)4095;
+	for (k = 0; k < nparts; k++) {
+		size_t len = IBC_MIN(part, nbytes - off);
+
+		sp->part[k].peer = req->peer;
+		/* a failed post completes its part with the error; the parent reports it */
+		(void)ibc_ib_conn_post(rc->rail[k], (char *)buf + off, len, desc, &sp->part[k], is_send);
+		rail_count(t, k, len, is_send);
+		off += len;
+	}
+	t->striped++;
+	sp->next = t->stripes;
+	t->stripes = sp;
+	return IBC_OK;
+}
+
+/* complete the requests of split messages whose parts are all done */
+static void ib_stripe_reap(struct ib_tctx *t)
+{
+	struct ib_stripe **pp = &t->stripes;
+
+	while (*pp) {
+		struct ib_stripe *sp = *pp;
+		ibc_status_t st = IBC_OK;
+		int k;
+
+		for (k = 0; k < sp->nparts; k++) {
+			if (!ibc_treq_is_done(&sp->part[k]))
+				break;
+			if (st == IBC_OK && sp->part[k].status != IBC_OK)
+				st = sp->part[k].status;
+		}
+		if (k < sp->nparts) {
+			pp = &sp->next;
+			continue;
+		}
+		*pp = sp->next;
+		ibc_treq_complete(sp->parent, st);
+		ibc_free(sp);
 	}
 }
 
 static ibc_status_t ib_ops_isend(struct ibc_tconn *conn, const void *buf, size_t nbytes,
 				 const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
-	return ibc_ib_conn_post((struct ibc_ib_conn *)conn, (void *)buf, nbytes, desc, req, 1);
+	return ib_ops_post(conn, (void *)buf, nbytes, desc, req, 1);
 }
 
 static ibc_status_t ib_ops_irecv(struct ibc_tconn *conn, void *buf, size_t nbytes,
 				 const struct ibc_msg_desc *desc, struct ibc_treq *req)
 {
-	return ibc_ib_conn_post((struct ibc_ib_conn *)conn, buf, nbytes, desc, req, 0);
+	return ib_ops_post(conn, buf, nbytes, desc, req, 0);
 }
 
 static ibc_status_t ib_ops_progress(void *ctx)
 {
 	struct ib_tctx *t = ctx;
+	ibc_status_t st = IBC_OK;
+	int k;
 
-	return ibc_ib_ctx_progress(t->ib);
+	for (k = 0; k < t->nrails; k++) {
+		ibc_status_t s = ibc_ib_ctx_progress(t->ib[k]);
+
+		if (st == IBC_OK)
+			st = s;
+	}
+	if (t->stripes)
+		ib_stripe_reap(t);
+	return st;
 }
 
-/* the verbs device this rank opened: the communicator binds its progress thread near it */
+/* the next LL message: small messages take rail 0 only */
 static int ib_ops_peek(struct ibc_tconn *conn, struct ibc_msg_desc *desc, size_t *nbytes)
 {
-	return ibc_ib_conn_peek((struct ibc_ib_conn *)conn, desc, nbytes);
+	return ibc_ib_conn_peek(((struct ib_rconn *)conn)->rail[0], desc, nbytes);
 }
 
+/* the verbs device of rail 0: the communicator binds its progress thread near it */
 static const char *ib_ops_device(void *ctx)
 {
 	struct ib_tctx *t = ctx;
 
-	return t->ib->dev_name;
+	return t->ib[0]->dev_name;
 }
 
 /*
- * ib_ops_ctx_caps() - IBC_TCAP_CUDA when the context's GPUDirect probe
+ * ib_ops_ctx_caps() - IBC_TCAP_CUDA when every rail's GPUDirect probe
  * registered device memory (ibc_ib_ctx_gdr_probe()); nothing else is
  * per context. The executor does not use it yet: device buffers are staged.
  */
 static unsigned ib_ops_ctx_caps(void *ctx)
 {
 	struct ib_tctx *t = ctx;
+	unsigned caps = t->ib[0]->caps;
+	int k;
 
-	return t->ib->caps;
+	for (k = 1; k < t->nrails; k++)
+		caps &= t->ib[k]->caps;
+	return caps;
 }
 
 static void ib_ops_wait(void *ctx, int timeout_us)
 {
 	struct ib_tctx *t = ctx;
 
-	ibc_ib_ctx_wait(t->ib, timeout_us);
+	ibc_ib_ctx_wait_many(t->ib, t->nrails, timeout_us);
 }
 
 const struct ibc_transport_ops ibc_ib_ops = {

@@ -1,0 +1,172 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# in_vm_rails.sh - multi-rail over verbs (IBC_IB_RAILS, src/transport/ib/
+# ib_ops.c), inside the Soft-RoCE VM: sourced by in_vm_suite.sh (its ok/
+# notok/diag helpers and $logs), or run alone from the build directory:
+# tests/rxe/rxe-vm.sh "$src"/tests/rxe/in_vm_rails.sh
+# A second veth pair with rxe2 (veth2) and rxe3 (veth3) is created for the
+# test and removed after it, so each of 2 ranks has two devices with a wire
+# between the pairs: rank 0 rxe0 + rxe2, rank 1 rxe1 + rxe3 (IBC_IB_HCA per
+# rank). Checks:
+#   - tests/ib/test_ib_comm rails with IBC_IB_RAILS=2: all-reduces in place,
+#     out of place and of an odd count exact, 8 MiB p2p messages checked;
+#     each rank's INFO lines name 2 rails, and each rail moved bytes both
+#     ways (the per-rail counts at destroy), the two rails' bytes within 2x
+#     of each other (parts are split evenly);
+#   - one rank offering 2 rails, the other 1: the connection runs 1 rail,
+#     results exact;
+#   - rank 1 killed during striped all-reduces: rank 0 fails within 30 s
+#     with an error that names rank 1;
+#   - the p2p rate over 2 rails against 1 rail (IBC_IB_HCA=rxe0 / rxe1),
+#     alternating, printed (measured, not asserted: under TCG the devices
+#     share the VM's 2 vCPUs with the ranks, see tests/rxe/README.md).
+rails_alone=0
+if [ -z "${logs:-}" ]; then # run alone
+	set -u
+	src=$(cd "$(dirname "$0")/../.." && pwd)
+	logs=tests/rxe/logs
+	mkdir -p "$logs"
+	n=0
+	nfail=0
+	ok() { n=$((n + 1)); echo "ok $n - $*"; }
+	notok() { n=$((n + 1)); nfail=$((nfail + 1)); echo "not ok $n - $*"; }
+	diag() { sed -e 's/^/#   /' "$@" | tail -n 40; }
+	export IBC_TRANSPORT=ib IBC_TEST_EXPECT_TRANSPORT=ib IBC_DEBUG=WARN IBC_TUNING_CACHE=off
+	rails_alone=1
+fi
+
+rails_up() {
+	ip link add veth2 type veth peer name veth3 && ip link set veth2 up && ip link set veth3 up &&
+		rdma link add rxe2 type rxe netdev veth2 && rdma link add rxe3 type rxe netdev veth3 ||
+		return 1
+	local i
+	for i in $(seq 1 100); do
+		if grep -q '^fe80' /sys/class/infiniband/rxe2/ports/1/gids/0 2>/dev/null &&
+			grep -q '^fe80' /sys/class/infiniband/rxe3/ports/1/gids/0 2>/dev/null &&
+			grep -q ACTIVE /sys/class/infiniband/rxe2/ports/1/state 2>/dev/null &&
+			grep -q ACTIVE /sys/class/infiniband/rxe3/ports/1/state 2>/dev/null &&
+			[ -z "$(ip -6 addr show dev veth2 tentative 2>/dev/null)" ] &&
+			[ -z "$(ip -6 addr show dev veth3 tentative 2>/dev/null)" ]; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+rails_down() {
+	rdma link delete rxe2 2>/dev/null
+	rdma link delete rxe3 2>/dev/null
+	ip link del veth2 2>/dev/null
+}
+
+# rails_run NAME HCA0 HCA1 RAILS0 RAILS1: test_ib_comm rails on 2 ranks, logs in $logs/rails-NAME
+rails_run() {
+	local d=$logs/rails-$1
+	RANK_WRAP_0="env IBC_IB_HCA=$2 IBC_IB_RAILS=$4" RANK_WRAP_1="env IBC_IB_HCA=$3 IBC_IB_RAILS=$5" \
+		IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=IB IBC_TIMEOUT_MS=120000 \
+		"$src"/tests/rxe/run_ranks.sh 2 300 "$d" tests/ib/test_ib_comm rails
+}
+
+# rails_bytes DIR RANK RAIL: "sent received" bytes of that rail from the rank's INFO line at destroy
+rails_bytes() {
+	sed -n "s/.*ib: rank $2 rail $3 [^ ]*: [0-9]* messages or parts, \([0-9]*\) bytes sent, \([0-9]*\) bytes received.*/\1 \2/p" \
+		"$1/rank.$2.out" | tail -n 1
+}
+
+if ! rails_up; then
+	notok "multi-rail: a second veth pair with rxe2/rxe3 could not be set up"
+	ip link; rdma link show
+	rails_down
+else
+	rails_run two "=rxe0,rxe2" "=rxe1,rxe3" 2 2
+	rc=$?
+	d=$logs/rails-two
+	good=1
+	why=""
+	for r in 0 1; do
+		grep -q "rank $r: rails: all exact" "$d/rank.$r.out" || { good=0; why="$why rank $r not exact;"; }
+		grep -q "ib: rank $r to peer rank $((1 - r)): 2 rails" "$d/rank.$r.out" ||
+			{ good=0; why="$why rank $r: no 2-rail connection line;"; }
+		b0=$(rails_bytes "$d" $r 0)
+		b1=$(rails_bytes "$d" $r 1)
+		read -r s0 r0 <<< "$b0"
+		read -r s1 r1 <<< "$b1"
+		if [ -z "${r0:-}" ] || [ -z "${r1:-}" ] || [ "$s0" -le 0 ] || [ "$r0" -le 0 ] ||
+			[ "$s1" -le 0 ] || [ "$r1" -le 0 ]; then
+			good=0
+			why="$why rank $r: rail counts '$b0' / '$b1';"
+		elif [ $((s0 + r0)) -gt $((2 * (s1 + r1))) ] || [ $((s1 + r1)) -gt $((2 * (s0 + r0))) ]; then
+			good=0
+			why="$why rank $r: rails uneven ($b0 / $b1);"
+		fi
+	done
+	if [ $rc -eq 0 ] && [ $good -eq 1 ]; then
+		ok "multi-rail: 2 ranks x 2 rails (rxe0+rxe2 <-> rxe1+rxe3): exact; rank 0 rails sent/received $(rails_bytes "$d" 0 0) and $(rails_bytes "$d" 0 1) bytes"
+	else
+		notok "multi-rail: 2 ranks x 2 rails (exit $rc;$why)"
+		for f in "$d"/rank.*.out; do diag "$f"; done
+	fi
+
+	rails_run uneven "=rxe0,rxe2" "=rxe1" 2 1
+	rc=$?
+	d=$logs/rails-uneven
+	if [ $rc -eq 0 ] && grep -q "rank 0: rails: all exact" "$d/rank.0.out" &&
+		grep -q "rank 1: rails: all exact" "$d/rank.1.out" &&
+		grep -q "ib: rank 0 to peer rank 1: 1 rail (.*the peer offered 1)" "$d/rank.0.out"; then
+		ok "multi-rail: rank 0 offers 2 rails, rank 1 one: 1 rail, exact"
+	else
+		notok "multi-rail: 2 rails against 1 (exit $rc)"
+		for f in "$d"/rank.*.out; do diag "$f"; done
+	fi
+
+	# rank 1 killed while striped all-reduces run: rank 0 fails in bounded time naming it
+	d=$logs/rails-kill
+	RANK_WRAP_0="env IBC_IB_HCA==rxe0,rxe2 IBC_IB_RAILS=2" RANK_WRAP_1="env IBC_IB_HCA==rxe1,rxe3 IBC_IB_RAILS=2" \
+		IBC_IB_TIMEOUT=14 IBC_TEST_ITERS=1000000 IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=IB \
+		"$src"/tests/rxe/run_ranks.sh 2 120 "$d" tests/ib/test_ib_comm loop &
+	rpid=$!
+	for i in $(seq 600); do
+		[ "$(cat "$d"/rank.*.out 2>/dev/null | grep -c READY)" -ge 2 ] && break
+		sleep 0.1
+	done
+	sleep 1
+	victim=$(pgrep -x test_ib_comm | while read -r p; do
+		tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx 'IBC_RANK=1' && echo "$p"; done | head -1)
+	t_kill=$(date +%s%N)
+	[ -n "$victim" ] && kill -9 "$victim"
+	wait $rpid
+	dt=$((($(date +%s%N) - t_kill) / 1000000))
+	if [ -n "$victim" ] && grep -q "ib: rank 0 to peer rank 1: 2 rails" "$d/rank.0.out" &&
+		grep 'FAILED' "$d/rank.0.out" | grep -q 'rank 1' && [ $dt -lt 30000 ]; then
+		ok "multi-rail: rank 1 killed mid striped all-reduce: rank 0 fails in $dt ms naming it: $(grep -m1 -o 'FAILED.*' "$d/rank.0.out" | cut -c1-160)"
+	else
+		notok "multi-rail: rank 1 killed mid striped all-reduce (rank 0 done after $dt ms)"
+		for f in "$d"/rank.*.out; do diag "$f"; done
+	fi
+
+	# the rate, alternating 1 and 2 rails, twice
+	rates=""
+	for round in 1 2; do
+		for nr in 1 2; do
+			if [ $nr -eq 1 ]; then
+				rails_run rate$nr "=rxe0" "=rxe1" 1 1
+			else
+				rails_run rate$nr "=rxe0,rxe2" "=rxe1,rxe3" 2 2
+			fi
+			r=$(sed -n 's/.*p2p: .* ms, \([0-9.]*\) MB\/s.*/\1/p' "$logs/rails-rate$nr/rank.1.out")
+			rates="$rates ${nr}rail:${r:-failed}"
+		done
+	done
+	echo "# multi-rail p2p rate, 8 MiB messages, MB/s (1e6 B/s), alternating:$rates"
+	case "$rates" in
+	*failed*) notok "multi-rail: p2p rate runs ($rates)" ;;
+	*) ok "multi-rail: p2p rate over 1 and 2 rails measured:$rates" ;;
+	esac
+	rails_down
+fi
+
+if [ "$rails_alone" = 1 ]; then
+	echo "1..$n"
+	[ "$nfail" -eq 0 ]
+fi
