@@ -229,11 +229,15 @@ static void wait_req(const struct opts *o, struct ibc_treq *r, const char *what)
 		die("%s failed: %s", what, ibc_status_str(r->status));
 }
 
+static int g_ll; /* --ll: messages carry IBC_DESC_F_LL */
+
 static struct ibc_msg_desc desc_for(uint32_t seq, size_t nbytes)
 {
 	struct ibc_msg_desc d;
 
 	memset(&d, 0, sizeof(d));
+	if (g_ll)
+		d.flags = IBC_DESC_F_LL;
 	d.seq = seq;
 	d.coll = 7; /* IBC_COLL_SEND */
 	d.dtype = IBC_UINT8;
@@ -415,6 +419,9 @@ static void usage(FILE *f)
 		"                           (default: the bandwidth receiver sleeps, everything else polls,\n"
 		"                           as ib_write_bw's passive server and polling client)\n"
 		"  -P, --poll               busy-poll everywhere, the bandwidth receiver too\n"
+		"  -L, --ll                 messages up to IBC_LL_MAX_BYTES by the LL path (written into\n"
+		"                           the peer's ring with a flag per line, polled in memory; both\n"
+		"                           ends must say it), larger ones as without it\n"
 		"  -T, --timeout-ms N       bound on each size's test (default 120000)\n"
 		"Output: bandwidth in MiB/s (2^20 bytes/s, perftest's unit) and GB/s (10^9 bytes/s);\n"
 		"latency one-way (RTT/2) in microseconds.\n");
@@ -448,6 +455,7 @@ int main(int argc, char **argv)
 		{ "check", no_argument, NULL, 'c' },
 		{ "sleep", no_argument, NULL, 's' },
 		{ "poll", no_argument, NULL, 'P' },
+		{ "ll", no_argument, NULL, 'L' },
 		{ "timeout-ms", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -486,7 +494,7 @@ int main(int argc, char **argv)
 	o.warmup = 2;
 	o.test_bw = o.test_lat = 1;
 	o.timeout_ms = 120000;
-	while ((c = getopt_long(argc, argv, "d:x:p:b:e:f:n:B:w:t:W:q:D:csPT:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:x:p:b:e:f:n:B:w:t:W:q:D:csPLT:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': {
 			char *colon = strchr(optarg, ':');
@@ -518,6 +526,7 @@ int main(int argc, char **argv)
 		case 'c': o.check = 1; break;
 		case 's': o.sleep_idle = 1; break;
 		case 'P': o.poll_all = 1; break;
+		case 'L': g_ll = 1; break;
 		case 'T': o.timeout_ms = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
