@@ -15,6 +15,8 @@
 #     of each other (parts are split evenly);
 #   - one rank offering 2 rails, the other 1: the connection runs 1 rail,
 #     results exact;
+#   - the two ends with different IBC_IB_STRIPE_MIN_BYTES: exact (the larger
+#     applies on both);
 #   - rank 1 killed during striped all-reduces: rank 0 fails within 30 s
 #     with an error that names rank 1;
 #   - the p2p rate over 2 rails against 1 rail (IBC_IB_HCA=rxe0 / rxe1),
@@ -60,10 +62,11 @@ rails_down() {
 	ip link del veth2 2>/dev/null
 }
 
-# rails_run NAME HCA0 HCA1 RAILS0 RAILS1: test_ib_comm rails on 2 ranks, logs in $logs/rails-NAME
+# rails_run NAME HCA0 HCA1 RAILS0 RAILS1 [ENV0 [ENV1]]: test_ib_comm rails on 2 ranks, logs in
+# $logs/rails-NAME; ENV0/ENV1: more VAR=VALUE settings for rank 0 / rank 1
 rails_run() {
 	local d=$logs/rails-$1
-	RANK_WRAP_0="env IBC_IB_HCA=$2 IBC_IB_RAILS=$4" RANK_WRAP_1="env IBC_IB_HCA=$3 IBC_IB_RAILS=$5" \
+	RANK_WRAP_0="env IBC_IB_HCA=$2 IBC_IB_RAILS=$4 ${6:-}" RANK_WRAP_1="env IBC_IB_HCA=$3 IBC_IB_RAILS=$5 ${7:-}" \
 		IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=IB IBC_TIMEOUT_MS=120000 \
 		"$src"/tests/rxe/run_ranks.sh 2 300 "$d" tests/ib/test_ib_comm rails
 }
@@ -117,6 +120,20 @@ else
 		ok "multi-rail: rank 0 offers 2 rails, rank 1 one: 1 rail, exact"
 	else
 		notok "multi-rail: 2 rails against 1 (exit $rc)"
+		for f in "$d"/rank.*.out; do diag "$f"; done
+	fi
+
+	# the two ends with different IBC_IB_STRIPE_MIN_BYTES: they agree on the larger
+	# (1 MiB), so the all-reduces' 2 MiB messages are cut alike, not reported as mismatched
+	rails_run stripemin "=rxe0,rxe2" "=rxe1,rxe3" 2 2 IBC_IB_STRIPE_MIN_BYTES=65536 IBC_IB_STRIPE_MIN_BYTES=1048576
+	rc=$?
+	d=$logs/rails-stripemin
+	if [ $rc -eq 0 ] && grep -q "rank 0: rails: all exact" "$d/rank.0.out" &&
+		grep -q "rank 1: rails: all exact" "$d/rank.1.out" &&
+		[ "$(sed -n 's/.*ib: rank 0: \([0-9]*\) messages striped over the rails.*/\1/p' "$d/rank.0.out")" -gt 0 ]; then
+		ok "multi-rail: ranks with stripe minimums of 64 KiB and 1 MiB cut messages alike, exact ($(sed -n 's/.*ib: rank 0: \([0-9]*\) messages striped.*/\1/p' "$d/rank.0.out") striped)"
+	else
+		notok "multi-rail: different stripe minimums (exit $rc)"
 		for f in "$d"/rank.*.out; do diag "$f"; done
 	fi
 

@@ -47,7 +47,10 @@ enum ib_conn_state {
 };
 
 #define IB_INFO_MAGIC 0x1bc0a111u
-#define IB_INFO_BYTES (8 + IBC_IB_MAX_RAILS * IBC_IB_CONN_INFO_WIRE_BYTES)
+/* the connection info message: magic, rail count, IBC_IB_STRIPE_MIN_BYTES, 0; then one
+ * struct ibc_ib_conn_info per rail */
+#define IB_INFO_HDR_BYTES 16
+#define IB_INFO_BYTES (IB_INFO_HDR_BYTES + IBC_IB_MAX_RAILS * IBC_IB_CONN_INFO_WIRE_BYTES)
 
 /*
  * struct ib_rconn - the connection to one peer that the net layer holds
@@ -57,6 +60,7 @@ struct ib_rconn {
 	struct ibc_ib_conn *rail[IBC_IB_MAX_RAILS];
 	int nrails;             /* rails created (before the exchange) or in use */
 	int peer;
+	size_t stripe_min;      /* the larger IBC_IB_STRIPE_MIN_BYTES of the two ends */
 	struct ib_tctx *t;
 };
 
@@ -240,8 +244,16 @@ static ibc_status_t ib_ops_init(const struct ibc_tenv *env, void **ctx_p)
 			prm.eager_bytes = 0;
 			prm.ll_max_bytes = 0;
 		}
-		IBC_CHECK_GOTO(ibc_ib_ctx_create(ports[idx[k]].dev_name, ports[idx[k]].port, &prm, &cb,
-						 &t->ib[k]), st, err_rails);
+		st = ibc_ib_ctx_create(ports[idx[k]].dev_name, ports[idx[k]].port, &prm, &cb, &t->ib[k]);
+		if (st != IBC_OK && k > 0) {
+			/* a rail that does not open leaves the others working */
+			IBC_LOG_WARN(IB, "rank %d: rail %d on %s:%d did not open (%s): %d rail%s",
+				     env->rank, k, ports[idx[k]].dev_name, ports[idx[k]].port,
+				     ibc_status_str(st), k, k == 1 ? "" : "s");
+			break;
+		}
+		if (st != IBC_OK)
+			goto err_rails;
 		t->nrails = k + 1;
 		snprintf(names + len, sizeof(names) - len, "%s%s:%d", k ? ", " : "", ports[idx[k]].dev_name,
 			 ports[idx[k]].port);
@@ -338,6 +350,8 @@ static void ib_ops_mem_deregister(void *ctx, void *reg)
 	ib_reg_release(ctx, reg);
 }
 
+static void rconn_destroy(struct ib_tctx *t, struct ib_rconn *rc);
+
 static void ib_ops_fini(void *ctx)
 {
 	struct ib_tctx *t = ctx;
@@ -356,12 +370,18 @@ static void ib_ops_fini(void *ctx)
 		     (unsigned long long)rs.evictions, rs.memory_hooks ? "on" : "off");
 	if (t->nrails > 1) {
 		for (k = 0; k < t->nrails; k++)
-			IBC_LOG_INFO(IB, "ib: rank %d rail %d %s:%d: %llu messages or parts, %llu bytes sent, %llu bytes received (%llu messages striped over the rails)",
+			IBC_LOG_INFO(IB, "ib: rank %d rail %d %s:%d: %llu messages or parts, %llu bytes sent, %llu bytes received (posted)",
 				     t->env->rank, k, t->ib[k]->dev_name, t->ib[k]->port,
 				     (unsigned long long)t->count[k].msgs,
 				     (unsigned long long)t->count[k].sent,
-				     (unsigned long long)t->count[k].recvd,
-				     (unsigned long long)t->striped);
+				     (unsigned long long)t->count[k].recvd);
+		IBC_LOG_INFO(IB, "ib: rank %d: %llu messages striped over the rails", t->env->rank,
+			     (unsigned long long)t->striped);
+	}
+	/* connections the net layer never got (set-up under way at teardown) */
+	for (k = 0; k < t->env->nranks; k++) {
+		rconn_destroy(t, t->peers[k].rc);
+		t->peers[k].rc = NULL;
 	}
 	ib_ops_destroy_rails(t);
 	while (t->stripes) {
@@ -421,15 +441,26 @@ static ibc_status_t connect_send_info(struct ib_tctx *t, int peer, struct ib_pee
 	rc->t = t;
 	ps->rc = rc;
 	memset(buf, 0, sizeof(buf));
-	ibc_wire_put32(buf, IB_INFO_MAGIC);
-	ibc_wire_put32(buf + 4, (uint32_t)t->nrails);
 	for (k = 0; k < t->nrails; k++) {
-		IBC_CHECK(ibc_ib_conn_create(t->ib[k], peer, ibc_tenv_peer_host(t->env, peer),
-					     &rc->rail[k]));
+		ibc_status_t st = ibc_ib_conn_create(t->ib[k], peer, ibc_tenv_peer_host(t->env, peer),
+						     &rc->rail[k]);
+
+		if (st != IBC_OK && k > 0) {
+			/* the rails that work carry it; the peer agrees on the smaller count */
+			IBC_LOG_WARN(IB, "rank %d: rail %d (%s:%d) to peer rank %d could not be set up (%s): %d rail%s",
+				     t->env->rank, k, t->ib[k]->dev_name, t->ib[k]->port, peer,
+				     ibc_status_str(st), k, k == 1 ? "" : "s");
+			break;
+		}
+		IBC_CHECK(st);
 		rc->nrails = k + 1;
 		ibc_ib_conn_local_info(rc->rail[k], &info);
-		ibc_ib_conn_info_pack(&info, buf + 8 + (size_t)k * IBC_IB_CONN_INFO_WIRE_BYTES);
+		ibc_ib_conn_info_pack(&info, buf + IB_INFO_HDR_BYTES +
+				      (size_t)k * IBC_IB_CONN_INFO_WIRE_BYTES);
 	}
+	ibc_wire_put32(buf, IB_INFO_MAGIC);
+	ibc_wire_put32(buf + 4, (uint32_t)rc->nrails);
+	ibc_wire_put32(buf + 8, (uint32_t)t->ib[0]->prm.stripe_min_bytes);
 	return ibc_tenv_oob_send(t->env, peer, IB_TAG_INFO, buf, sizeof(buf));
 }
 
@@ -439,14 +470,17 @@ static ibc_status_t connect_establish(struct ib_tctx *t, int peer, struct ib_rco
 {
 	struct ibc_ib_conn_info info;
 	uint32_t n = ibc_wire_get32(buf + 4);
+	uint32_t their_min = ibc_wire_get32(buf + 8);
 	char pairs[IBC_IB_MAX_RAILS * 2 * (IBC_IB_NAME_LEN + 8)];
 	int k;
 
-	if (ibc_wire_get32(buf) != IB_INFO_MAGIC || n < 1 || n > IBC_IB_MAX_RAILS) {
-		IBC_LOG_WARN(IB, "peer rank %d sent a malformed ib connection info (magic 0x%x, %u rails)",
-			     peer, ibc_wire_get32(buf), n);
+	if (ibc_wire_get32(buf) != IB_INFO_MAGIC || n < 1 || n > IBC_IB_MAX_RAILS || their_min == 0) {
+		IBC_LOG_WARN(IB, "peer rank %d sent a malformed ib connection info (magic 0x%x, %u rails, stripe minimum %u)",
+			     peer, ibc_wire_get32(buf), n, their_min);
 		return IBC_ERR_INVALID_USAGE;
 	}
+	/* both ends must cut a message alike: the larger minimum of the two */
+	rc->stripe_min = IBC_MAX(t->ib[0]->prm.stripe_min_bytes, (size_t)their_min);
 	for (k = (int)n; k < rc->nrails; k++) {
 		ibc_ib_conn_destroy(rc->rail[k]);
 		rc->rail[k] = NULL;
@@ -457,7 +491,8 @@ static ibc_status_t connect_establish(struct ib_tctx *t, int peer, struct ib_rco
 	for (k = 0; k < rc->nrails; k++) {
 		size_t len = strlen(pairs);
 
-		IBC_CHECK(ibc_ib_conn_info_unpack(buf + 8 + (size_t)k * IBC_IB_CONN_INFO_WIRE_BYTES, &info));
+		IBC_CHECK(ibc_ib_conn_info_unpack(buf + IB_INFO_HDR_BYTES +
+						  (size_t)k * IBC_IB_CONN_INFO_WIRE_BYTES, &info));
 		IBC_CHECK(ibc_ib_conn_establish(rc->rail[k], &info));
 		snprintf(pairs + len, sizeof(pairs) - len, "%s%s:%d -> %s:%u", k ? ", " : "",
 			 t->ib[k]->dev_name, t->ib[k]->port, info.dev_name, info.port);
@@ -579,24 +614,34 @@ static void rail_count(struct ib_tctx *t, int k, size_t nbytes, int is_send)
 }
 
 /*
- * how many parts a message of @nbytes takes on @rc: 1 unless there are
- * several rails and it is larger than what the first rail sends by its
- * eager or LL path; then parts of at least IBC_IB_STRIPE_MIN_BYTES, one per
- * rail at most. Both ends compute it from the same values (the negotiated
- * limits, the same parameter), so they split a message alike.
+ * stripe_plan() - how a message of @nbytes is cut on @rc: the part size
+ * (contiguous parts, page multiples but the last) into *@part_p, and the
+ * number of parts returned: 1 unless there are several rails and it is
+ * larger than what the first rail sends by its eager or LL path; then at
+ * most one part per rail, each at least the stripe minimum, none empty.
+ * Both ends compute it from the same values (the negotiated limits and
+ * minimum), so they cut a message alike.
  */
-static int stripe_parts(const struct ib_rconn *rc, const struct ibc_msg_desc *desc, size_t nbytes)
+static int stripe_plan(const struct ib_rconn *rc, const struct ibc_msg_desc *desc, size_t nbytes,
+		       size_t *part_p)
 {
-	size_t min = rc->t->ib[0]->prm.stripe_min_bytes;
+	size_t min = rc->stripe_min;
 	size_t lim = ibc_ib_conn_eager_max(rc->rail[0]);
+	size_t n;
+	size_t part;
 
+	*part_p = nbytes;
 	if (rc->nrails < 2 || nbytes < 2 * min)
 		return 1;
 	if (desc && (desc->flags & IBC_DESC_F_LL))
 		lim = IBC_MAX(lim, ibc_ib_conn_ll_max(rc->rail[0]));
 	if (nbytes <= lim)
 		return 1;
-	return (int)IBC_MIN((size_t)rc->nrails, nbytes / min);
+	n = IBC_MIN((size_t)rc->nrails, nbytes / min);
+	part = (nbytes + n - 1) / n;
+	part = (part + 4095) & ~(size_t)4095;
+	*part_p = part;
+	return (int)((nbytes + part - 1) / part);
 }
 
 static ibc_status_t ib_ops_post(struct ibc_tconn *conn, void *buf, size_t nbytes,
@@ -605,8 +650,9 @@ static ibc_status_t ib_ops_post(struct ibc_tconn *conn, void *buf, size_t nbytes
 	struct ib_rconn *rc = (struct ib_rconn *)conn;
 	struct ib_tctx *t = rc->t;
 	struct ib_stripe *sp;
-	size_t part, off = 0;
-	int nparts = stripe_parts(rc, desc, nbytes);
+	size_t part;
+	size_t off = 0;
+	int nparts = stripe_plan(rc, desc, nbytes, &part);
 	int k;
 
 	if (nparts == 1) {
@@ -626,14 +672,15 @@ static ibc_status_t ib_ops_post(struct ibc_tconn *conn, void *buf, size_t nbytes
 	sp->parent = req;
 	sp->rc = rc;
 	sp->nparts = nparts;
-	/* contiguous parts, page multiples but the last */
-	part = (nbytes + (size_t)nparts - 1) / (size_t)nparts;
-	part = (part + 4095) & ~(size_t)4095;
 	for (k = 0; k < nparts; k++) {
 		size_t len = IBC_MIN(part, nbytes - off);
 
 		sp->part[k].peer = req->peer;
-		/* a failed post completes its part with the error; the parent reports it */
+		/*
+		 * a failed post completes its part with the error, and the caller's
+		 * request gets it at the next progress call (IBC_OK is returned
+		 * here: the request is in flight until every part is done)
+		 */
 		(void)ibc_ib_conn_post(rc->rail[k], (char *)buf + off, len, desc, &sp->part[k], is_send);
 		rail_count(t, k, len, is_send);
 		off += len;
