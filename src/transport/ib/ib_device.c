@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/param.h"
+#include "topo/topo.h"
 #include "transport/ib/ib.h"
 
 /**
@@ -373,6 +374,59 @@ int ibc_ib_port_pick(const struct ibc_ib_port_desc *ports, int nports, int local
 	if (nports <= 0 || local_rank < 0)
 		return 0;
 	return local_rank % nports;
+}
+
+/**
+ * ibc_ib_rails_pick() - The ports of one rank's rails (IBC_IB_RAILS).
+ * @nports: [in]  usable ports from ibc_ib_ports_list(), >= 1.
+ * @pick:   [in]  the rank's own port (ib_ops_pick_port()), 0 <= @pick < @nports.
+ * @want:   [in]  IBC_IB_RAILS: 0 auto, else 1..IBC_IB_MAX_RAILS.
+ * @dist:   [in]  per port its PCI class from the rank's GPU (enum
+ *                ibc_topo_dist, smaller is nearer), or NULL when the rank
+ *                has no GPU or the topology cannot say.
+ * @idx:    [out] the rails' port indexes, rail 0 first.
+ *
+ * Explicit @want: every port in listed order when @want >= @nports (so two
+ * hosts given matching IBC_IB_HCA lists pair rail k with rail k), else @want
+ * ports from @pick on, round-robin. Auto: @pick, then every other port as
+ * near the GPU as @pick in listed order, when that class is PIX or PXB (a
+ * GPU with two NICs behind its PCIe switch, where NCCL drives both); one
+ * rail otherwise (no GPU, or NICs only across a host bridge, which other
+ * GPUs' ranks would share). At most IBC_IB_MAX_RAILS.
+ * Pure function of its inputs.
+ * Return: the rail count, >= 1.
+ */
+int ibc_ib_rails_pick(int nports, int pick, int want, const int *dist, int idx[IBC_IB_MAX_RAILS])
+{
+	int n = 0;
+	int k;
+
+	if (nports < 1 || pick < 0 || pick >= nports) {
+		idx[0] = 0;
+		return 1;
+	}
+	if (want >= 1) {
+		want = want < IBC_IB_MAX_RAILS ? want : IBC_IB_MAX_RAILS;
+		if (want == 1) {
+			idx[0] = pick;
+			return 1;
+		}
+		if (want >= nports) {
+			for (k = 0; k < nports && k < want; k++)
+				idx[k] = k;
+			return k;
+		}
+		for (k = 0; k < want; k++)
+			idx[k] = (pick + k) % nports;
+		return want;
+	}
+	idx[n++] = pick;
+	if (!dist || dist[pick] > IBC_TOPO_PXB)
+		return 1;
+	for (k = 0; k < nports && n < IBC_IB_MAX_RAILS; k++)
+		if (k != pick && dist[k] == dist[pick])
+			idx[n++] = k;
+	return n;
 }
 
 static const char *link_layer_str(int ll)

@@ -146,23 +146,24 @@ static ibc_status_t ib_ops_desc_check(void *arg, int peer, const struct ibc_msg_
 }
 
 /*
- * ib_ops_pick_rails() - the ports of this rank's rails into @idx (indexes
- * into @ports): every port in device order when @want >= @nports (so that
- * two ranks given matching lists pair rail k with rail k), else @want ports
- * from @pick on, round-robin. Returns the rail count.
+ * ib_ops_rail_dists() - per port its PCI class from the rank's GPU into
+ * @dist (for IBC_IB_RAILS=0, auto); 0 when the rank has no GPU or the
+ * topology cannot be loaded (then auto means one rail).
  */
-static int ib_ops_pick_rails(int nports, int pick, int want, int idx[IBC_IB_MAX_RAILS])
+static int ib_ops_rail_dists(const struct ibc_ib_port_desc *ports, int nports, int gpu, int *dist)
 {
-	int k;
+	struct ibc_topo *topo;
+	int i;
 
-	if (want >= nports) {
-		for (k = 0; k < nports && k < IBC_IB_MAX_RAILS; k++)
-			idx[k] = k;
-		return k;
+	if (gpu < 0 || ibc_topo_shared(&topo) != IBC_OK)
+		return 0;
+	for (i = 0; i < nports; i++) {
+		enum ibc_topo_dist d;
+
+		dist[i] = ibc_topo_gpu_nic_dist(topo, gpu, ports[i].dev_name, &d) == IBC_OK ?
+			  (int)d : (int)IBC_TOPO_DIST_COUNT;
 	}
-	for (k = 0; k < want; k++)
-		idx[k] = (pick + k) % nports;
-	return want;
+	return 1;
 }
 
 static void ib_ops_destroy_rails(struct ib_tctx *t)
@@ -197,6 +198,7 @@ static ibc_status_t ib_ops_init(const struct ibc_tenv *env, void **ctx_p)
 	struct ibc_ib_ctx_cb cb;
 	struct ib_tctx *t;
 	int idx[IBC_IB_MAX_RAILS];
+	int dist[IBC_IB_MAX_PORTS];
 	char names[IBC_IB_MAX_RAILS * (IBC_IB_NAME_LEN + 8)];
 	ibc_status_t st;
 	int nports = 0;
@@ -213,10 +215,10 @@ static ibc_status_t ib_ops_init(const struct ibc_tenv *env, void **ctx_p)
 		return IBC_ERR_UNSUPPORTED;
 	}
 	pick = ib_ops_pick_port(ports, nports, env->gpu, env->local_rank, env->nlocal);
-	nrails = want > 1 ? ib_ops_pick_rails(nports, pick, want, idx) : 1;
-	if (want <= 1)
-		idx[0] = pick;
-	if (nrails < want)
+	nrails = ibc_ib_rails_pick(nports, pick, want,
+				   want == 0 && ib_ops_rail_dists(ports, nports, env->gpu, dist) ? dist : NULL,
+				   idx);
+	if (want > 0 && nrails < want)
 		IBC_LOG_INFO(IB, "ib: rank %d: IBC_IB_RAILS=%d but %d port%s usable: %d rail%s",
 			     env->rank, want, nports, nports == 1 ? "" : "s", nrails,
 			     nrails == 1 ? "" : "s");
@@ -258,9 +260,10 @@ static ibc_status_t ib_ops_init(const struct ibc_tenv *env, void **ctx_p)
 		snprintf(names + len, sizeof(names) - len, "%s%s:%d", k ? ", " : "", ports[idx[k]].dev_name,
 			 ports[idx[k]].port);
 	}
-	IBC_LOG_INFO(IB, "ib: rank %d (local rank %d of %d on this host) uses %s, %d usable ports%s",
+	IBC_LOG_INFO(IB, "ib: rank %d (local rank %d of %d on this host) uses %s, %d usable ports%s%s",
 		     env->rank, env->local_rank, env->nlocal, names, nports,
-		     nrails > 1 ? " (one rail each, messages striped over them)" : "");
+		     nrails > 1 ? " (one rail each, messages striped over them)" : "",
+		     want == 0 && nrails > 1 ? "; IBC_IB_RAILS=0: the ports as near the rank's GPU as its own" : "");
 	*ctx_p = t;
 	return IBC_OK;
 
