@@ -191,11 +191,12 @@ static int oob_connect(const struct opts *o)
 static void oob_check(void)
 {
 	struct pollfd pfd = { g_oob_fd, POLLIN | POLLRDHUP, 0 };
+	uint64_t now_ms = ibc_time_coarse_ns() / 1000000; /* see wait_req() */
 	char c;
 
-	if (g_oob_fd < 0 || ibc_time_ms() < g_next_oob_check_ms)
+	if (g_oob_fd < 0 || now_ms < g_next_oob_check_ms)
 		return;
-	g_next_oob_check_ms = ibc_time_ms() + 20;
+	g_next_oob_check_ms = now_ms + 20;
 	if (poll(&pfd, 1, 0) <= 0)
 		return;
 	if ((pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) ||
@@ -218,11 +219,13 @@ static void progress(const struct opts *o)
 
 static void wait_req(const struct opts *o, struct ibc_treq *r, const char *what)
 {
-	uint64_t deadline = ibc_time_ms() + (uint64_t)o->timeout_ms;
+	/* the coarse clock: a fine read is a system call where the clock source is
+	 * hpet (the test VM: 0.9 us a read), and this loop runs while a message flies */
+	uint64_t deadline = ibc_time_coarse_ns() / 1000000 + (uint64_t)o->timeout_ms;
 
 	while (!ibc_treq_is_done(r)) {
 		progress(o);
-		if (ibc_time_ms() > deadline)
+		if (ibc_time_coarse_ns() / 1000000 > deadline)
 			die("%s did not complete within %d ms", what, o->timeout_ms);
 	}
 	if (r->status != IBC_OK)

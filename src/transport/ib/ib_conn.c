@@ -667,6 +667,6 @@ ibc_status_t ibc_ib_conn_establish(struct ibc_ib_conn *conn, const struct ibc_ib
 		IBC_CHECK(ibc_ib_qp_to_rts(ctx, qp));
 	}
 	conn->established = 1;
-	conn->last_activity_ns = ibc_time_ns();
+	conn->last_activity_ns = ibc_time_coarse_ns();
 	return IBC_OK;
 }

@@ -214,7 +214,7 @@ ibc_status_t ibc_ib_ctx_create(const char *dev_name, int port, const struct ibc_
 			     why);
 	}
 	ibc_ib_ctx_gdr_probe(ctx);      /* IBC_TCAP_CUDA only when device memory registered */
-	ctx->next_async_check_ns = ibc_time_ns() + IB_ASYNC_CHECK_NS;
+	ctx->next_async_check_ns = ibc_time_coarse_ns() + IB_ASYNC_CHECK_NS;
 	IBC_LOG_INFO(IB, "ib: port %s:%d open: %s, active mtu %s, lid %u, %d QPs per connection, %d credits, inline %d bytes, bounce %zu bytes",
 		     dev_name, port,
 		     ctx->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
@@ -382,7 +382,7 @@ ibc_status_t ibc_ib_ctx_progress(struct ibc_ib_ctx *ctx)
 	for (c = ctx->conns; c; c = ibc_ib_conn_next(c))
 		ll_busy |= ibc_ib_conn_kick(c);
 	ctx->ll_busy = ll_busy;
-	now = ibc_time_ns();
+	now = ibc_time_coarse_ns();
 	if (now >= ctx->next_async_check_ns) {
 		ibc_ib_ctx_handle_async(ctx);
 		ctx->next_async_check_ns = now + IB_ASYNC_CHECK_NS;

@@ -188,7 +188,7 @@ void ibc_ib_eager_enack_in(struct ibc_ib_conn *conn, unsigned slot)
 void ibc_ib_eager_maybe_rts(struct ibc_ib_conn *conn, struct ibc_ib_op *op, unsigned slot)
 {
 	struct ibc_ib_qp *qp = &conn->qps[slot % (unsigned)conn->nqps];
-	uint64_t now = ibc_time_ns();
+	uint64_t now = ibc_time_coarse_ns();
 	int ret;
 
 	if (conn->rts_tag != op->seq + 1) {
@@ -248,7 +248,7 @@ static void slot_done(struct ibc_ib_conn *conn, struct ibc_ib_op *op, unsigned s
 {
 	conn->eager_in[slot] = 0;
 	conn->rslot[slot] = NULL;
-	conn->last_activity_ns = ibc_time_ns();
+	conn->last_activity_ns = ibc_time_coarse_ns();
 	ibc_ib_op_complete(op, st);
 	ibc_ib_op_free(op);
 }
@@ -340,7 +340,7 @@ void ibc_ib_eager_in(struct ibc_ib_conn *conn, unsigned slot, uint32_t imm)
 	}
 	ibc_ib_eager_credit_learn(conn, ibc_wire_get32(h + offsetof(struct ib_eager_hdr, credit)));
 	conn->eager_in[slot] = seq + 1;
-	conn->last_activity_ns = ibc_time_ns();
+	conn->last_activity_ns = ibc_time_coarse_ns();
 	if (op) {
 		eager_take(conn, op, slot);
 		return;

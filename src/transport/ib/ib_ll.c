@@ -314,7 +314,7 @@ void ibc_ib_ll_progress_recvs(struct ibc_ib_conn *conn)
 		conn->ll_rq_head = op->next;
 		if (!conn->ll_rq_head)
 			conn->ll_rq_tail = NULL;
-		conn->last_activity_ns = ibc_time_ns();
+		conn->last_activity_ns = ibc_time_coarse_ns();
 		ibc_ib_op_complete(op, IBC_OK);
 		ibc_ib_op_free(op);
 		ll_return_credits(conn, 0);

@@ -679,7 +679,7 @@ static void mr_trim_locked(struct ibc_ib_mr_cache *cache, size_t keep_bytes)
 {
 	struct ibc_ib_mr *mr;
 	struct ibc_ib_mr *tail = NULL;
-	uint64_t now = ibc_time_ns();
+	uint64_t now = ibc_time_coarse_ns();
 	/*
 	 * Whether a device allocation was freed is a driver query per entry
 	 * (cuPointerGetAttributes), and trimming runs at every operation: ask

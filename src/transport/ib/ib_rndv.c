@@ -460,7 +460,7 @@ void ibc_ib_rndv_maybe_probe(struct ibc_ib_conn *conn)
 
 	if (conn->probe_outstanding || conn->nlive == 0 || conn->ctx->prm.probe_ms <= 0)
 		return;
-	now = ibc_time_ns();
+	now = ibc_time_coarse_ns();
 	if (now - conn->last_activity_ns < (uint64_t)conn->ctx->prm.probe_ms * 1000000ull)
 		return;
 	if (ibc_ib_qp_sq_room(qp) < 1)
@@ -737,7 +737,7 @@ void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc)
 	case IBC_IB_WR_OP:
 		op = ptr;
 		conn = op->conn;
-		conn->last_activity_ns = ibc_time_ns();
+		conn->last_activity_ns = ibc_time_coarse_ns();
 		qp = conn_qp_by_num(conn, wc->qp_num);
 		if (wc->status == IBV_WC_SUCCESS) {
 			if (qp)
@@ -762,7 +762,7 @@ void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc)
 	case IBC_IB_WR_RECV:
 		qp = ptr;
 		conn = qp->conn;
-		conn->last_activity_ns = ibc_time_ns();
+		conn->last_activity_ns = ibc_time_coarse_ns();
 		qp->rq_posted--;
 		if (wc->status != IBV_WC_SUCCESS) {
 			wc_error(conn, qp, wc, NULL, "receive of an rdma write with immediate");
@@ -775,7 +775,7 @@ void ibc_ib_conn_handle_wc(struct ibc_ib_ctx *ctx, const struct ibv_wc *wc)
 	case IBC_IB_WR_PROBE:
 		qp = ptr;
 		qp->conn->probe_outstanding = 0;
-		qp->conn->last_activity_ns = ibc_time_ns();
+		qp->conn->last_activity_ns = ibc_time_coarse_ns();
 		if (wc->status == IBV_WC_SUCCESS)
 			ibc_ib_qp_sq_retire(qp);
 		else
