@@ -395,8 +395,14 @@ static void dead_peer(const char *d0, int p0, const char *d1, int p1)
 	ibt_pair_close(&p);
 }
 
-/* a peer that goes away while this side only waits for its clear-to-send:
- * nothing is in flight, so only the keep-alive probe can notice */
+/*
+ * a peer that goes away while this side only waits for its clear-to-send:
+ * nothing is in flight, so only the keep-alive probe (IBC_IB_PROBE_MS) or
+ * the rendezvous nudge (a write after IB_RTS_NS, 200 ms, of waiting) can
+ * notice; the probe's 100 ms here makes it the first. (At 200 ms each, the
+ * two fell due in the same tick of the coarse clock the timers read since
+ * b897871, and the nudge, checked first, failed first: CI of ffed220.)
+ */
 static void departed_peer(const char *d0, int p0, const char *d1, int p1)
 {
 	struct ibc_ib_params prm;
@@ -409,7 +415,7 @@ static void departed_peer(const char *d0, int p0, const char *d1, int p1)
 	ibt_default_params(&prm);
 	prm.timeout = 12;
 	prm.retry_cnt = 2;
-	prm.probe_ms = 200;
+	prm.probe_ms = 100;
 	if (ibt_pair_open(&p, d0, p0, d1, p1, &prm) != IBC_OK) {
 		tap_ok(0, "departed peer: pair opens");
 		return;
