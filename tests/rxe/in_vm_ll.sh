@@ -17,23 +17,9 @@ if [ -z "${logs:-}" ]; then # run alone
 	src=$(cd "$(dirname "$0")/../.." && pwd)
 	logs=tests/rxe/logs/ll
 	mkdir -p "$logs"
-	n=0
-	nfail=0
-	ok() { n=$((n + 1)); echo "ok $n - $*"; }
-	notok() { n=$((n + 1)); nfail=$((nfail + 1)); echo "not ok $n - $*"; }
-	diag() { sed -e 's/^/#   /' "$@" | tail -n 40; }
-	tap() {
-		local name=$1 log=$2
-		shift 2
-		"$@" > "$log" 2>&1
-		local rc=$?
-		if [ $rc -eq 0 ] && ! grep -q '^not ok' "$log" && ! grep -q '^1\.\.0' "$log"; then
-			ok "$name: $(grep -c '^ok ' "$log") checks"
-		else
-			notok "$name (exit $rc)"
-			grep -E '^(not ok|#|1\.\.0)' "$log" | head -n 40 | sed 's/^/#   /'
-		fi
-	}
+	# shellcheck source=tests/rxe/vm_lib.sh
+	. "$src/tests/rxe/vm_lib.sh"
+	vm_standalone_tap
 	export IBC_TRANSPORT=ib IBC_TEST_EXPECT_TRANSPORT=ib IBC_DEBUG=WARN
 	ll_alone=1
 	if [ "${LL_WITH_LOOP:-1}" = 1 ]; then

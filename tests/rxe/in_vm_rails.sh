@@ -28,11 +28,9 @@ if [ -z "${logs:-}" ]; then # run alone
 	src=$(cd "$(dirname "$0")/../.." && pwd)
 	logs=tests/rxe/logs
 	mkdir -p "$logs"
-	n=0
-	nfail=0
-	ok() { n=$((n + 1)); echo "ok $n - $*"; }
-	notok() { n=$((n + 1)); nfail=$((nfail + 1)); echo "not ok $n - $*"; }
-	diag() { sed -e 's/^/#   /' "$@" | tail -n 40; }
+	# shellcheck source=tests/rxe/vm_lib.sh
+	. "$src/tests/rxe/vm_lib.sh"
+	vm_standalone_tap
 	export IBC_TRANSPORT=ib IBC_TEST_EXPECT_TRANSPORT=ib IBC_DEBUG=WARN IBC_TUNING_CACHE=off
 	rails_alone=1
 fi
@@ -141,19 +139,7 @@ else
 	d=$logs/rails-kill
 	RANK_WRAP_0="env IBC_IB_HCA==rxe0,rxe2 IBC_IB_RAILS=2" RANK_WRAP_1="env IBC_IB_HCA==rxe1,rxe3 IBC_IB_RAILS=2" \
 		IBC_IB_TIMEOUT=14 IBC_TEST_ITERS=1000000 IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=IB \
-		"$src"/tests/rxe/run_ranks.sh 2 120 "$d" tests/ib/test_ib_comm loop &
-	rpid=$!
-	for i in $(seq 600); do
-		[ "$(cat "$d"/rank.*.out 2>/dev/null | grep -c READY)" -ge 2 ] && break
-		sleep 0.1
-	done
-	sleep 1
-	victim=$(pgrep -x test_ib_comm | while read -r p; do
-		tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx 'IBC_RANK=1' && echo "$p"; done | head -1)
-	t_kill=$(date +%s%N)
-	[ -n "$victim" ] && kill -9 "$victim"
-	wait $rpid
-	dt=$((($(date +%s%N) - t_kill) / 1000000))
+		kill_rank1_mid_loop 2 "$d"
 	if [ -n "$victim" ] && grep -q "ib: rank 0 to peer rank 1: 2 rails" "$d/rank.0.out" &&
 		grep 'FAILED' "$d/rank.0.out" | grep -q 'rank 1' && [ $dt -lt 30000 ]; then
 		ok "multi-rail: rank 1 killed mid striped all-reduce: rank 0 fails in $dt ms naming it: $(grep -m1 -o 'FAILED.*' "$d/rank.0.out" | cut -c1-160)"

@@ -23,6 +23,8 @@ set -u
 # change what a later test's first calls run (the registration counts)
 export IBC_TUNING_CACHE=off
 src=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/rxe/vm_lib.sh
+. "$src/tests/rxe/vm_lib.sh"
 logs=tests/rxe/logs
 mkdir -p "$logs"
 rm -rf "$logs"/*.log "$logs"/kill "$logs"/memlock
@@ -312,20 +314,7 @@ else
 fi
 
 # a rank killed during all-reduces: the others fail within bounded time, naming it
-IBC_IB_TIMEOUT=14 IBC_TEST_ITERS=1000000 "$src"/tests/rxe/run_ranks.sh 3 120 "$logs/kill" tests/ib/test_ib_comm loop &
-rpid=$!
-for i in $(seq 600); do
-	[ "$(cat "$logs"/kill/rank.*.out 2>/dev/null | grep -c READY)" -ge 3 ] && break
-	sleep 0.1
-done
-sleep 1
-# rank 1's process itself (its comm name), not the timeout(1) process around it
-victim=$(pgrep -x test_ib_comm | while read -r p; do
-	tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx 'IBC_RANK=1' && echo "$p"; done | head -1)
-t_kill=$(date +%s%N)
-[ -n "$victim" ] && kill -9 "$victim"
-wait $rpid
-dt=$((($(date +%s%N) - t_kill) / 1000000))
+IBC_IB_TIMEOUT=14 IBC_TEST_ITERS=1000000 kill_rank1_mid_loop 3 "$logs/kill"
 if [ -n "$victim" ] && grep -q 'FAILED' "$logs/kill/rank.0.out" && grep -q 'FAILED' "$logs/kill/rank.2.out" &&
 	grep 'FAILED' "$logs/kill/rank.0.out" "$logs/kill/rank.2.out" | grep -q 'rank 1' && [ $dt -lt 30000 ]; then
 	ok "rank 1 killed mid all-reduce: ranks 0 and 2 fail in $dt ms naming it: $(grep -m1 -o 'FAILED.*' "$logs/kill/rank.0.out" | cut -c1-160)"
