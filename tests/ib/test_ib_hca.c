@@ -3,7 +3,8 @@
  * test_ib_hca.c - IBC_IB_HCA parsing and matching (NCCL_IB_HCA syntax:
  * prefixes, ":port", "^" to exclude, "=" for exact names) and the
  * round-robin port choice of local ranks, and the ports of a rank's rails
- * (IBC_IB_RAILS, explicit and auto from GPU-NIC classes). Pure: no device needed.
+ * (IBC_IB_RAILS, explicit and auto from GPU-NIC classes), and how a message
+ * is cut over the rails by their rates. Pure: no device needed.
  */
 #include "config.h"
 
@@ -72,6 +73,123 @@ static void check_rails(void)
 	rails_is(0, 0, 2, NULL, 1, (const int[]){ 0 }, "no ports: one rail at index 0 (callers check first)");
 }
 
+/*
+ * plan_is(): ibc_ib_stripe_plan() cuts @nbytes into exactly @n parts of
+ * lengths @want_len on rails @want_rail
+ */
+static void plan_is(size_t nbytes, size_t min, size_t lim, int nrails, const uint32_t *mbps, int n,
+		    const size_t *want_len, const int *want_rail, const char *what)
+{
+	size_t len[IBC_IB_MAX_RAILS] = { 0 };
+	int rail[IBC_IB_MAX_RAILS] = { -1, -1, -1, -1 };
+	int got = ibc_ib_stripe_plan(nbytes, min, lim, nrails, mbps, len, rail);
+	int ok = got == n;
+	int k;
+
+	for (k = 0; ok && k < n; k++)
+		ok = len[k] == want_len[k] && rail[k] == want_rail[k];
+	tap_ok(ok, "%s (got %d parts: %zu@%d %zu@%d %zu@%d %zu@%d)", what, got, len[0], rail[0], len[1],
+	       rail[1], len[2], rail[2], len[3], rail[3]);
+}
+
+/* the invariants of any plan: whole, contiguous, page multiples but the last, each part >= min
+ * but the last, rails ascending, deterministic */
+static int plan_sane(size_t nbytes, size_t min, size_t lim, int nrails, const uint32_t *mbps)
+{
+	size_t len[IBC_IB_MAX_RAILS];
+	size_t len2[IBC_IB_MAX_RAILS];
+	int rail[IBC_IB_MAX_RAILS];
+	int rail2[IBC_IB_MAX_RAILS];
+	int n = ibc_ib_stripe_plan(nbytes, min, lim, nrails, mbps, len, rail);
+	int n2 = ibc_ib_stripe_plan(nbytes, min, lim, nrails, mbps, len2, rail2);
+	size_t sum = 0;
+	int k;
+
+	if (n < 1 || n > nrails || n != n2)
+		return 0;
+	for (k = 0; k < n; k++) {
+		if (len[k] == 0 || len[k] != len2[k] || rail[k] != rail2[k] || rail[k] < 0 ||
+		    rail[k] >= nrails || (k > 0 && rail[k] <= rail[k - 1]))
+			return 0;
+		if (k < n - 1 && (len[k] % 4096 != 0 || len[k] < min))
+			return 0;
+		sum += len[k];
+	}
+	if (n > 1 && (nbytes <= lim || nbytes < 2 * min))
+		return 0;
+	return sum == nbytes;
+}
+
+/* how a message is cut over the rails (ib_device.c) */
+static void check_stripe_plan(void)
+{
+	static const uint32_t eq[] = { 100000, 100000, 100000, 100000 };
+	static const uint32_t two_one[] = { 200000, 100000 };
+	static const uint32_t one_two[] = { 100000, 200000 };
+	static const uint32_t unknown[] = { 200000, 0 };
+	static const uint32_t slow_last[] = { 100000, 100000, 100000, 25000 };
+	static const uint32_t slow_first[] = { 25000, 100000 };
+	static const uint32_t big[] = { 1200000, 600000, 300000, 300000 };
+	const size_t M = 1 << 20;
+	const size_t K = 1 << 10;
+	uint64_t x = 88172645463325252ull;
+	int bad = 0;
+	int i;
+
+	plan_is(8 * M, 256 * K, 64 * K, 1, NULL, 1, (const size_t[]){ 8 * M }, (const int[]){ 0 },
+		"one rail: the message whole");
+	plan_is(511 * K, 256 * K, 64 * K, 2, eq, 1, (const size_t[]){ 511 * K }, (const int[]){ 0 },
+		"below twice the minimum: whole on rail 0");
+	plan_is(1 * M, 256 * K, 1 * M, 2, eq, 1, (const size_t[]){ 1 * M }, (const int[]){ 0 },
+		"within rail 0's eager/LL limit: whole");
+	plan_is(8 * M, 256 * K, 64 * K, 2, eq, 2, (const size_t[]){ 4 * M, 4 * M }, (const int[]){ 0, 1 },
+		"equal rates: halves");
+	plan_is(8 * M, 256 * K, 64 * K, 2, NULL, 2, (const size_t[]){ 4 * M, 4 * M },
+		(const int[]){ 0, 1 }, "rates not given: halves");
+	plan_is(12 * M, 256 * K, 64 * K, 2, two_one, 2, (const size_t[]){ 8 * M, 4 * M },
+		(const int[]){ 0, 1 }, "200 and 100 Gbit/s: two thirds and one third");
+	plan_is(12 * M, 256 * K, 64 * K, 2, one_two, 2, (const size_t[]){ 4 * M, 8 * M },
+		(const int[]){ 0, 1 }, "100 and 200 Gbit/s: one third and two thirds");
+	plan_is(12 * M, 256 * K, 64 * K, 2, unknown, 2, (const size_t[]){ 6 * M, 6 * M },
+		(const int[]){ 0, 1 }, "a rate unknown: the rails count as equal");
+	plan_is(3 * M, 1 * M, 64 * K, 4, eq, 3, (const size_t[]){ 1 * M, 1 * M, 1 * M },
+		(const int[]){ 0, 1, 2 }, "3 x the minimum over 4 equal rails: 3 parts, the last rail left out");
+	plan_is(4 * M, 1 * M, 64 * K, 4, slow_last, 3, (const size_t[]){ 1368 * K, 1368 * K, 1360 * K },
+		(const int[]){ 0, 1, 2 }, "a 25 Gbit/s rail's share below the minimum: it leaves, the rest by rate");
+	plan_is(4 * M, 1 * M, 64 * K, 2, slow_first, 1, (const size_t[]){ 4 * M }, (const int[]){ 1 },
+		"rail 0 too slow for a part: the whole message on the faster rail 1");
+	plan_is(8 * M + 1, 256 * K, 64 * K, 2, eq, 2, (const size_t[]){ 4 * M, 4 * M + 1 },
+		(const int[]){ 0, 1 }, "an odd size: the last part takes the odd byte");
+	plan_is(10 * M + 3, 256 * K, 64 * K, 3, eq, 3, (const size_t[]){ 3497984, 3497984, 3489795 },
+		(const int[]){ 0, 1, 2 }, "thirds rounded up to 4 KiB, the last the rest");
+	plan_is((size_t)1 << 40, 256 * K, 64 * K, 4, big, 4,
+		(const size_t[]){ (size_t)1 << 39, (size_t)1 << 38, (size_t)1 << 37, (size_t)1 << 37 },
+		(const int[]){ 0, 1, 2, 3 }, "1 TiB over rates up to 1.2 Tbit/s: no overflow, exact shares");
+	plan_is(8 * M, 0, 64 * K, 2, eq, 2, (const size_t[]){ 4 * M, 4 * M }, (const int[]){ 0, 1 },
+		"a zero minimum counts as 1 byte");
+	/* random sizes, minimums and rates: every plan whole and well formed */
+	for (i = 0; i < 20000; i++) {
+		uint32_t r[IBC_IB_MAX_RAILS];
+		size_t nbytes;
+		size_t min;
+		int nrails;
+		int k;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		nbytes = (size_t)(x % (64 * M)) + (i % 7);
+		min = (size_t)1 << (12 + (x >> 40) % 10);
+		nrails = 1 + (int)((x >> 50) % IBC_IB_MAX_RAILS);
+		for (k = 0; k < IBC_IB_MAX_RAILS; k++)
+			r[k] = (uint32_t)((x >> (8 * k)) % 5) * 50000;
+		if (!plan_sane(nbytes, min, 8 * K * (i % 3), nrails, i % 5 ? r : NULL)) {
+			if (bad++ < 3)
+				tap_diag("bad plan: %zu bytes, min %zu, %d rails, rates %u %u %u %u", nbytes, min,
+					 nrails, r[0], r[1], r[2], r[3]);
+		}
+	}
+	tap_is_int(bad, 0, "20000 random plans: whole, contiguous, page-aligned, above the minimum, deterministic");
+}
+
 int main(void)
 {
 	struct ibc_ib_hca_spec s;
@@ -137,5 +255,6 @@ int main(void)
 	tap_is_int(ibc_ib_port_pick(ports, 3, 4, 5), 1, "local rank 4 of 3 ports -> port index 1");
 	tap_is_int(ibc_ib_port_pick(ports, 1, 3, 4), 0, "one port: everyone uses it");
 	check_rails();
+	check_stripe_plan();
 	return tap_done();
 }

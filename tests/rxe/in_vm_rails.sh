@@ -10,9 +10,10 @@
 # rank). Checks:
 #   - tests/ib/test_ib_comm rails with IBC_IB_RAILS=2: all-reduces in place,
 #     out of place and of an odd count exact, 8 MiB p2p messages checked;
-#     each rank's INFO lines name 2 rails, and each rail moved bytes both
-#     ways (the per-rail counts at destroy), the two rails' bytes within 2x
-#     of each other (parts are split evenly);
+#     each rank's INFO lines name 2 rails with each rail's rate, and each
+#     rail moved bytes both ways (the per-rail counts at destroy), the two
+#     rails' bytes within 2x of each other (rxe on veth: equal rates, parts
+#     split evenly; unequal rates are test_ib_hca's plan cases);
 #   - one rank offering 2 rails, the other 1: the connection runs 1 rail,
 #     results exact;
 #   - the two ends with different IBC_IB_STRIPE_MIN_BYTES: exact (the larger
@@ -87,8 +88,8 @@ else
 	why=""
 	for r in 0 1; do
 		grep -q "rank $r: rails: all exact" "$d/rank.$r.out" || { good=0; why="$why rank $r not exact;"; }
-		grep -q "ib: rank $r to peer rank $((1 - r)): 2 rails" "$d/rank.$r.out" ||
-			{ good=0; why="$why rank $r: no 2-rail connection line;"; }
+		grep -Eq "ib: rank $r to peer rank $((1 - r)): 2 rails \([^ ]+ -> [^ ]+ [0-9]+ Gbit/s, [^ ]+ -> [^ ]+ [0-9]+ Gbit/s;" "$d/rank.$r.out" ||
+			{ good=0; why="$why rank $r: no 2-rail connection line with each rail's rate;"; }
 		b0=$(rails_bytes "$d" $r 0)
 		b1=$(rails_bytes "$d" $r 1)
 		read -r s0 r0 <<< "$b0"
@@ -103,7 +104,7 @@ else
 		fi
 	done
 	if [ $rc -eq 0 ] && [ $good -eq 1 ]; then
-		ok "multi-rail: 2 ranks x 2 rails (rxe0+rxe2 <-> rxe1+rxe3): exact; rank 0 rails sent/received $(rails_bytes "$d" 0 0) and $(rails_bytes "$d" 0 1) bytes"
+		ok "multi-rail: 2 ranks x 2 rails (rxe0+rxe2 <-> rxe1+rxe3): exact; rank 0 rails sent/received $(rails_bytes "$d" 0 0) and $(rails_bytes "$d" 0 1) bytes; $(grep -m1 -o 'ib: rank 0 to peer rank 1: 2 rails ([^;]*' "$d/rank.0.out")"
 	else
 		notok "multi-rail: 2 ranks x 2 rails (exit $rc;$why)"
 		for f in "$d"/rank.*.out; do diag "$f"; done

@@ -119,6 +119,8 @@ ibc_status_t ibc_ib_ports_list(const struct ibc_ib_hca_spec *spec, struct ibc_ib
 			       int max_ports, int *nports_p);
 int ibc_ib_port_pick(const struct ibc_ib_port_desc *ports, int nports, int local_rank, int nlocal);
 int ibc_ib_rails_pick(int nports, int pick, int want, const int *dist, int idx[IBC_IB_MAX_RAILS]);
+int ibc_ib_stripe_plan(size_t nbytes, size_t min, size_t lim, int nrails, const uint32_t *mbps,
+		       size_t len[IBC_IB_MAX_RAILS], int rail[IBC_IB_MAX_RAILS]);
 const char *ibc_ib_mtu_str(enum ibv_mtu mtu);
 struct ibc_ib_gid_entry;
 int ibc_ib_port_gids(struct ibv_context *vctx, int port, struct ibc_ib_gid_entry *tbl, int max);

@@ -429,6 +429,112 @@ int ibc_ib_rails_pick(int nports, int pick, int want, const int *dist, int idx[I
 	return n;
 }
 
+/* share of @nbytes for weight @w of @wsum, rounded down, without overflow */
+static size_t stripe_share(size_t nbytes, uint64_t w, uint64_t wsum)
+{
+	return (size_t)((uint64_t)nbytes / wsum * w + (uint64_t)nbytes % wsum * w / wsum);
+}
+
+/**
+ * ibc_ib_stripe_plan() - How one message is cut over a connection's rails.
+ * @nbytes: [in]  message size, bytes.
+ * @min:    [in]  stripe minimum, bytes, >= 1: the larger of both ends'
+ *                IBC_IB_STRIPE_MIN_BYTES; no rail gets a share below it.
+ * @lim:    [in]  bytes that rail 0 sends whole by its eager or LL path: a
+ *                message up to @lim is not cut.
+ * @nrails: [in]  the connection's rails, 1..IBC_IB_MAX_RAILS.
+ * @mbps:   [in]  per rail its rate in Mbit/s (the slower of the two ends'
+ *                ports), or NULL; when any is 0 (unknown) the rails count
+ *                as equal.
+ * @len:    [out] per part its length in bytes; the parts are contiguous, in
+ *                order, each a multiple of 4 KiB but the last, none empty.
+ * @rail:   [out] per part the rail that carries it, ascending.
+ *
+ * A message larger than @lim and at least twice @min is split in
+ * proportion to the rails' rates (NCCL's merged NICs also count a port by
+ * its speed): a 200 Gbit/s rail beside a 100 Gbit/s one carries two thirds.
+ * Rails whose share would fall below @min leave the plan, the slowest first
+ * (of equal rates the last one), so a message of n x @min uses at most n
+ * rails. Pure function of its inputs: both ends of a connection compute
+ * the same plan from the same negotiated values, so each rail matches its
+ * parts in posting order.
+ * Return: the number of parts, 1..@nrails (1: len[0] = @nbytes on rail 0).
+ */
+int ibc_ib_stripe_plan(size_t nbytes, size_t min, size_t lim, int nrails, const uint32_t *mbps,
+		       size_t len[IBC_IB_MAX_RAILS], int rail[IBC_IB_MAX_RAILS])
+{
+	uint64_t w[IBC_IB_MAX_RAILS];
+	int on[IBC_IB_MAX_RAILS];
+	uint64_t wsum = 0;
+	size_t off;
+	int equal = mbps == NULL;
+	int non;
+	int n;
+	int k;
+
+	len[0] = nbytes;
+	rail[0] = 0;
+	if (min == 0)
+		min = 1;
+	if (nrails < 2 || nbytes < 2 * min || nbytes <= lim)
+		return 1;
+	if (nrails > IBC_IB_MAX_RAILS)
+		nrails = IBC_IB_MAX_RAILS;
+	for (k = 0; k < nrails && !equal; k++)
+		equal = mbps[k] == 0;
+	for (k = 0; k < nrails; k++) {
+		w[k] = equal ? 1 : mbps[k];
+		on[k] = 1;
+		wsum += w[k];
+	}
+	non = nrails;
+	for (;;) {
+		int slow = -1;
+		int short_share = 0;
+
+		for (k = 0; k < nrails; k++) {
+			if (!on[k])
+				continue;
+			if (stripe_share(nbytes, w[k], wsum) < min)
+				short_share = 1;
+			if (slow < 0 || w[k] <= w[slow])
+				slow = k;
+		}
+		if (!short_share || non == 1)
+			break;
+		on[slow] = 0;
+		wsum -= w[slow];
+		non--;
+	}
+	if (non == 1) {
+		for (k = 0; !on[k]; k++)
+			;
+		rail[0] = k;
+		return 1;
+	}
+	/* page-rounded shares in rail order; the last rail on takes the rest */
+	n = 0;
+	off = 0;
+	for (k = 0; k < nrails && off < nbytes; k++) {
+		size_t part;
+
+		if (!on[k])
+			continue;
+		if (--non == 0) {
+			part = nbytes - off;
+		} else {
+			part = stripe_share(nbytes, w[k], wsum);
+			part = (part + 4095) & ~(size_t)4095;
+			part = part < nbytes - off ? part : nbytes - off;
+		}
+		len[n] = part;
+		rail[n] = k;
+		n++;
+		off += part;
+	}
+	return n;
+}
+
 static const char *link_layer_str(int ll)
 {
 	switch (ll) {

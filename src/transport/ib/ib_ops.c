@@ -46,10 +46,11 @@ enum ib_conn_state {
 	IB_CS_CONNECTED,
 };
 
-#define IB_INFO_MAGIC 0x1bc0a111u
-/* the connection info message: magic, rail count, IBC_IB_STRIPE_MIN_BYTES, 0; then one
- * struct ibc_ib_conn_info per rail */
-#define IB_INFO_HDR_BYTES 16
+#define IB_INFO_MAGIC 0x1bc0a112u
+/* the connection info message: magic, rail count, IBC_IB_STRIPE_MIN_BYTES, 0, per rail
+ * (IBC_IB_MAX_RAILS words) its port's rate in Mbit/s (0 unknown); then one struct
+ * ibc_ib_conn_info per rail */
+#define IB_INFO_HDR_BYTES (16 + 4 * IBC_IB_MAX_RAILS)
 #define IB_INFO_BYTES (IB_INFO_HDR_BYTES + IBC_IB_MAX_RAILS * IBC_IB_CONN_INFO_WIRE_BYTES)
 
 /*
@@ -61,6 +62,7 @@ struct ib_rconn {
 	int nrails;             /* rails created (before the exchange) or in use */
 	int peer;
 	size_t stripe_min;      /* the larger IBC_IB_STRIPE_MIN_BYTES of the two ends */
+	uint32_t mbps[IBC_IB_MAX_RAILS];        /* per rail the slower end's rate, Mbit/s; 0 unknown */
 	struct ib_tctx *t;
 };
 
@@ -94,6 +96,7 @@ struct ib_tctx {
 	const struct ibc_tenv *env;
 	struct ibc_ib_ctx *ib[IBC_IB_MAX_RAILS];
 	int nrails;
+	uint32_t mbps[IBC_IB_MAX_RAILS];        /* per rail its port's rate, Mbit/s; 0 unknown */
 	struct ib_peer_state *peers;    /* [nranks] */
 	struct ib_stripe *stripes;      /* split messages not yet complete */
 	struct ib_rail_count count[IBC_IB_MAX_RAILS];
@@ -257,8 +260,9 @@ static ibc_status_t ib_ops_init(const struct ibc_tenv *env, void **ctx_p)
 		if (st != IBC_OK)
 			goto err_rails;
 		t->nrails = k + 1;
-		snprintf(names + len, sizeof(names) - len, "%s%s:%d", k ? ", " : "", ports[idx[k]].dev_name,
-			 ports[idx[k]].port);
+		t->mbps[k] = ports[idx[k]].speed_mbps > 0 ? (uint32_t)ports[idx[k]].speed_mbps : 0;
+		snprintf(names + len, sizeof(names) - len, "%s%s:%d (%u Gbit/s)", k ? ", " : "",
+			 ports[idx[k]].dev_name, ports[idx[k]].port, t->mbps[k] / 1000);
 	}
 	IBC_LOG_INFO(IB, "ib: rank %d (local rank %d of %d on this host) uses %s, %d usable ports%s%s",
 		     env->rank, env->local_rank, env->nlocal, names, nports,
@@ -464,6 +468,8 @@ static ibc_status_t connect_send_info(struct ib_tctx *t, int peer, struct ib_pee
 	ibc_wire_put32(buf, IB_INFO_MAGIC);
 	ibc_wire_put32(buf + 4, (uint32_t)rc->nrails);
 	ibc_wire_put32(buf + 8, (uint32_t)t->ib[0]->prm.stripe_min_bytes);
+	for (k = 0; k < rc->nrails; k++)
+		ibc_wire_put32(buf + 16 + 4 * k, t->mbps[k]);
 	return ibc_tenv_oob_send(t->env, peer, IB_TAG_INFO, buf, sizeof(buf));
 }
 
@@ -484,6 +490,12 @@ static ibc_status_t connect_establish(struct ib_tctx *t, int peer, struct ib_rco
 	}
 	/* both ends must cut a message alike: the larger minimum of the two */
 	rc->stripe_min = IBC_MAX(t->ib[0]->prm.stripe_min_bytes, (size_t)their_min);
+	/* and weigh the rails alike: each by the slower of its two ports */
+	for (k = 0; k < rc->nrails && k < (int)n; k++) {
+		uint32_t theirs = ibc_wire_get32(buf + 16 + 4 * k);
+
+		rc->mbps[k] = IBC_MIN(t->mbps[k], theirs);
+	}
 	for (k = (int)n; k < rc->nrails; k++) {
 		ibc_ib_conn_destroy(rc->rail[k]);
 		rc->rail[k] = NULL;
@@ -497,8 +509,8 @@ static ibc_status_t connect_establish(struct ib_tctx *t, int peer, struct ib_rco
 		IBC_CHECK(ibc_ib_conn_info_unpack(buf + IB_INFO_HDR_BYTES +
 						  (size_t)k * IBC_IB_CONN_INFO_WIRE_BYTES, &info));
 		IBC_CHECK(ibc_ib_conn_establish(rc->rail[k], &info));
-		snprintf(pairs + len, sizeof(pairs) - len, "%s%s:%d -> %s:%u", k ? ", " : "",
-			 t->ib[k]->dev_name, t->ib[k]->port, info.dev_name, info.port);
+		snprintf(pairs + len, sizeof(pairs) - len, "%s%s:%d -> %s:%u %u Gbit/s", k ? ", " : "",
+			 t->ib[k]->dev_name, t->ib[k]->port, info.dev_name, info.port, rc->mbps[k] / 1000);
 	}
 	if (rc->nrails > 1 || t->nrails > 1)
 		IBC_LOG_INFO(IB, "ib: rank %d to peer rank %d: %d rail%s (%s; the peer offered %u)",
@@ -617,34 +629,27 @@ static void rail_count(struct ib_tctx *t, int k, size_t nbytes, int is_send)
 }
 
 /*
- * stripe_plan() - how a message of @nbytes is cut on @rc: the part size
- * (contiguous parts, page multiples but the last) into *@part_p, and the
- * number of parts returned: 1 unless there are several rails and it is
- * larger than what the first rail sends by its eager or LL path; then at
- * most one part per rail, each at least the stripe minimum, none empty.
- * Both ends compute it from the same values (the negotiated limits and
- * minimum), so they cut a message alike.
+ * stripe_plan() - how a message of @nbytes is cut on @rc
+ * (ibc_ib_stripe_plan(): by the rails' rates, each part at least the stripe
+ * minimum): parts' lengths into @len and rails into @rail, their count
+ * returned; 1 unless there are several rails and it is larger than what the
+ * first rail sends by its eager or LL path. Both ends compute it from the
+ * same values (the negotiated limits, minimum and rates), so they cut a
+ * message alike.
  */
 static int stripe_plan(const struct ib_rconn *rc, const struct ibc_msg_desc *desc, size_t nbytes,
-		       size_t *part_p)
+		       size_t len[IBC_IB_MAX_RAILS], int rail[IBC_IB_MAX_RAILS])
 {
-	size_t min = rc->stripe_min;
-	size_t lim = ibc_ib_conn_eager_max(rc->rail[0]);
-	size_t n;
-	size_t part;
+	size_t lim;
 
-	*part_p = nbytes;
-	if (rc->nrails < 2 || nbytes < 2 * min)
+	len[0] = nbytes;
+	rail[0] = 0;
+	if (rc->nrails < 2 || nbytes < 2 * rc->stripe_min)
 		return 1;
+	lim = ibc_ib_conn_eager_max(rc->rail[0]);
 	if (desc && (desc->flags & IBC_DESC_F_LL))
 		lim = IBC_MAX(lim, ibc_ib_conn_ll_max(rc->rail[0]));
-	if (nbytes <= lim)
-		return 1;
-	n = IBC_MIN((size_t)rc->nrails, nbytes / min);
-	part = (nbytes + n - 1) / n;
-	part = (part + 4095) & ~(size_t)4095;
-	*part_p = part;
-	return (int)((nbytes + part - 1) / part);
+	return ibc_ib_stripe_plan(nbytes, rc->stripe_min, lim, rc->nrails, rc->mbps, len, rail);
 }
 
 static ibc_status_t ib_ops_post(struct ibc_tconn *conn, void *buf, size_t nbytes,
@@ -653,15 +658,16 @@ static ibc_status_t ib_ops_post(struct ibc_tconn *conn, void *buf, size_t nbytes
 	struct ib_rconn *rc = (struct ib_rconn *)conn;
 	struct ib_tctx *t = rc->t;
 	struct ib_stripe *sp;
-	size_t part;
+	size_t len[IBC_IB_MAX_RAILS];
+	int rail[IBC_IB_MAX_RAILS];
 	size_t off = 0;
-	int nparts = stripe_plan(rc, desc, nbytes, &part);
+	int nparts = stripe_plan(rc, desc, nbytes, len, rail);
 	int k;
 
 	if (nparts == 1) {
 		if (t->nrails > 1)
-			rail_count(t, 0, nbytes, is_send);
-		return ibc_ib_conn_post(rc->rail[0], buf, nbytes, desc, req, is_send);
+			rail_count(t, rail[0], nbytes, is_send);
+		return ibc_ib_conn_post(rc->rail[rail[0]], buf, nbytes, desc, req, is_send);
 	}
 	sp = ibc_calloc(1, sizeof(*sp), "ib striped message");
 	if (!sp) {
@@ -676,17 +682,16 @@ static ibc_status_t ib_ops_post(struct ibc_tconn *conn, void *buf, size_t nbytes
 	sp->rc = rc;
 	sp->nparts = nparts;
 	for (k = 0; k < nparts; k++) {
-		size_t len = IBC_MIN(part, nbytes - off);
-
 		sp->part[k].peer = req->peer;
 		/*
 		 * a failed post completes its part with the error, and the caller's
 		 * request gets it at the next progress call (IBC_OK is returned
 		 * here: the request is in flight until every part is done)
 		 */
-		(void)ibc_ib_conn_post(rc->rail[k], (char *)buf + off, len, desc, &sp->part[k], is_send);
-		rail_count(t, k, len, is_send);
-		off += len;
+		(void)ibc_ib_conn_post(rc->rail[rail[k]], (char *)buf + off, len[k], desc, &sp->part[k],
+				       is_send);
+		rail_count(t, rail[k], len[k], is_send);
+		off += len[k];
 	}
 	t->striped++;
 	sp->next = t->stripes;
