@@ -429,7 +429,13 @@ int ibc_ib_rails_pick(int nports, int pick, int want, const int *dist, int idx[I
 	return n;
 }
 
-/* share of @nbytes for weight @w of @wsum, rounded down, without overflow */
+/* rates above this (16.7 Tbit/s) count as this: keeps stripe_share()'s products below 2^64 */
+#define IB_STRIPE_RATE_MAX (1u << 24)
+
+/*
+ * share of @nbytes for weight @w of @wsum, rounded down, exact and without
+ * overflow for weights up to IB_STRIPE_RATE_MAX and four rails
+ */
 static size_t stripe_share(size_t nbytes, uint64_t w, uint64_t wsum)
 {
 	return (size_t)((uint64_t)nbytes / wsum * w + (uint64_t)nbytes % wsum * w / wsum);
@@ -438,26 +444,34 @@ static size_t stripe_share(size_t nbytes, uint64_t w, uint64_t wsum)
 /**
  * ibc_ib_stripe_plan() - How one message is cut over a connection's rails.
  * @nbytes: [in]  message size, bytes.
- * @min:    [in]  stripe minimum, bytes, >= 1: the larger of both ends'
- *                IBC_IB_STRIPE_MIN_BYTES; no rail gets a share below it.
+ * @min:    [in]  stripe minimum, bytes (0 counts as 1): the larger of both
+ *                ends' IBC_IB_STRIPE_MIN_BYTES.
  * @lim:    [in]  bytes that rail 0 sends whole by its eager or LL path: a
  *                message up to @lim is not cut.
  * @nrails: [in]  the connection's rails, 1..IBC_IB_MAX_RAILS.
  * @mbps:   [in]  per rail its rate in Mbit/s (the slower of the two ends'
  *                ports), or NULL; when any is 0 (unknown) the rails count
- *                as equal.
+ *                as equal; rates above 2^24 count as 2^24.
  * @len:    [out] per part its length in bytes; the parts are contiguous, in
- *                order, each a multiple of 4 KiB but the last, none empty.
- * @rail:   [out] per part the rail that carries it, ascending.
+ *                order, each a multiple of 4 KiB and at least @min but the
+ *                last, none empty.
+ * @rail:   [out] per part the rail that carries it, ascending; the first
+ *                part is always on rail 0.
  *
  * A message larger than @lim and at least twice @min is split in
  * proportion to the rails' rates (NCCL's merged NICs also count a port by
  * its speed): a 200 Gbit/s rail beside a 100 Gbit/s one carries two thirds.
- * Rails whose share would fall below @min leave the plan, the slowest first
- * (of equal rates the last one), so a message of n x @min uses at most n
- * rails. Pure function of its inputs: both ends of a connection compute
- * the same plan from the same negotiated values, so each rail matches its
- * parts in posting order.
+ * While a share would fall below @min, the slowest rail other than rail 0
+ * leaves the plan (of equal rates the last one), so a message of n x @min
+ * uses at most n rails. Rail 0 always carries the first part: it is the
+ * rail whose eager and LL paths carry the smaller messages, and a message
+ * posted on it at both ends keeps each end's calls matched there, so that
+ * a size mismatch is still found (a whole message moved to another rail
+ * would leave rail 0's order to the next message). Shares are rounded up to
+ * 4 KiB in rail order and the last rail takes the rest, so with small
+ * minimums the last rails may get nothing. Pure function of its inputs:
+ * both ends of a connection compute the same plan from the same negotiated
+ * values, so each rail matches its parts in posting order.
  * Return: the number of parts, 1..@nrails (1: len[0] = @nbytes on rail 0).
  */
 int ibc_ib_stripe_plan(size_t nbytes, size_t min, size_t lim, int nrails, const uint32_t *mbps,
@@ -476,19 +490,19 @@ int ibc_ib_stripe_plan(size_t nbytes, size_t min, size_t lim, int nrails, const 
 	rail[0] = 0;
 	if (min == 0)
 		min = 1;
-	if (nrails < 2 || nbytes < 2 * min || nbytes <= lim)
+	if (nrails < 2 || nbytes / 2 < min || nbytes <= lim)
 		return 1;
 	if (nrails > IBC_IB_MAX_RAILS)
 		nrails = IBC_IB_MAX_RAILS;
 	for (k = 0; k < nrails && !equal; k++)
 		equal = mbps[k] == 0;
 	for (k = 0; k < nrails; k++) {
-		w[k] = equal ? 1 : mbps[k];
+		w[k] = equal ? 1 : (mbps[k] < IB_STRIPE_RATE_MAX ? mbps[k] : IB_STRIPE_RATE_MAX);
 		on[k] = 1;
 		wsum += w[k];
 	}
 	non = nrails;
-	for (;;) {
+	while (non > 1) {
 		int slow = -1;
 		int short_share = 0;
 
@@ -497,21 +511,17 @@ int ibc_ib_stripe_plan(size_t nbytes, size_t min, size_t lim, int nrails, const 
 				continue;
 			if (stripe_share(nbytes, w[k], wsum) < min)
 				short_share = 1;
-			if (slow < 0 || w[k] <= w[slow])
+			if (k > 0 && (slow < 0 || w[k] <= w[slow]))
 				slow = k;
 		}
-		if (!short_share || non == 1)
+		if (!short_share)
 			break;
 		on[slow] = 0;
 		wsum -= w[slow];
 		non--;
 	}
-	if (non == 1) {
-		for (k = 0; !on[k]; k++)
-			;
-		rail[0] = k;
+	if (non == 1)
 		return 1;
-	}
 	/* page-rounded shares in rail order; the last rail on takes the rest */
 	n = 0;
 	off = 0;
