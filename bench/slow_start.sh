@@ -8,15 +8,18 @@
 # for each run its time / that median. Target: every size of every run
 # within 1.5x of the median run.
 #
-# usage: bench/slow_start.sh [-r RUNS] [-n RANKS] [BUILD_DIR]   (default 20 runs, 2 ranks)
+# usage: bench/slow_start.sh [-r RUNS] [-n RANKS] [-k FILE] [BUILD_DIR]   (default 20 runs, 2 ranks)
+#   -k FILE  keep every run's figures in FILE (run, quiet/busy, bytes, us)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 runs=20
 nr=2
-while getopts r:n: opt; do
+keep=
+while getopts r:n:k: opt; do
 	case $opt in
 	r) runs=$OPTARG ;;
 	n) nr=$OPTARG ;;
+	k) keep=$OPTARG ;;
 	*) sed -n '/^# usage/p' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -45,6 +48,7 @@ while [ $i -lt "$runs" ]; do
 	i=$((i + 1))
 done
 echo "# $(uptime)"
+[ -n "$keep" ] && cp "$tmp/all" "$keep"
 awk '
 function med(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1]+0 > a[j]+0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }; return a[int((n+1)/2)] }
 { v[$3] = v[$3] " " $4; run[NR] = $0 }

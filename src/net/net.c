@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,8 @@
 #define NET_SPIN_SKIP_MIN 64    /* waits that then do not spin: first this many, */
 #define NET_SPIN_SKIP_MAX 1024  /* doubling at each finding in a row up to this */
 #define NET_SPIN_NAP_NS 20000   /* the sleep at a finding (the scheduler may move us) */
+#define NET_SPIN_ALONE 4        /* skipping waits in a row alone on the core that end the skip */
+#define NET_SPIN_SKIP_NS 20000000ull /* and at most this long: a finding goes stale */
 
 void ibc_net_yield(struct ibc_net_spin *sp)
 {
@@ -43,10 +46,58 @@ void ibc_net_yield(struct ibc_net_spin *sp)
 	sp->yield1_ns = ibc_time_ns() - t0;
 }
 
+/* ibc_net_spin_move(): net.h; why: the sched_vcpu_pack note in bench/RESULTS.md (issue 22) */
+void ibc_net_spin_move(struct ibc_net *net)
+{
+	cpu_set_t orig;
+	cpu_set_t one;
+	int cpu = sched_getcpu();
+	int want = -1;
+	int n = 0;
+	int ncpu;
+	int c;
+
+	if (net->nlocal < 2 || cpu < 0 || sched_getaffinity(0, sizeof(orig), &orig) != 0)
+		return;
+	ncpu = CPU_COUNT(&orig);
+	if (ncpu < net->nlocal)
+		return;
+	for (c = 0; c < CPU_SETSIZE && want < 0; c++)
+		if (CPU_ISSET(c, &orig) && n++ == net->local_rank % ncpu)
+			want = c;
+	if (want < 0 || want == cpu)
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(want, &one);
+	if (sched_setaffinity(0, sizeof(one), &one) != 0)
+		return;
+	if (sched_setaffinity(0, sizeof(orig), &orig) != 0)
+		IBC_LOG_WARN(NET, "rank %d: moved to CPU %d, but restoring the thread's CPU mask failed: %s",
+			     net->rank, want, strerror(errno));
+	IBC_LOG_DEBUG(NET, "rank %d: a peer shared CPU %d: moved to CPU %d (local rank %d of %d)",
+		      net->rank, cpu, want, net->local_rank, net->nlocal);
+	__atomic_add_fetch(&net->spin_moves, 1, __ATOMIC_RELAXED);
+}
+
 void ibc_net_wait_spin_begin(struct ibc_net *net, struct ibc_net_spin *sp)
 {
+	unsigned skip = __atomic_load_n(&net->spin_skip, __ATOMIC_RELAXED);
+
 	memset(sp, 0, sizeof(*sp));
-	sp->spin_ns = __atomic_load_n(&net->spin_skip, __ATOMIC_RELAXED) ? 0 : net->spin_ns;
+	if (skip && ibc_time_coarse_ns() - __atomic_load_n(&net->spin_skip_ns, __ATOMIC_RELAXED) >
+			    NET_SPIN_SKIP_NS) {
+		/*
+		 * The finding is older than NET_SPIN_SKIP_NS: what shared the core
+		 * then (a busy start-up, another job) may be gone, and a job that
+		 * paused (evaluation, a checkpoint) should not resume yielding for
+		 * the rest of an old skip. Spin again; a sharing that persists is
+		 * found again after NET_SPIN_COLO waits.
+		 */
+		__atomic_store_n(&net->spin_skip, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&net->spin_skip_len, NET_SPIN_SKIP_MIN, __ATOMIC_RELAXED);
+		skip = 0;
+	}
+	sp->spin_ns = skip ? 0 : net->spin_ns;
 }
 
 void ibc_net_wait_spin_end(struct ibc_net *net, const struct ibc_net_spin *sp)
@@ -59,6 +110,26 @@ void ibc_net_wait_spin_end(struct ibc_net *net, const struct ibc_net_spin *sp)
 	if (!sp->polled || !net->spin_ns)
 		return;         /* nothing to wait for, or never spinning */
 	if (skip) {             /* a wait that did not spin: one fewer to skip */
+		if (sp->yields && sp->yield1_ns < NET_SPIN_YIELD_AWAY_NS) {
+			/*
+			 * Its first yield came back at once: nothing else to run on
+			 * this core, the peer it waited for runs elsewhere.
+			 * NET_SPIN_ALONE such waits in a row end the skip.
+			 */
+			unsigned alone = __atomic_load_n(&net->spin_alone, __ATOMIC_RELAXED) + 1;
+
+			if (alone >= NET_SPIN_ALONE) {
+				__atomic_store_n(&net->spin_alone, 0, __ATOMIC_RELAXED);
+				__atomic_store_n(&net->spin_skip, 0, __ATOMIC_RELAXED);
+				__atomic_store_n(&net->spin_skip_len, NET_SPIN_SKIP_MIN, __ATOMIC_RELAXED);
+				IBC_LOG_DEBUG(NET, "%u waits in a row had this rank's core to themselves: spinning again (%u waits were left to skip)",
+					      alone, skip);
+				return;
+			}
+			__atomic_store_n(&net->spin_alone, alone, __ATOMIC_RELAXED);
+		} else if (sp->yields) {
+			__atomic_store_n(&net->spin_alone, 0, __ATOMIC_RELAXED);
+		}
 		__atomic_store_n(&net->spin_skip, skip - 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -87,6 +158,8 @@ void ibc_net_wait_spin_end(struct ibc_net *net, const struct ibc_net_spin *sp)
 	}
 	len = IBC_MAX(len, NET_SPIN_SKIP_MIN);
 	__atomic_store_n(&net->spin_colo, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&net->spin_alone, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&net->spin_skip_ns, ibc_time_coarse_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&net->spin_skip, len, __ATOMIC_RELAXED);
 	__atomic_store_n(&net->spin_skip_len, IBC_MIN(2 * len, NET_SPIN_SKIP_MAX), __ATOMIC_RELAXED);
 	/*
@@ -96,6 +169,7 @@ void ibc_net_wait_spin_end(struct ibc_net *net, const struct ibc_net_spin *sp)
 	 * it. In 20 back-to-back 2-rank runs the median 8-byte all-reduce went
 	 * from 1.02 to 0.55 us with it.
 	 */
+	ibc_net_spin_move(net);
 	nanosleep(&nap, NULL);
 	if (!__atomic_exchange_n(&net->spin_logged, 1, __ATOMIC_RELAXED))
 		IBC_LOG_INFO(NET, "%d waits in a row spun %llu us and then gave the core away at their first yield: another rank, or another process, shares this rank's core; the next %u waits yield at once, then spin again (logged once)",

@@ -145,6 +145,9 @@ struct ibc_net {
 	unsigned spin_skip;                   /* waits left that do not spin */
 	unsigned spin_skip_len;               /* the next finding's skip (64 .. 1024) */
 	unsigned spin_colo;                   /* findings in a row (ibc_net_wait_spin_end()) */
+	unsigned spin_alone;                  /* skipping waits in a row whose yield came back at once */
+	uint64_t spin_skip_ns;                /* when the skip was set (coarse clock, ns) */
+	unsigned spin_moves;                  /* net_spin_move()s done (a finding moved the rank) */
 	int spin_logged;                      /* the INFO line was written */
 
 	/*
@@ -320,9 +323,13 @@ struct ibc_net_spin {
  * peer that shares this rank's core: it cannot run while this rank spins,
  * so every wait would cost the whole budget (a 2-rank 8-byte all-reduce
  * took 41-55 us instead of 0.5 us while a compiler at nice 19 ran on the
- * host's other core and the scheduler kept both ranks on one). The
- * scheduler may separate them later: spinning is tried again after the
- * skipped waits.
+ * host's other core and the scheduler kept both ranks on one). At a
+ * finding the thread also moves itself once to its own CPU
+ * (ibc_net_spin_move()). The skip ends early when the finding is older
+ * than 20 ms (NET_SPIN_SKIP_NS: a job that paused resumes spinning) or
+ * when 4 skipped waits in a row found the core to themselves (their first
+ * yield came back under 2 us, NET_SPIN_ALONE); otherwise spinning is tried
+ * again after the skipped waits.
  * Threading: the thread executing @net's operations (one at a time: the
  * executor's running flag; the fields are atomics all the same).
  */
@@ -337,6 +344,22 @@ void ibc_net_wait_spin_begin(struct ibc_net *net, struct ibc_net_spin *sp);
  * task on this core (a finding).
  */
 void ibc_net_wait_spin_end(struct ibc_net *net, const struct ibc_net_spin *sp);
+
+/*
+ * ibc_net_spin_move() - Move the calling thread once to its rank's own CPU,
+ * the (local rank)-th CPU of its affinity mask, by narrowing the mask to
+ * that CPU and restoring it at once: the kernel migrates a thread whose
+ * CPU leaves its mask, and the application's mask is left as it was.
+ * Called at a finding of ibc_net_wait_spin_end(): on a host whose
+ * scheduler packs tasks onto few CPUs (this project's VM), two ranks that
+ * started while another process held a core stayed together on the other
+ * one for the whole job, naps included. Nothing happens with fewer than 2
+ * local ranks, a mask with fewer CPUs than local ranks (a launcher bound
+ * the rank, or the host is oversubscribed), or when the thread is on that
+ * CPU already. Counted in @net->spin_moves; DEBUG NET line per move.
+ * Threading: the thread to move (it acts on itself).
+ */
+void ibc_net_spin_move(struct ibc_net *net);
 
 /*
  * ibc_net_yield() - sched_yield() for a wait loop: counted in @sp, its
