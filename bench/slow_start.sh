@@ -10,6 +10,8 @@
 #
 # usage: bench/slow_start.sh [-r RUNS] [-n RANKS] [-k FILE] [BUILD_DIR]   (default 20 runs, 2 ranks)
 #   -k FILE  keep every run's figures in FILE (run, quiet/busy, bytes, us)
+# Exit status: 0 when every size-run is within 1.5x of its median run (the
+# target), 1 when some are not, 2 on a usage or build error.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 runs=20

@@ -46,26 +46,41 @@ void ibc_net_yield(struct ibc_net_spin *sp)
 	sp->yield1_ns = ibc_time_ns() - t0;
 }
 
+/* ibc_net_cpu_assign(): net.h */
+int ibc_net_cpu_assign(const cpu_set_t *masks, int n, int who)
+{
+	cpu_set_t taken;
+	int i;
+
+	CPU_ZERO(&taken);
+	for (i = 0; i < n && i <= who; i++) {
+		int c;
+
+		for (c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &masks[i]) && !CPU_ISSET(c, &taken))
+				break;
+		if (c == CPU_SETSIZE) {
+			if (i == who)
+				return -1;
+			continue;
+		}
+		if (i == who)
+			return c;
+		CPU_SET(c, &taken);
+	}
+	return -1;
+}
+
 /* ibc_net_spin_move(): net.h; why: the sched_vcpu_pack note in bench/RESULTS.md (issue 22) */
 void ibc_net_spin_move(struct ibc_net *net)
 {
 	cpu_set_t orig;
 	cpu_set_t one;
 	int cpu = sched_getcpu();
-	int want = -1;
-	int n = 0;
-	int ncpu;
-	int c;
+	int want = net->spin_cpu;
 
-	if (net->nlocal < 2 || cpu < 0 || sched_getaffinity(0, sizeof(orig), &orig) != 0)
-		return;
-	ncpu = CPU_COUNT(&orig);
-	if (ncpu < net->nlocal)
-		return;
-	for (c = 0; c < CPU_SETSIZE && want < 0; c++)
-		if (CPU_ISSET(c, &orig) && n++ == net->local_rank % ncpu)
-			want = c;
-	if (want < 0 || want == cpu)
+	if (want < 0 || cpu < 0 || cpu == want || sched_getaffinity(0, sizeof(orig), &orig) != 0 ||
+	    !CPU_ISSET(want, &orig))
 		return;
 	CPU_ZERO(&one);
 	CPU_SET(want, &one);

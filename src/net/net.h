@@ -18,6 +18,7 @@
 #define IBC_NET_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -147,7 +148,8 @@ struct ibc_net {
 	unsigned spin_colo;                   /* findings in a row (ibc_net_wait_spin_end()) */
 	unsigned spin_alone;                  /* skipping waits in a row whose yield came back at once */
 	uint64_t spin_skip_ns;                /* when the skip was set (coarse clock, ns) */
-	unsigned spin_moves;                  /* net_spin_move()s done (a finding moved the rank) */
+	unsigned spin_moves;                  /* ibc_net_spin_move()s done */
+	int spin_cpu;                         /* this rank's own CPU (ibc_net_cpu_assign()), -1 none */
 	int spin_logged;                      /* the INFO line was written */
 
 	/*
@@ -346,17 +348,34 @@ void ibc_net_wait_spin_begin(struct ibc_net *net, struct ibc_net_spin *sp);
 void ibc_net_wait_spin_end(struct ibc_net *net, const struct ibc_net_spin *sp);
 
 /*
- * ibc_net_spin_move() - Move the calling thread once to its rank's own CPU,
- * the (local rank)-th CPU of its affinity mask, by narrowing the mask to
- * that CPU and restoring it at once: the kernel migrates a thread whose
- * CPU leaves its mask, and the application's mask is left as it was.
- * Called at a finding of ibc_net_wait_spin_end(): on a host whose
- * scheduler packs tasks onto few CPUs (this project's VM), two ranks that
- * started while another process held a core stayed together on the other
- * one for the whole job, naps included. Nothing happens with fewer than 2
- * local ranks, a mask with fewer CPUs than local ranks (a launcher bound
- * the rank, or the host is oversubscribed), or when the thread is on that
- * CPU already. Counted in @net->spin_moves; DEBUG NET line per move.
+ * ibc_net_cpu_assign() - This host's ranks' own CPUs, one each where their
+ * masks allow: in rank order, each takes the first CPU of its mask that no
+ * earlier rank took (mpirun's --bind-to core spread where the masks are
+ * equal; a rank whose mask is one CPU keeps it, and later ranks avoid it).
+ * @masks: [in] the local ranks' CPU masks, in rank order (exchanged at set-up).
+ * @n:     [in] number of masks.
+ * @who:   [in] index of the rank asked about, 0 <= @who < @n.
+ * Pure; every local rank computes the same assignment from the same masks.
+ * Return: the CPU of rank @who, or -1 when its mask has no CPU left (more
+ *         ranks than CPUs) or @who is out of range.
+ */
+int ibc_net_cpu_assign(const cpu_set_t *masks, int n, int who);
+
+/*
+ * ibc_net_spin_move() - Move the calling thread to its rank's own CPU
+ * (@net->spin_cpu, from ibc_net_cpu_assign() at set-up), by narrowing its
+ * mask to that CPU and restoring the mask at once: the kernel migrates a
+ * thread whose CPU leaves its mask, and the application's mask is left as
+ * it was. Called at each finding of ibc_net_wait_spin_end(): on a host
+ * whose scheduler packs tasks onto few CPUs (this project's VM), two ranks
+ * that started while another process held a core stayed together on the
+ * other one for the whole job, naps included. Nothing happens without an
+ * own CPU (more ranks than CPUs), when that CPU has left the thread's mask
+ * since set-up, or when the thread is on it already. Counted in
+ * @net->spin_moves; a DEBUG NET line per move. Caveat: another thread
+ * that sets this thread's mask between the narrowing and the restore has
+ * its change overwritten (two system calls apart; applications that move
+ * the library's threads while they wait are not expected).
  * Threading: the thread to move (it acts on itself).
  */
 void ibc_net_spin_move(struct ibc_net *net);

@@ -515,14 +515,21 @@ static ibc_status_t net_choose_spin(struct ibc_net *net)
 {
 	cpu_set_t set;
 	cpu_set_t all;
+	cpu_set_t *masks;
 	ibc_status_t st = IBC_OK;
 	int ncpu = 0;
+	int me = 0;
+	int n = 0;
 	int i;
 
 	CPU_ZERO(&set);
 	if (sched_getaffinity(0, sizeof(set), &set) != 0)
 		CPU_ZERO(&set);
 	all = set;
+	/* the local ranks' masks in rank order, this rank's included: for ibc_net_cpu_assign() */
+	masks = ibc_calloc((size_t)IBC_MAX(net->nlocal, 1), sizeof(*masks), "local ranks' CPU masks");
+	if (!masks)
+		return IBC_ERR_NO_MEMORY;
 	/* sends first (128 bytes: the bootstrap buffers them), then receives */
 	for (i = 0; i < net->nranks && st == IBC_OK; i++)
 		if (i != net->rank && ibc_bootstrap_same_host(net->bs, i))
@@ -530,19 +537,30 @@ static ibc_status_t net_choose_spin(struct ibc_net *net)
 	for (i = 0; i < net->nranks && st == IBC_OK; i++) {
 		cpu_set_t theirs;
 
-		if (i == net->rank || !ibc_bootstrap_same_host(net->bs, i))
+		if (i == net->rank) {
+			me = n;
+			theirs = set;
+		} else if (!ibc_bootstrap_same_host(net->bs, i)) {
 			continue;
-		st = ibc_net_oob_recv(net, i, IBC_NET_TAG_CPUSET, &theirs, sizeof(theirs));
-		if (st == IBC_OK)
+		} else {
+			st = ibc_net_oob_recv(net, i, IBC_NET_TAG_CPUSET, &theirs, sizeof(theirs));
+			if (st != IBC_OK)
+				break;
 			CPU_OR(&all, &all, &theirs);
+		}
+		if (n < IBC_MAX(net->nlocal, 1))
+			masks[n++] = theirs;
 	}
 	if (st != IBC_OK) {
 		char why[1024];
 
+		ibc_free(masks);
 		IBC_LOG_ERROR(INIT, "exchanging CPU affinity with the ranks on this host failed: %s",
 			      ibc_net_fail_text(net, st, why, sizeof(why)));
 		return st;
 	}
+	net->spin_cpu = ibc_net_cpu_assign(masks, n, me);
+	ibc_free(masks);
 	ncpu = CPU_COUNT(&all);
 	net->spin_ns = (uint64_t)ibc_param_spin_us() * 1000;
 	if (ncpu > 0 && net->nlocal > ncpu && !ibc_param_from_env(IBC_PARAM_IDX_SPIN_US)) {
@@ -578,6 +596,7 @@ void ibc_net_init(struct ibc_net *net)
 	net->gpu = -1;
 	net->world_rank = -1;
 	net->wait_peer = -1;
+	net->spin_cpu = -1;
 	snprintf(net->transport_name, sizeof(net->transport_name), "bootstrap");
 }
 

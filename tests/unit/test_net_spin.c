@@ -6,9 +6,10 @@
  * budget and gave the core away at their first yield; the next 64 waits
  * (128, 256 .. for findings in a row) yield at once; the skip ends early
  * when its finding is older than 20 ms or after 4 skipped waits in a row
- * that found the core to themselves. And ibc_net_spin_move(), which moves
- * the calling thread to its rank's own CPU at a finding, leaving its
- * affinity mask as it was. The waits are described, not run: each record
+ * that found the core to themselves. And the ranks' own CPUs
+ * (ibc_net_cpu_assign()) and ibc_net_spin_move(), which moves the calling
+ * thread to its rank's own CPU at a finding, leaving its affinity mask as
+ * it was. The waits are described, not run: each record
  * is filled as a wait of that kind would fill it.
  */
 #include "config.h"
@@ -60,7 +61,7 @@ static void check_states(void)
 	int i;
 
 	net.spin_ns = BUDGET;
-	net.nlocal = 1;         /* ibc_net_spin_move() does nothing: this part is about counts */
+	net.nlocal = 1;         /* no own CPU (spin_cpu -1 from ibc_net_init()): no moves here */
 	tap_is_int(budget(), BUDGET, "fresh: a wait spins its budget");
 	wait_end(1, HANDED_OFF);
 	tap_is_int(budget(), BUDGET, "one wait that handed the core off: still spinning");
@@ -135,6 +136,43 @@ static int put_on(int cpu, const cpu_set_t *orig)
 	return sched_setaffinity(0, sizeof(*orig), orig);
 }
 
+/* a mask of the CPUs in @list (ending with -1) */
+static cpu_set_t mask_of(const int *list)
+{
+	cpu_set_t m;
+
+	CPU_ZERO(&m);
+	for (; *list >= 0; list++)
+		CPU_SET(*list, &m);
+	return m;
+}
+
+static void check_assign(void)
+{
+	cpu_set_t m[4];
+
+	m[0] = mask_of((const int[]){ 0, 1, -1 });
+	m[1] = mask_of((const int[]){ 0, 1, -1 });
+	tap_ok(ibc_net_cpu_assign(m, 2, 0) == 0 && ibc_net_cpu_assign(m, 2, 1) == 1,
+	       "equal masks {0,1}: rank 0 on CPU 0, rank 1 on CPU 1");
+	m[0] = mask_of((const int[]){ 1, -1 });
+	tap_ok(ibc_net_cpu_assign(m, 2, 0) == 1 && ibc_net_cpu_assign(m, 2, 1) == 0,
+	       "rank 0 pinned to CPU 1: it keeps it, rank 1 gets CPU 0");
+	m[0] = mask_of((const int[]){ 0, 1, -1 });
+	m[1] = mask_of((const int[]){ 0, 1, -1 });
+	m[2] = mask_of((const int[]){ 0, 1, -1 });
+	m[3] = mask_of((const int[]){ 0, 1, -1 });
+	tap_ok(ibc_net_cpu_assign(m, 4, 2) == -1 && ibc_net_cpu_assign(m, 4, 3) == -1,
+	       "4 ranks on {0,1}: ranks 2 and 3 get no CPU of their own");
+	m[0] = mask_of((const int[]){ 4, -1 });
+	m[1] = mask_of((const int[]){ 5, -1 });
+	m[2] = mask_of((const int[]){ 4, 5, 6, 7, -1 });
+	tap_ok(ibc_net_cpu_assign(m, 3, 0) == 4 && ibc_net_cpu_assign(m, 3, 1) == 5 &&
+	       ibc_net_cpu_assign(m, 3, 2) == 6, "mpirun-bound ranks keep their CPUs, a wider one takes the next free");
+	tap_is_int(ibc_net_cpu_assign(m, 3, 3), -1, "an index beyond the masks: -1");
+}
+
+
 static void check_move(void)
 {
 	cpu_set_t orig;
@@ -150,41 +188,40 @@ static void check_move(void)
 	}
 	a = nth_cpu(&orig, 0);
 	b = nth_cpu(&orig, 1);
-	net.nranks = 2;
 	net.nlocal = 2;
-	net.local_rank = 0;
+	net.spin_cpu = a;
 	if (put_on(b, &orig) != 0) {
 		tap_ok(0, "cannot place the test thread on CPU %d", b);
 		return;
 	}
 	moves = net.spin_moves;
 	ibc_net_spin_move(&net);
-	tap_is_int(sched_getcpu(), a, "local rank 0 of 2 on CPU %d: moved to the mask's first CPU", b);
+	tap_is_int(sched_getcpu(), a, "own CPU %d, on CPU %d: moved to it", a, b);
 	tap_is_int(net.spin_moves, moves + 1, "counted");
 	sched_getaffinity(0, sizeof(now), &now);
 	tap_ok(CPU_EQUAL(&now, &orig), "the thread's mask is as it was (%d CPUs)", CPU_COUNT(&now));
 
-	net.local_rank = 1;
+	net.spin_cpu = b;
 	ibc_net_spin_move(&net);
-	tap_is_int(sched_getcpu(), b, "local rank 1 of 2: moved to the mask's second CPU, %d", b);
+	tap_is_int(sched_getcpu(), b, "own CPU %d: moved to it", b);
 
 	moves = net.spin_moves;
 	if (sched_getcpu() == b)
 		ibc_net_spin_move(&net);
 	tap_is_int(net.spin_moves, moves, "on its CPU already: no move");
 
-	net.local_rank = 0;
-	net.nlocal = 1;
+	net.spin_cpu = -1;
+	put_on(a, &orig);
 	ibc_net_spin_move(&net);
-	tap_is_int(net.spin_moves, moves, "one local rank: no move");
+	tap_is_int(net.spin_moves, moves, "no own CPU (more ranks than CPUs): no move");
 
-	/* a mask narrower than the local ranks (a launcher bound the rank): left alone */
-	net.nlocal = 2;
+	/* the own CPU left the thread's mask since set-up: left alone */
+	net.spin_cpu = a;
 	CPU_ZERO(&one);
 	CPU_SET(b, &one);
 	sched_setaffinity(0, sizeof(one), &one);
 	ibc_net_spin_move(&net);
-	tap_is_int(net.spin_moves, moves, "a one-CPU mask with 2 local ranks: no move");
+	tap_is_int(net.spin_moves, moves, "own CPU %d outside the thread's mask {%d}: no move", a, b);
 	tap_is_int(sched_getcpu(), b, "still on CPU %d", b);
 	sched_setaffinity(0, sizeof(orig), &orig);
 }
@@ -193,6 +230,7 @@ int main(void)
 {
 	ibc_net_init(&net);
 	check_states();
+	check_assign();
 	check_move();
 	ibc_net_fini(&net);
 	return tap_done();
