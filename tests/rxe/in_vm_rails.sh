@@ -13,7 +13,11 @@
 #     each rank's INFO lines name 2 rails with each rail's rate, and each
 #     rail moved bytes both ways (the per-rail counts at destroy), the two
 #     rails' bytes within 2x of each other (rxe on veth: equal rates, parts
-#     split evenly; unequal rates are test_ib_hca's plan cases);
+#     split evenly);
+#   - rails of different rates (rxe4/rxe5 on bonds of two veth pairs each
+#     report 20 Gbit/s, rxe2/rxe3 on one veth 10; in device order rxe2 is
+#     rail 0, the slower): exact, and rank 0's rxe4 moved 1.8-2.2x the bytes of
+#     its rxe2 (parts of two thirds and one third);
 #   - one rank offering 2 rails, the other 1: the connection runs 1 rail,
 #     results exact;
 #   - the two ends with different IBC_IB_STRIPE_MIN_BYTES: exact (the larger
@@ -61,6 +65,42 @@ rails_down() {
 	ip link del veth2 2>/dev/null
 }
 
+# bond_up: rxe4/rxe5 on bonds of two veth pairs each (balance-rr): the bond reports the sum
+# of its slaves' speeds, so these ports run at 20 Gbit/s where rxe2/rxe3 on one veth run at 10
+bond_up() {
+	modprobe bonding 2>/dev/null
+	ip link add veth4 type veth peer name veth5 && ip link add veth6 type veth peer name veth7 &&
+		ip link add bnda type bond mode balance-rr && ip link add bndb type bond mode balance-rr &&
+		ip link set veth4 master bnda && ip link set veth6 master bnda &&
+		ip link set veth5 master bndb && ip link set veth7 master bndb || return 1
+	local v i
+	for v in veth4 veth5 veth6 veth7 bnda bndb; do
+		ip link set "$v" up || return 1
+	done
+	rdma link add rxe4 type rxe netdev bnda && rdma link add rxe5 type rxe netdev bndb || return 1
+	for i in $(seq 1 100); do
+		if grep -q '^fe80' /sys/class/infiniband/rxe4/ports/1/gids/0 2>/dev/null &&
+			grep -q '^fe80' /sys/class/infiniband/rxe5/ports/1/gids/0 2>/dev/null &&
+			grep -q ACTIVE /sys/class/infiniband/rxe4/ports/1/state 2>/dev/null &&
+			grep -q ACTIVE /sys/class/infiniband/rxe5/ports/1/state 2>/dev/null &&
+			[ -z "$(ip -6 addr show dev bnda tentative 2>/dev/null)" ] &&
+			[ -z "$(ip -6 addr show dev bndb tentative 2>/dev/null)" ]; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+bond_down() {
+	rdma link delete rxe4 2>/dev/null
+	rdma link delete rxe5 2>/dev/null
+	ip link del bnda 2>/dev/null
+	ip link del bndb 2>/dev/null
+	ip link del veth4 2>/dev/null
+	ip link del veth6 2>/dev/null
+}
+
 # rails_run NAME HCA0 HCA1 RAILS0 RAILS1 [ENV0 [ENV1]]: test_ib_comm rails on 2 ranks, logs in
 # $logs/rails-NAME; ENV0/ENV1: more VAR=VALUE settings for rank 0 / rank 1
 rails_run() {
@@ -68,6 +108,12 @@ rails_run() {
 	RANK_WRAP_0="env IBC_IB_HCA=$2 IBC_IB_RAILS=$4 ${6:-}" RANK_WRAP_1="env IBC_IB_HCA=$3 IBC_IB_RAILS=$5 ${7:-}" \
 		IBC_DEBUG=INFO IBC_DEBUG_SUBSYS=IB IBC_TIMEOUT_MS=120000 \
 		"$src"/tests/rxe/run_ranks.sh 2 300 "$d" tests/ib/test_ib_comm rails
+}
+
+# dev_bytes DIR RANK DEV: "sent received" bytes of the rank's rail on device DEV (INFO at destroy)
+dev_bytes() {
+	sed -n "s/.*ib: rank $2 rail [0-9] $3:[0-9]*: [0-9]* messages or parts, \([0-9]*\) bytes sent, \([0-9]*\) bytes received.*/\1 \2/p" \
+		"$1/rank.$2.out" | tail -n 1
 }
 
 # rails_bytes DIR RANK RAIL: "sent received" bytes of that rail from the rank's INFO line at destroy
@@ -109,6 +155,34 @@ else
 		notok "multi-rail: 2 ranks x 2 rails (exit $rc;$why)"
 		for f in "$d"/rank.*.out; do diag "$f"; done
 	fi
+
+	# rails of different rates: rail 0 on the 20 Gbit/s bonds, rail 1 on veth's 10: parts
+	# of two thirds and one third (ibc_ib_stripe_plan()), so rail 0 carries about twice the bytes
+	if ! bond_up; then
+		notok "multi-rail: bonds of two veth pairs with rxe4/rxe5 could not be set up"
+		ip link; rdma link show
+	else
+		rails_run rates "=rxe4,rxe2" "=rxe5,rxe3" 2 2
+		rc=$?
+		d=$logs/rails-rates
+		# the rails in device order (rxe2 first here, so rail 0 is the slower): by device name
+		read -r s0 r0 <<< "$(dev_bytes "$d" 0 rxe4)"
+		read -r s1 r1 <<< "$(dev_bytes "$d" 0 rxe2)"
+		# rxe4's bytes / rxe2's in hundredths: 200 for parts of 2/3 and 1/3 (rail 0 also
+		# takes the small messages, a few KB)
+		ratio=$(( (${s0:-0} + ${r0:-0}) * 100 / ( ${s1:-0} + ${r1:-0} > 0 ? ${s1:-0} + ${r1:-0} : 1 ) ))
+		if [ $rc -eq 0 ] && grep -q "rank 0: rails: all exact" "$d/rank.0.out" &&
+			grep -q "rank 1: rails: all exact" "$d/rank.1.out" &&
+			grep "ib: rank 0 to peer rank 1: 2 rails (" "$d/rank.0.out" | grep -q "rxe4:1 -> rxe5:1 20 Gbit/s" &&
+			grep "ib: rank 0 to peer rank 1: 2 rails (" "$d/rank.0.out" | grep -q "rxe2:1 -> rxe3:1 10 Gbit/s" &&
+			[ "$ratio" -ge 180 ] && [ "$ratio" -le 220 ]; then
+			ok "multi-rail: rails of 20 and 10 Gbit/s (rxe4 on a bond of two veths, rxe2 on one): exact; rank 0's rxe4 moved $ratio/100 of rxe2's bytes ($s0+$r0 and $s1+$r1)"
+		else
+			notok "multi-rail: rails of 20 and 10 Gbit/s (exit $rc, rxe4 / rxe2 bytes x100 = $ratio, want 180-220)"
+			for f in "$d"/rank.*.out; do diag "$f"; done
+		fi
+	fi
+	bond_down
 
 	rails_run uneven "=rxe0,rxe2" "=rxe1" 2 1
 	rc=$?
