@@ -42,21 +42,8 @@ fi
 
 rails_up() {
 	ip link add veth2 type veth peer name veth3 && ip link set veth2 up && ip link set veth3 up &&
-		rdma link add rxe2 type rxe netdev veth2 && rdma link add rxe3 type rxe netdev veth3 ||
-		return 1
-	local i
-	for i in $(seq 1 100); do
-		if grep -q '^fe80' /sys/class/infiniband/rxe2/ports/1/gids/0 2>/dev/null &&
-			grep -q '^fe80' /sys/class/infiniband/rxe3/ports/1/gids/0 2>/dev/null &&
-			grep -q ACTIVE /sys/class/infiniband/rxe2/ports/1/state 2>/dev/null &&
-			grep -q ACTIVE /sys/class/infiniband/rxe3/ports/1/state 2>/dev/null &&
-			[ -z "$(ip -6 addr show dev veth2 tentative 2>/dev/null)" ] &&
-			[ -z "$(ip -6 addr show dev veth3 tentative 2>/dev/null)" ]; then
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
+		rdma link add rxe2 type rxe netdev veth2 && rdma link add rxe3 type rxe netdev veth3 &&
+		rxe_pair_ready rxe2 veth2 rxe3 veth3 0.2
 }
 
 rails_down() {
@@ -73,23 +60,12 @@ bond_up() {
 		ip link add bnda type bond mode balance-rr && ip link add bndb type bond mode balance-rr &&
 		ip link set veth4 master bnda && ip link set veth6 master bnda &&
 		ip link set veth5 master bndb && ip link set veth7 master bndb || return 1
-	local v i
+	local v
 	for v in veth4 veth5 veth6 veth7 bnda bndb; do
 		ip link set "$v" up || return 1
 	done
-	rdma link add rxe4 type rxe netdev bnda && rdma link add rxe5 type rxe netdev bndb || return 1
-	for i in $(seq 1 100); do
-		if grep -q '^fe80' /sys/class/infiniband/rxe4/ports/1/gids/0 2>/dev/null &&
-			grep -q '^fe80' /sys/class/infiniband/rxe5/ports/1/gids/0 2>/dev/null &&
-			grep -q ACTIVE /sys/class/infiniband/rxe4/ports/1/state 2>/dev/null &&
-			grep -q ACTIVE /sys/class/infiniband/rxe5/ports/1/state 2>/dev/null &&
-			[ -z "$(ip -6 addr show dev bnda tentative 2>/dev/null)" ] &&
-			[ -z "$(ip -6 addr show dev bndb tentative 2>/dev/null)" ]; then
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
+	rdma link add rxe4 type rxe netdev bnda && rdma link add rxe5 type rxe netdev bndb &&
+		rxe_pair_ready rxe4 bnda rxe5 bndb 0.2
 }
 
 bond_down() {

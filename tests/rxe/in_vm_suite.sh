@@ -49,36 +49,11 @@ check() {
 	fi
 	return $rc
 }
-# tap NAME LOG CMD...: a TAP test program; a SKIP or a failing check fails here
-tap() {
-	local name=$1 log=$2
-	shift 2
-	"$@" > "$log" 2>&1
-	local rc=$?
-	local nok=$(grep -c '^ok ' "$log")
-	if [ $rc -eq 0 ] && ! grep -q '^not ok' "$log" && ! grep -q '^1\.\.0' "$log" && [ "$nok" -gt 0 ]; then
-		ok "$name: $nok checks"
-	else
-		notok "$name (exit $rc)"
-		grep -E '^(not ok|#|1\.\.0)' "$log" | head -n 40 | sed 's/^/#   /'
-	fi
-}
-# After a link flap or an MTU change, wait (at most 10 s) until both ports
-# are ACTIVE, both link-local GIDs are back and no IPv6 address of the veth
-# pair is still tentative (DAD): a QP's move to RTR resolves the peer's
-# address, and with a tentative source it failed with "Connection timed out"
-# (once, test_ib_loop right after `ip link set veth0 mtu 9000`, 2026-11-30).
+# tap (vm_lib.sh) reports through these ok/notok
+# After a link flap or an MTU change, wait (at most 10 s) until rxe0 and rxe1
+# are usable again (vm_lib.sh, rxe_pair_ready)
 wait_links() {
-	for i in $(seq 100); do
-		grep -q '^fe80' /sys/class/infiniband/rxe0/ports/1/gids/0 2>/dev/null &&
-			grep -q '^fe80' /sys/class/infiniband/rxe1/ports/1/gids/0 2>/dev/null &&
-			grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null &&
-			grep -q ACTIVE /sys/class/infiniband/rxe1/ports/1/state 2>/dev/null &&
-			[ -z "$(ip -6 addr show dev veth0 tentative 2>/dev/null)" ] &&
-			[ -z "$(ip -6 addr show dev veth1 tentative 2>/dev/null)" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	rxe_pair_ready rxe0 veth0 rxe1 veth1 0.1
 }
 
 # ---- 1. the VM ----------------------------------------------------------

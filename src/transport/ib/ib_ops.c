@@ -644,8 +644,8 @@ static int stripe_plan(const struct ib_rconn *rc, const struct ibc_msg_desc *des
 
 	len[0] = nbytes;
 	rail[0] = 0;
-	if (rc->nrails < 2 || nbytes < 2 * rc->stripe_min)
-		return 1;
+	if (rc->nrails < 2)
+		return 1;       /* one rail: no plan to make (the common case, every message) */
 	lim = ibc_ib_conn_eager_max(rc->rail[0]);
 	if (desc && (desc->flags & IBC_DESC_F_LL))
 		lim = IBC_MAX(lim, ibc_ib_conn_ll_max(rc->rail[0]));
