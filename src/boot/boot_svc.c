@@ -592,14 +592,27 @@ void *ibc_boot_svc_thread(void *arg)
 			for (i = bs->nconns - 1; i >= 0; i--) {
 				struct boot_conn *c = &bs->conns[i];
 				uint8_t hdr[IBC_BOOT_HDR_BYTES];
+				ssize_t sent;
 
 				if (c->state != CS_HUB)
 					continue;
 				ibc_boot_put_hdr(hdr, IBC_BOOT_PING, 0);
-				/* best effort: a full buffer means the peer is not reading */
-				if (send(c->fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
-				    errno != EAGAIN) {
-					/* EOF handling happens on the read side */
+				/*
+				 * Best effort: a full buffer means the peer is not
+				 * reading (EOF is handled on the read side). But a ping
+				 * begun is finished, or the peer reads the next frame's
+				 * bytes as the rest of this header: its room ran out
+				 * within a header, so it is not reading, and within the
+				 * silence window it reads again or is called silent.
+				 */
+				sent = send(c->fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL);
+				if (sent > 0 && (size_t)sent < sizeof(hdr) &&
+				    ibc_sock_write_all_cancel(c->fd, hdr + sent, sizeof(hdr) - (size_t)sent,
+							      now + (uint64_t)(BOOT_STOP_INTERVALS * bs->hb_ms),
+							      NULL, NULL) != IBC_OK &&
+				    bs->peer_state[c->peer] == PEER_ALIVE) {
+					svc_hub_lost(bs, c->peer, HUB_SILENT);
+					continue;
 				}
 				if (bs->peer_state[c->peer] == PEER_ALIVE &&
 				    now - c->last_rx_ms > (uint64_t)(BOOT_STOP_INTERVALS * bs->hb_ms))
