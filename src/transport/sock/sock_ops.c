@@ -37,6 +37,7 @@
 
 #define SOCK_HDR_BYTES 48
 #define SOCK_STRIPE_MIN (256u << 10)
+#define SOCK_STAGE_BYTES 4096  /* parts read with their header by one recv() */
 #define SOCK_MAX_NSOCKS 16
 #define SOCK_MIN_BUF (128 << 10)
 #define SOCK_TAG_NSOCKS 0       /* out-of-band tags: the socket count, then stream k at 1 + k */
@@ -447,8 +448,34 @@ static ibc_status_t sock_progress_recv(struct ibc_tconn *c, int k)
 		ssize_t n;
 
 		if (p->hdr_done < SOCK_HDR_BYTES) {
-			n = recv(c->fds[k], p->hdr + p->hdr_done, SOCK_HDR_BYTES - p->hdr_done,
-				 MSG_DONTWAIT);
+			/*
+			 * The header and the payload in one call, so a small message
+			 * costs the receiver one system call as it costs the sender:
+			 * a part of up to SOCK_STAGE_BYTES into a staging buffer by
+			 * recv() (a waiting rank calls it in a loop, and an empty
+			 * recvmsg() costs 0.45 us here against recv()'s 0.33), a
+			 * larger one by recvmsg() straight into the user's buffer.
+			 * A staged payload reaches the user's buffer only after its
+			 * header matched; by recvmsg() a mismatched message's bytes
+			 * may land there, and the connection is broken then anyway.
+			 */
+			uint8_t stage[SOCK_HDR_BYTES + SOCK_STAGE_BYTES];
+			int staged = p->hdr_done == 0 && p->len <= SOCK_STAGE_BYTES;
+			struct iovec iov[2] = {
+				{ p->hdr + p->hdr_done, SOCK_HDR_BYTES - p->hdr_done },
+				{ p->buf + p->done, p->len - p->done },
+			};
+			struct msghdr mh = { .msg_iov = iov, .msg_iovlen = p->len > p->done ? 2 : 1 };
+			size_t h;
+
+			if (ibc_fault_hit(IBC_FAULT_SOCK, "tcp recv")) {
+				n = -1;
+				errno = ECONNRESET;
+			} else if (staged) {
+				n = recv(c->fds[k], stage, SOCK_HDR_BYTES + p->len, MSG_DONTWAIT);
+			} else {
+				n = recvmsg(c->fds[k], &mh, MSG_DONTWAIT);
+			}
 			if (n == 0)
 				return conn_broken(c, k, 0, NULL);
 			if (n < 0) {
@@ -456,7 +483,11 @@ static ibc_status_t sock_progress_recv(struct ibc_tconn *c, int k)
 					return IBC_OK;
 				return conn_broken(c, k, errno, "recv failed");
 			}
-			p->hdr_done += (size_t)n;
+			if (staged)
+				memcpy(p->hdr, stage, IBC_MIN((size_t)n, SOCK_HDR_BYTES));
+			h = IBC_MIN((size_t)n, SOCK_HDR_BYTES - p->hdr_done);
+			p->hdr_done += h;
+			p->done += (size_t)n - h;
 			if (p->hdr_done < SOCK_HDR_BYTES)
 				return IBC_OK;
 			{
@@ -480,6 +511,8 @@ static ibc_status_t sock_progress_recv(struct ibc_tconn *c, int k)
 					return st;
 				}
 			}
+			if (staged && p->done)
+				memcpy(p->buf, stage + SOCK_HDR_BYTES, p->done);
 		}
 		if (p->done < p->len) {
 			if (ibc_fault_hit(IBC_FAULT_SOCK, "tcp recv")) {
