@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,11 +236,29 @@ void ibc_sock_close(int fd)
 		close(fd);
 }
 
+/*
+ * The text of a failed socket() or accept(): strerror(), and for EMFILE the
+ * limit that was hit, since raising it is the fix (tcp opens
+ * IBC_SOCKET_NSOCKS sockets per peer, and the bootstrap more).
+ */
+static const char *sock_err_text(int err, char *buf, size_t len)
+{
+	struct rlimit rl;
+
+	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(buf, len, "%s (the open-file limit is %llu: raise it with ulimit -n)",
+			 strerror(err), (unsigned long long)rl.rlim_cur);
+	else
+		snprintf(buf, len, "%s", strerror(err));
+	return buf;
+}
+
 ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int inuse_quiet, int *fd_p)
 {
 	union ibc_sockaddr bound;
 	socklen_t len = sizeof(bound);
 	char str[80];
+	char why[160];
 	int one = 1;
 	int fd;
 
@@ -250,7 +269,10 @@ ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int inuse_qu
 		fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	}
 	if (fd < 0) {
-		IBC_LOG_ERROR(BOOT, "socket() failed: %s", strerror(errno));
+		int err = errno;
+
+		IBC_LOG_ERROR(BOOT, "socket() failed: %s", sock_err_text(err, why, sizeof(why)));
+		errno = err;
 		return IBC_ERR_SYSTEM;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -288,6 +310,7 @@ ibc_status_t ibc_sock_connect_opts(const union ibc_sockaddr *addr, uint64_t dead
 				   int retry_refused, const int *cancel_p, int *fd_p)
 {
 	char str[80];
+	char why[160];
 	int last_err = 0;
 	int delay_ms = 50;
 
@@ -303,12 +326,14 @@ ibc_status_t ibc_sock_connect_opts(const union ibc_sockaddr *addr, uint64_t dead
 		if (sock_cancelled(cancel_p))
 			return IBC_ERR_REMOTE;
 		if (ibc_fault_hit(IBC_FAULT_SOCK, "socket(connect)")) {
-			IBC_LOG_ERROR(BOOT, "socket() failed: %s", strerror(EMFILE));
+			IBC_LOG_ERROR(BOOT, "socket() failed: %s", sock_err_text(EMFILE, why, sizeof(why)));
 			return IBC_ERR_SYSTEM;
 		}
 		fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0) {
-			IBC_LOG_ERROR(BOOT, "socket() failed: %s", strerror(errno));
+			err = errno;
+			IBC_LOG_ERROR(BOOT, "socket() failed: %s", sock_err_text(err, why, sizeof(why)));
+			errno = err;
 			return IBC_ERR_SYSTEM;
 		}
 		ret = connect(fd, &addr->sa, ibc_sock_addr_len(addr));

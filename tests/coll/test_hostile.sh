@@ -31,7 +31,7 @@ ok() {
 # the patterns, every rank PASSes each: "ranks transport progress-thread patterns"
 pats="overlap stale align fork scratch"
 cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|2 tcp 1|3 tcp 0|3 shm 0"
-echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 22))"
+echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 23))"
 while read -r nr tp th; do
 	start=$(date +%s)
 	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=20000 \
@@ -192,5 +192,16 @@ rc=$?
 ok $([ "$rc" -eq 0 ] && [ ! -e "/dev/shm/$fake" ] && echo 0 || echo 1) \
 	"a segment of a dead process (pid $dead) in /dev/shm is removed by the next job's shm transport"
 rm -f "/dev/shm/$fake"
+# too few file descriptors for 8 tcp ranks: every rank fails in bounded time, and
+# the error names the open-file limit (raising it is the fix)
+start=$(date +%s)
+(ulimit -n 24 && IBC_TRANSPORT=tcp IBC_TIMEOUT_MS=10000 "$run" -n 8 -t 60 -- "$prog" overlap) \
+	>"$dir/log" 2>&1
+rc=$?
+secs=$(($(date +%s) - start))
+ok $([ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$secs" -lt 30 ] &&
+	grep -q 'Too many open files (the open-file limit is 24: raise it with ulimit -n)' "$dir/log" &&
+	echo 0 || echo 1) \
+	"8 tcp ranks with ulimit -n 24: the job fails within 30 s ($secs s, rc $rc), the error naming the open-file limit"
 ok $([ "$nfail" -eq 0 ] && echo 0 || echo 1) "every case above passed"
 exit 0
