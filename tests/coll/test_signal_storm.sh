@@ -9,35 +9,22 @@
 # every rank must have handled signals (else the test proves nothing).
 b=$top_builddir
 run=$top_srcdir/tests/scripts/run_local_ranks.sh
-shim=$b/tests/coll/.libs/libsigstorm.so
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+. "$top_srcdir/tests/coll/shim_case.sh"
 echo "1..5"
 n=0
-if [ ! -f "$shim" ]; then
-	for i in 1 2 3 4 5; do echo "not ok $i - $shim was not built"; done
-	exit 0
-fi
-# ranks, transport, progress thread, program and arguments
-for cfg in "3 tcp 0 coll_check -c all -d float32,int8 -o sum,max -n 0,1,7,1000,65537 --no-bf16-case" \
-	   "3 shm 0 coll_check -c all -d float32,int8 -o sum,max -n 0,1,7,1000,65537 --no-bf16-case" \
-	   "2 tcp 1 p2p_check -r 2" "3 shm 1 p2p_check -r 2" "4 tcp 0 comm_check"; do
-	set -- $cfg
-	nr=$1 tp=$2 th=$3 prog=$4
-	shift 4
-	n=$((n + 1))
-	start=$(date +%s)
-	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=30000 SIGSTORM_US=200 SIGSTORM_PROG=$prog \
-		LD_PRELOAD=$shim "$run" -n "$nr" -t 240 -- "$b/tests/coll/$prog" "$@" >"$log" 2>&1
-	rc=$?
-	secs=$(($(date +%s) - start))
-	npass=$(grep -c ': PASS' "$log")
-	nsig=$(grep -c '^sigstorm: pid [0-9]* handled [1-9]' "$log")
-	desc="$nr ranks, $tp, progress thread $th, $prog: exact on every rank under a signal every 200 us ($secs s)"
-	if [ "$rc" -eq 0 ] && [ "$npass" -ge "$nr" ] && [ "$nsig" -ge "$nr" ]; then
-		echo "ok $n - $desc"
-	else
-		echo "not ok $n - $desc (rc $rc, $npass PASS lines, $nsig storm reports)"
-		sed 's/^/# /' "$log" | grep -v '^# sigstorm:' | tail -20
-	fi
+cc="$b/tests/coll/coll_check -c all -d float32,int8 -o sum,max -n 0,1,7,1000,65537 --no-bf16-case"
+storm="IBC_TIMEOUT_MS=30000 SIGSTORM_US=200"
+for tp in tcp shm; do
+	shim_case sigstorm 3 "3 ranks, $tp, coll_check: exact on every rank under a signal every 200 us" \
+		$storm IBC_TRANSPORT=$tp SIGSTORM_PROG=coll_check -- $cc
 done
+shim_case sigstorm 2 "2 ranks, tcp, progress thread, p2p_check: exact under a signal every 200 us" \
+	$storm IBC_TRANSPORT=tcp IBC_PROGRESS_THREAD=1 SIGSTORM_PROG=p2p_check -- \
+	"$b/tests/coll/p2p_check" -r 2
+shim_case sigstorm 3 "3 ranks, shm, progress thread, p2p_check: exact under a signal every 200 us" \
+	$storm IBC_TRANSPORT=shm IBC_PROGRESS_THREAD=1 SIGSTORM_PROG=p2p_check -- \
+	"$b/tests/coll/p2p_check" -r 2
+shim_case sigstorm 4 "4 ranks, tcp, comm_check (splits): exact under a signal every 200 us" \
+	$storm IBC_TRANSPORT=tcp SIGSTORM_PROG=comm_check -- "$b/tests/coll/comm_check"

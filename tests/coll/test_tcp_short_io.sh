@@ -10,40 +10,20 @@
 # in every rank (else the test proves nothing).
 b=$top_builddir
 run=$top_srcdir/tests/scripts/run_local_ranks.sh
-shim=$b/tests/coll/.libs/libshortio.so
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+. "$top_srcdir/tests/coll/shim_case.sh"
 echo "1..4"
 n=0
-if [ ! -f "$shim" ]; then
-	for i in 1 2 3 4; do echo "not ok $i - $shim was not built"; done
-	exit 0
-fi
-# ranks, SHORTIO_MAX, program and arguments
-# (65537 elements of 4 bytes: above the 256 KiB from which a message is
-# striped over the pair's sockets)
-for cfg in "2 7 coll_check 0,1,7,1000 float32,int8 sum,max" "3 61 coll_check 7,65537 float32 sum" \
-	   "2 61 p2p_check 65537" "3 7 p2p_check 4099"; do
-	set -- $cfg
-	nr=$1 max=$2 prog=$3
-	n=$((n + 1))
-	if [ "$prog" = coll_check ]; then
-		args="-c all -n $4 -d $5 -o $6 --no-errors --no-bf16-case"
-	else
-		args="-r 1 -n $4"
-	fi
-	start=$(date +%s)
-	IBC_TRANSPORT=tcp IBC_TIMEOUT_MS=30000 SHORTIO_MAX=$max LD_PRELOAD=$shim \
-		"$run" -n "$nr" -t 240 -- "$b/tests/coll/$prog" $args >"$log" 2>&1
-	rc=$?
-	secs=$(($(date +%s) - start))
-	npass=$(grep -c ': PASS' "$log")
-	nshort=$(grep -c '^shortio: pid [0-9]* shortened [1-9]' "$log")
-	desc="$nr ranks, $prog, every tcp call 1-$max bytes: exact on every rank, calls shortened in every rank ($secs s)"
-	if [ "$rc" -eq 0 ] && [ "$npass" -ge "$nr" ] && [ "$nshort" -ge "$nr" ]; then
-		echo "ok $n - $desc"
-	else
-		echo "not ok $n - $desc (rc $rc, $npass PASS lines, $nshort shim reports)"
-		sed 's/^/# /' "$log" | tail -20
-	fi
-done
+cc="$b/tests/coll/coll_check -c all --no-errors --no-bf16-case"
+tcp="IBC_TRANSPORT=tcp IBC_TIMEOUT_MS=30000"
+shim_case shortio 2 "2 ranks, coll_check, every tcp call 1-7 bytes: exact on every rank" \
+	$tcp SHORTIO_MAX=7 -- $cc -n 0,1,7,1000 -d float32,int8 -o sum,max
+# 65537 elements of 4 bytes: above the 256 KiB from which a message is
+# striped over the pair's sockets
+shim_case shortio 3 "3 ranks, coll_check, every tcp call 1-61 bytes: exact on every rank" \
+	$tcp SHORTIO_MAX=61 -- $cc -n 7,65537 -d float32 -o sum
+shim_case shortio 2 "2 ranks, p2p_check of 65537 int32, every tcp call 1-61 bytes: exact on every rank" \
+	$tcp SHORTIO_MAX=61 -- "$b/tests/coll/p2p_check" -r 1 -n 65537
+shim_case shortio 3 "3 ranks, p2p_check, every tcp call 1-7 bytes: exact on every rank" \
+	$tcp SHORTIO_MAX=7 -- "$b/tests/coll/p2p_check" -r 1 -n 4099
