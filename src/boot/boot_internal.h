@@ -124,6 +124,7 @@ struct ibc_bootstrap {
 	ibc_bootstrap_wait_fn wait_fn;          /* atomic: answers wait-for queries */
 	int failed;                             /* atomic: an error was reported */
 	struct boot_ratelog rl;                 /* strangers at our listener (svc thread) */
+	struct boot_ratelog rl_accept;          /* accept() failures (svc thread) */
 	int stop_io;                            /* atomic: failed or cancelled: blocking calls give up */
 	int revoked;                            /* atomic: revoked (by a peer or this rank) */
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -431,6 +432,24 @@ static void svc_accept(struct ibc_bootstrap *bs, int64_t handshake_ms)
 		int fd = accept4(bs->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		int i;
 
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			struct rlimit rl;
+
+			/*
+			 * The connection stays in the listener's backlog and the
+			 * listener readable: say why (once a second), and do not
+			 * spin on it; a later accept takes it once descriptors
+			 * are free, or the connecting rank's deadline names us.
+			 */
+			if (errno == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+				ibc_boot_stranger_warn(&bs->rl_accept, "cannot accept a bootstrap connection: %s (the open-file limit is %llu: raise it with ulimit -n)",
+						       strerror(EMFILE), (unsigned long long)rl.rlim_cur);
+			else
+				ibc_boot_stranger_warn(&bs->rl_accept, "cannot accept a bootstrap connection: %s",
+						       strerror(errno));
+			usleep(10000);
+			return;
+		}
 		if (fd < 0)
 			return;
 		ibc_sock_set_nodelay(fd);

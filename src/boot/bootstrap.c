@@ -712,6 +712,9 @@ ibc_status_t ibc_bootstrap_query_wait(struct ibc_bootstrap *bs, int peer, int64_
 			       &final);
 	if (st != IBC_OK) {
 		IBC_LOG_DEBUG(BOOT, "wait-for query: %s", why);
+		/* this side could not ask (no socket: the open-file limit): nothing of @peer */
+		if (st == IBC_ERR_SYSTEM || st == IBC_ERR_NO_MEMORY || st == IBC_ERR_INTERNAL)
+			return st;
 		return st == IBC_ERR_TIMEOUT ? IBC_ERR_TIMEOUT : IBC_ERR_REMOTE;
 	}
 	st = ibc_boot_frame_read(fd, bs->nranks, deadline, NULL, &type, buf, sizeof(buf), &len);

@@ -201,7 +201,10 @@ void ibc_bootstrap_set_wait_fn(struct ibc_bootstrap *bs, ibc_bootstrap_wait_fn f
  * safe from any thread. Logs nothing.
  * Return: IBC_OK; IBC_ERR_TIMEOUT (no answer within @max_ms);
  *         IBC_ERR_REMOTE (the connection was refused or closed: its process
- *         is gone, or the answer was malformed); IBC_ERR_INVALID_ARG (bad @peer).
+ *         is gone, or the answer was malformed); IBC_ERR_INVALID_ARG (bad @peer);
+ *         IBC_ERR_SYSTEM, IBC_ERR_NO_MEMORY, IBC_ERR_INTERNAL: this rank could
+ *         not ask (socket() at the open-file limit, ...), which says nothing
+ *         of @peer; the calling thread's ibc_last_error() names the cause.
  */
 ibc_status_t ibc_bootstrap_query_wait(struct ibc_bootstrap *bs, int peer, int64_t max_ms,
 				      struct ibc_boot_waitstate *ws);

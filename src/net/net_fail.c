@@ -192,6 +192,14 @@ ibc_status_t ibc_net_fail(struct ibc_net *net, ibc_status_t st, int peer, const 
 }
 
 /* ibc_net_fail() for a timeout whose culprit @peer is known: no grace wait */
+/* this thread's last error without its "rank R: ", for a cause found here */
+static const char *local_cause(void)
+{
+	const char *t = ibc_last_error();
+
+	return *t ? ibc_log_strip_rank(t) : "a local error";
+}
+
 static ibc_status_t net_fail_found(struct ibc_net *net, ibc_status_t st, int peer,
 				    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static ibc_status_t net_fail_found(struct ibc_net *net, ibc_status_t st, int peer,
@@ -333,6 +341,12 @@ int ibc_net_chase(struct ibc_net *net, int peer, char *why, size_t len)
 			usleep(50000);
 			st = ibc_bootstrap_query_wait(net->bs, cur, max_ms, &ws);
 		}
+		if (st != IBC_OK && st != IBC_ERR_TIMEOUT && st != IBC_ERR_REMOTE) {
+			/* this rank could not ask: no culprit from here */
+			CHASE_SAY("%sthis rank could not ask rank %d: %s", off ? "; " : "", cur,
+				  local_cause());
+			break;
+		}
 		if (st != IBC_OK) {
 			CHASE_SAY("%srank %d %s", off ? "; " : "", cur,
 				  st == IBC_ERR_TIMEOUT ? "does not answer: stopped, hung or starved of CPU"
@@ -382,6 +396,16 @@ ibc_status_t ibc_net_stall_probe(struct ibc_net *net, int peer, int kind)
 	if (!cur || !net->bs || peer < 0 || peer >= net->nranks || peer == net->rank)
 		return IBC_OK;
 	st = ibc_bootstrap_query_wait(net->bs, peer, 500, &ws);
+	/*
+	 * This rank could not even ask (socket() at the open-file limit): the
+	 * connection it waits for cannot be made here either, and the cause is
+	 * this rank's, not @peer's.
+	 */
+	if (st != IBC_OK && st != IBC_ERR_TIMEOUT && st != IBC_ERR_REMOTE)
+		return net_fail_found(net, st, -1,
+				      "cannot ask rank %d what it waits for, while this rank waits %s it in %s #%u: %s",
+				      peer, kind == 2 ? "to connect to" : kind ? "to send to" : "to receive from",
+				      ibc_coll_name(cur->coll), cur->seq, local_cause());
 	/*
 	 * Refused: a rank's listener lives from before its address is known
 	 * until its destroy, abort or exit, so @peer is gone for good and

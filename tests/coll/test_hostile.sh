@@ -31,7 +31,7 @@ ok() {
 # the patterns, every rank PASSes each: "ranks transport progress-thread patterns"
 pats="overlap stale align fork scratch"
 cfgs="1 shm 1|2 shm 1|3 shm 1|5 shm 1|2 tcp 1|3 tcp 0|3 shm 0"
-echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 23))"
+echo "1..$(($(echo "$cfgs" | tr '|' '\n' | wc -l) + 24))"
 while read -r nr tp th; do
 	start=$(date +%s)
 	IBC_TRANSPORT=$tp IBC_PROGRESS_THREAD=$th IBC_TIMEOUT_MS=20000 \
@@ -203,5 +203,27 @@ ok $([ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$secs" -lt 30 ] &&
 	grep -q 'Too many open files (the open-file limit is 24: raise it with ulimit -n)' "$dir/log" &&
 	echo 0 || echo 1) \
 	"8 tcp ranks with ulimit -n 24: the job fails within 30 s ($secs s, rc $rc), the error naming the open-file limit"
+# one rank of 8 at the limit, as its peers connect to it: every rank's error
+# names that rank and the limit, none calls a live rank gone (the wait-for
+# probe's own failed socket() once read as "rank 1 refused: it exited")
+cat >"$dir/ulimit7.sh" <<'EOS'
+#!/bin/sh
+[ "$IBC_RANK" = 7 ] && ulimit -n 48
+exec "$@"
+EOS
+chmod +x "$dir/ulimit7.sh"
+start=$(date +%s)
+IBC_TRANSPORT=tcp IBC_SOCKET_NSOCKS=8 IBC_TIMEOUT_MS=15000 IBC_BOOTSTRAP_TIMEOUT_MS=15000 \
+	"$run" -n 8 -t 60 -- "$dir/ulimit7.sh" "$prog" overlap >"$dir/log" 2>&1
+rc=$?
+secs=$(($(date +%s) - start))
+nlim=0
+for r in 0 1 2 3 4 5 6 7; do
+	grep -q "^rank $r: FAIL: .*rank 7.*the open-file limit is 48" "$dir/log" && nlim=$((nlim + 1))
+done
+ok $([ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$secs" -lt 30 ] && [ "$nlim" -eq 8 ] &&
+	! grep -q 'refused a connection\|has destroyed or aborted the communicator, or exited' "$dir/log" &&
+	echo 0 || echo 1) \
+	"8 tcp ranks, rank 7 alone with ulimit -n 48: every rank's error names rank 7 and the limit ($nlim of 8), none calls a live rank gone, within 30 s ($secs s)"
 ok $([ "$nfail" -eq 0 ] && echo 0 || echo 1) "every case above passed"
 exit 0
