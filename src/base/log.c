@@ -246,6 +246,13 @@ void ibc_log_set_last_error(const char *text)
 	snprintf(last_error, sizeof(last_error), "%s", text);
 }
 
+const char *ibc_log_last_cause(void)
+{
+	const char *t = ibc_last_error();
+
+	return *t ? ibc_log_strip_rank(t) : "local error";
+}
+
 const char *ibc_log_strip_rank(const char *text)
 {
 	const char *p = text;

@@ -72,6 +72,12 @@ int ibc_log_expand_path(const char *pattern, char *out, size_t out_len);
 
 /* @text without the "rank R: " that ibc_last_error() puts in front of it */
 const char *ibc_log_strip_rank(const char *text);
+/*
+ * The calling thread's last error without its "rank R: ", or "local error"
+ * when it has none: the cause of a failure found on this side, for a text
+ * that names its rank itself (bootstrap FAIL reports, the wait-for probe).
+ */
+const char *ibc_log_last_cause(void);
 
 /* ibc_last_error() storage: set by ERROR/WARN lines and by request waits */
 void ibc_log_set_last_error(const char *text);

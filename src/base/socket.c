@@ -236,12 +236,8 @@ void ibc_sock_close(int fd)
 		close(fd);
 }
 
-/*
- * The text of a failed socket() or accept(): strerror(), and for EMFILE the
- * limit that was hit, since raising it is the fix (tcp opens
- * IBC_SOCKET_NSOCKS sockets per peer, and the bootstrap more).
- */
-static const char *sock_err_text(int err, char *buf, size_t len)
+/* ibc_sock_err_text(): socket.h */
+const char *ibc_sock_err_text(int err, char *buf, size_t len)
 {
 	struct rlimit rl;
 
@@ -271,7 +267,7 @@ ibc_status_t ibc_sock_listen(union ibc_sockaddr *addr, int backlog, int inuse_qu
 	if (fd < 0) {
 		int err = errno;
 
-		IBC_LOG_ERROR(BOOT, "socket() failed: %s", sock_err_text(err, why, sizeof(why)));
+		IBC_LOG_ERROR(BOOT, "socket() failed: %s", ibc_sock_err_text(err, why, sizeof(why)));
 		errno = err;
 		return IBC_ERR_SYSTEM;
 	}
@@ -326,13 +322,13 @@ ibc_status_t ibc_sock_connect_opts(const union ibc_sockaddr *addr, uint64_t dead
 		if (sock_cancelled(cancel_p))
 			return IBC_ERR_REMOTE;
 		if (ibc_fault_hit(IBC_FAULT_SOCK, "socket(connect)")) {
-			IBC_LOG_ERROR(BOOT, "socket() failed: %s", sock_err_text(EMFILE, why, sizeof(why)));
+			IBC_LOG_ERROR(BOOT, "socket() failed: %s", ibc_sock_err_text(EMFILE, why, sizeof(why)));
 			return IBC_ERR_SYSTEM;
 		}
 		fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0) {
 			err = errno;
-			IBC_LOG_ERROR(BOOT, "socket() failed: %s", sock_err_text(err, why, sizeof(why)));
+			IBC_LOG_ERROR(BOOT, "socket() failed: %s", ibc_sock_err_text(err, why, sizeof(why)));
 			errno = err;
 			return IBC_ERR_SYSTEM;
 		}

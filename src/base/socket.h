@@ -110,6 +110,15 @@ ibc_status_t ibc_sock_write_all_cancel(int fd, const void *buf, size_t nbytes,
 ibc_status_t ibc_sock_read_all_cancel(int fd, void *buf, size_t nbytes, uint64_t deadline_ms,
 				      const int *cancel_p, int *errno_p);
 
+/*
+ * ibc_sock_err_text() - The text of a failed socket() or accept(): strerror(@err),
+ * and for EMFILE the limit that was hit, since raising it is the fix (tcp
+ * opens IBC_SOCKET_NSOCKS sockets per peer, the bootstrap more).
+ * @err: [in] the errno. @buf: [out] @len bytes for the text.
+ * Return: @buf. Threading: any thread.
+ */
+const char *ibc_sock_err_text(int err, char *buf, size_t len);
+
 int ibc_sock_set_nonblock(int fd, int on);
 void ibc_sock_set_nodelay(int fd);
 void ibc_sock_set_bufs(int fd, int nbytes);

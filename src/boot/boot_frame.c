@@ -50,14 +50,6 @@ void ibc_boot_stranger_warn(struct boot_ratelog *rl, const char *fmt, ...)
 	rl->nsup = 0;
 }
 
-/* the calling thread's last error, without the "rank R: " in front */
-const char *ibc_boot_local_reason(void)
-{
-	const char *t = ibc_last_error();
-
-	return *t ? ibc_log_strip_rank(t) : "local error";
-}
-
 /* ------------------------------------------------------------------------ */
 /* frames                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -241,7 +233,7 @@ ibc_status_t ibc_boot_connect_auth(const uint8_t *secret, const union ibc_sockad
 	}
 	if (st != IBC_OK) {
 		snprintf(why, why_len, "cannot connect to %s at %s: %s", what, astr,
-			 ibc_boot_local_reason());
+			 ibc_log_last_cause());
 		return st;
 	}
 	st = ibc_boot_frame_read(fd, h->nranks, deadline_ms, cancel_p, &type, buf, sizeof(buf),

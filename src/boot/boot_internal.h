@@ -140,7 +140,6 @@ struct ibc_bootstrap {
 
 void ibc_boot_stranger_warn(struct boot_ratelog *rl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-const char *ibc_boot_local_reason(void);
 ibc_status_t ibc_boot_frame_write(int fd, int type, const void *payload, size_t len,
 				uint64_t deadline_ms);
 ibc_status_t ibc_boot_frame_read(int fd, int nranks, uint64_t deadline_ms,

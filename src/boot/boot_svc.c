@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -433,7 +432,7 @@ static void svc_accept(struct ibc_bootstrap *bs, int64_t handshake_ms)
 		int i;
 
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-			struct rlimit rl;
+			char why[160];
 
 			/*
 			 * The connection stays in the listener's backlog and the
@@ -441,12 +440,8 @@ static void svc_accept(struct ibc_bootstrap *bs, int64_t handshake_ms)
 			 * spin on it; a later accept takes it once descriptors
 			 * are free, or the connecting rank's deadline names us.
 			 */
-			if (errno == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
-				ibc_boot_stranger_warn(&bs->rl_accept, "cannot accept a bootstrap connection: %s (the open-file limit is %llu: raise it with ulimit -n)",
-						       strerror(EMFILE), (unsigned long long)rl.rlim_cur);
-			else
-				ibc_boot_stranger_warn(&bs->rl_accept, "cannot accept a bootstrap connection: %s",
-						       strerror(errno));
+			ibc_boot_stranger_warn(&bs->rl_accept, "cannot accept a bootstrap connection: %s",
+					       ibc_sock_err_text(errno, why, sizeof(why)));
 			usleep(10000);
 			return;
 		}

@@ -254,7 +254,7 @@ void ibc_bootstrap_report_join_failure(const struct ibc_boot_uid *uid, int rank,
 	ibc_boot_uid_to_sockaddr(uid, &root);
 	if (ibc_boot_connect_auth(uid->secret, &root, &h, ibc_time_ms() + 2000, "bootstrap root", 1, NULL,
 			      &fd, why, sizeof(why), &final) == IBC_OK) {
-		len = ibc_boot_pack_fail(st, saved[0] ? ibc_boot_local_reason() : "local error", buf,
+		len = ibc_boot_pack_fail(st, saved[0] ? ibc_log_last_cause() : "local error", buf,
 					 sizeof(buf));
 		ibc_boot_frame_write(fd, IBC_BOOT_FAIL, buf, len, ibc_time_ms() + 500);
 		close(fd);

@@ -192,14 +192,6 @@ ibc_status_t ibc_net_fail(struct ibc_net *net, ibc_status_t st, int peer, const 
 }
 
 /* ibc_net_fail() for a timeout whose culprit @peer is known: no grace wait */
-/* this thread's last error without its "rank R: ", for a cause found here */
-static const char *local_cause(void)
-{
-	const char *t = ibc_last_error();
-
-	return *t ? ibc_log_strip_rank(t) : "a local error";
-}
-
 static ibc_status_t net_fail_found(struct ibc_net *net, ibc_status_t st, int peer,
 				    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static ibc_status_t net_fail_found(struct ibc_net *net, ibc_status_t st, int peer,
@@ -344,7 +336,7 @@ int ibc_net_chase(struct ibc_net *net, int peer, char *why, size_t len)
 		if (st != IBC_OK && st != IBC_ERR_TIMEOUT && st != IBC_ERR_REMOTE) {
 			/* this rank could not ask: no culprit from here */
 			CHASE_SAY("%sthis rank could not ask rank %d: %s", off ? "; " : "", cur,
-				  local_cause());
+				  ibc_log_last_cause());
 			break;
 		}
 		if (st != IBC_OK) {
@@ -405,7 +397,7 @@ ibc_status_t ibc_net_stall_probe(struct ibc_net *net, int peer, int kind)
 		return net_fail_found(net, st, -1,
 				      "cannot ask rank %d what it waits for, while this rank waits %s it in %s #%u: %s",
 				      peer, kind == 2 ? "to connect to" : kind ? "to send to" : "to receive from",
-				      ibc_coll_name(cur->coll), cur->seq, local_cause());
+				      ibc_coll_name(cur->coll), cur->seq, ibc_log_last_cause());
 	/*
 	 * Refused: a rank's listener lives from before its address is known
 	 * until its destroy, abort or exit, so @peer is gone for good and

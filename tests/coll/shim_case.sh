@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # shim_case.sh - sourced by the tests that run ranks under an LD_PRELOAD
-# shim of tests/coll (test_tcp_short_io.sh, test_signal_storm.sh).
+# shim of tests/coll (test_tcp_short_io.sh, test_signal_storm.sh): sets b
+# (the build tree), run (the launcher), log (a scratch file, removed at
+# exit) and n (the TAP count, 0), and defines shim_case().
 #
 # shim_case NAME NR DESC [VAR=VALUE ...] -- PROGRAM [ARGS...]
 #   runs NR ranks of PROGRAM (bounded by 240 s) with the variables set and
@@ -8,8 +10,13 @@
 #   $n + 1): ok when every rank exited 0, at least NR lines of the ranks
 #   say PASS, and at least NR processes printed the shim's exit line
 #   "NAME: pid P <verb> <count>" with a count above 0 (so a run the shim
-#   did not reach fails). Needs b (the build tree), run (the launcher) and
-#   log (a scratch file); sets n.
+#   did not reach fails).
+b=$top_builddir
+run=$top_srcdir/tests/scripts/run_local_ranks.sh
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+n=0
+
 shim_case() {
 	sc_name=$1 sc_nr=$2 sc_desc=$3
 	shift 3

@@ -7,13 +7,8 @@
 # return EINTR. Creation, every collective, point-to-point and
 # communicator splits must stay exact and in time, over shm and tcp, and
 # every rank must have handled signals (else the test proves nothing).
-b=$top_builddir
-run=$top_srcdir/tests/scripts/run_local_ranks.sh
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 . "$top_srcdir/tests/coll/shim_case.sh"
 echo "1..5"
-n=0
 cc="$b/tests/coll/coll_check -c all -d float32,int8 -o sum,max -n 0,1,7,1000,65537 --no-bf16-case"
 storm="IBC_TIMEOUT_MS=30000 SIGSTORM_US=200"
 for tp in tcp shm; do

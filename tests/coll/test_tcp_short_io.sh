@@ -8,13 +8,8 @@
 # and point-to-point must stay exact on 2 and 3 ranks, blocking and
 # nonblocking, in and out of place, and the shim must have shortened calls
 # in every rank (else the test proves nothing).
-b=$top_builddir
-run=$top_srcdir/tests/scripts/run_local_ranks.sh
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 . "$top_srcdir/tests/coll/shim_case.sh"
 echo "1..4"
-n=0
 cc="$b/tests/coll/coll_check -c all --no-errors --no-bf16-case"
 tcp="IBC_TRANSPORT=tcp IBC_TIMEOUT_MS=30000"
 shim_case shortio 2 "2 ranks, coll_check, every tcp call 1-7 bytes: exact on every rank" \
